@@ -1,0 +1,43 @@
+// Prepares the focused target for typing. For inputs whose value cannot be typed as text
+// (date, time, colour, range...) it sets the value itself and fires input/change; returns
+// "done" then. Otherwise clears the content when asked and returns "type" so the caller
+// inserts the text with real input events.
+(() => {
+  const ID = __ID__, CSS = __CSS__, TEXT = __TEXT__, CLEAR = __CLEAR__;
+  const el = CSS !== null ? document.querySelector(CSS) : document.querySelector('[data-sg-id="' + ID + '"]');
+  if (!el) return { error: 'the element disappeared before typing' };
+  const tag = el.tagName.toLowerCase();
+  const t = tag === 'input' ? (el.type || 'text').toLowerCase() : '';
+  if (tag === 'select') return { error: 'element is a <select>: use select(target, "option")' };
+  if (tag === 'input' && ['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'file'].includes(t)) {
+    return { error: 'cannot type into an input of type ' + t };
+  }
+  const setValue = (v) => {
+    const proto = tag === 'textarea' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+    Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, v);
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  };
+  if (['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range'].includes(t)) {
+    setValue(TEXT);
+    if (el.value !== TEXT) return { error: 'value ' + JSON.stringify(TEXT) + ' is not valid for an input of type ' + t };
+    return { mode: 'done' };
+  }
+  if (document.activeElement !== el) el.focus();
+  if (CLEAR) {
+    if (el.isContentEditable) {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+    } else if (el.value !== '') {
+      if (typeof el.select === 'function') el.select();
+      if (TEXT === '') setValue('');
+    }
+  } else if (typeof el.setSelectionRange === 'function' && ['text', 'search', 'url', 'tel', 'password', ''].includes(t)) {
+    const n = el.value.length;
+    el.setSelectionRange(n, n);
+  }
+  return { mode: 'type' };
+})()

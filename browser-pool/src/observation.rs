@@ -1,0 +1,131 @@
+//! What a policy sees after each step.
+
+use serde::{Deserialize, Serialize};
+
+/// A rectangle in viewport CSS pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rect {
+    /// Left edge.
+    pub x: f64,
+    /// Top edge.
+    pub y: f64,
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+}
+
+impl Rect {
+    /// The centre point.
+    pub fn center(&self) -> (f64, f64) {
+        (self.x + self.width / 2.0, self.y + self.height / 2.0)
+    }
+}
+
+/// One interactive element, numbered for the policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Element {
+    /// The number actions refer to (`click(12)`); valid until the next observation.
+    pub id: u32,
+    /// Lower-case tag name.
+    pub tag: String,
+    /// ARIA role, explicit or implied by the tag.
+    pub role: String,
+    /// Accessible label: aria-label, associated `<label>`, text, placeholder, title or alt.
+    pub label: String,
+    /// Current value of inputs, textareas and selects (the selected option's text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Placeholder text of an empty input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// Checkbox / radio state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<bool>,
+    /// Whether the element is disabled.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Option texts of a `<select>` (at most 25).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// Link target, for anchors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
+    /// Input type, for inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_type: Option<String>,
+    /// Bounding box in the viewport at observation time.
+    pub bbox: Rect,
+    /// Whether any part of the box is inside the viewport.
+    pub in_viewport: bool,
+}
+
+/// An encoded screenshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Screenshot {
+    /// Encoded image bytes.
+    pub bytes: Vec<u8>,
+    /// MIME type (`image/jpeg`).
+    pub mime: &'static str,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+}
+
+/// Scroll state of the page.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScrollState {
+    /// Horizontal scroll offset.
+    pub x: f64,
+    /// Vertical scroll offset.
+    pub y: f64,
+    /// Full document height.
+    pub page_height: f64,
+    /// Viewport height.
+    pub viewport_height: f64,
+}
+
+/// A snapshot of the page after a step.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// Current URL.
+    pub url: String,
+    /// Document title.
+    pub title: String,
+    /// The viewport as an image.
+    pub screenshot: Screenshot,
+    /// Interactive elements in document order, numbered from 1.
+    pub elements: Vec<Element>,
+    /// Scroll position.
+    pub scroll: ScrollState,
+    /// The error of the previous action, if it failed.
+    pub last_action_error: Option<String>,
+}
+
+impl Observation {
+    /// The numbered element list as text, the way a prompt shows it:
+    /// `[12] button "Add to cart"`.
+    pub fn element_lines(&self) -> Vec<String> {
+        self.elements
+            .iter()
+            .filter(|e| e.in_viewport)
+            .map(|e| {
+                let mut line = format!("[{}] {} {:?}", e.id, e.role, e.label);
+                if let Some(v) = &e.value {
+                    line.push_str(&format!(" value={v:?}"));
+                }
+                if let Some(c) = e.checked {
+                    line.push_str(if c { " checked" } else { " unchecked" });
+                }
+                if e.disabled {
+                    line.push_str(" disabled");
+                }
+                if !e.options.is_empty() {
+                    line.push_str(&format!(" options={:?}", e.options));
+                }
+                line
+            })
+            .collect()
+    }
+}

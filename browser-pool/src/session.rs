@@ -1,0 +1,629 @@
+//! A leased browser context: navigate, observe, act.
+//!
+//! Every CDP call is bounded by a timeout (chromiumoxide's own 30 s limit does not cover
+//! all of them, and a hung renderer would otherwise hang the episode forever). After every
+//! action the session waits for the page to settle: the next document loaded, and its DOM
+//! quiet for a moment, bounded by `settle_max`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventJavascriptDialogOpening,
+    GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
+    NavigateToHistoryEntryParams,
+};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::types::Command;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::task::JoinHandle;
+
+use crate::action::{Action, Scroll, Target};
+use crate::config::PoolConfig;
+use crate::error::PoolError;
+use crate::js;
+use crate::keys::{KeyCombo, Modifiers};
+use crate::launch::LiveBrowser;
+use crate::observation::{Element, Observation, Screenshot, ScrollState};
+
+/// What happened when an action ran.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ActReport {
+    /// Why the action failed, in words for the policy; `None` when it worked.
+    pub error: Option<String>,
+    /// Where the mouse clicked, in viewport pixels (for replays).
+    pub point: Option<(f64, f64)>,
+}
+
+impl ActReport {
+    fn failed(message: impl Into<String>) -> Self {
+        ActReport {
+            error: Some(message.into()),
+            point: None,
+        }
+    }
+}
+
+/// The state of one element, read by CSS selector.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ElementState {
+    /// Lower-case tag name.
+    pub tag: String,
+    /// Rendered text.
+    pub text: String,
+    /// Current value (inputs, textareas, the selected option's text for selects).
+    pub value: Option<String>,
+    /// Checkbox / radio state.
+    pub checked: Option<bool>,
+}
+
+/// One isolated browser context with one page, leased from the pool.
+///
+/// Dropping a session releases it; [`Session::close`] does the same but waits for the
+/// context to be disposed.
+pub struct Session {
+    page: Page,
+    context: Option<BrowserContextId>,
+    browser: Arc<LiveBrowser>,
+    cfg: Arc<PoolConfig>,
+    permit: Option<OwnedSemaphorePermit>,
+    action_seq: u64,
+    last_error: Option<String>,
+    dialogs: Arc<Mutex<Vec<String>>>,
+    dialog_task: Option<JoinHandle<()>>,
+}
+
+#[derive(Deserialize)]
+struct ObservedPage {
+    url: String,
+    title: String,
+    scroll: ScrollState,
+    elements: Vec<Element>,
+}
+
+#[derive(Deserialize)]
+struct Resolved {
+    x: Option<f64>,
+    y: Option<f64>,
+    error: Option<String>,
+    input_type: Option<String>,
+    tag: Option<String>,
+    #[serde(default)]
+    disabled: bool,
+}
+
+#[derive(Deserialize)]
+struct Mode {
+    mode: Option<String>,
+    error: Option<String>,
+}
+
+/// Inputs whose value is set directly: clicking them opens pickers that swallow keys.
+const VALUE_INPUTS: &[&str] = &["date", "time", "datetime-local", "month", "week", "color", "range"];
+
+impl Session {
+    pub(crate) fn new(
+        page: Page,
+        context: BrowserContextId,
+        browser: Arc<LiveBrowser>,
+        cfg: Arc<PoolConfig>,
+        permit: OwnedSemaphorePermit,
+    ) -> Session {
+        let dialogs = Arc::new(Mutex::new(Vec::new()));
+        let dialog_task = spawn_dialog_handler(page.clone(), dialogs.clone());
+        Session {
+            page,
+            context: Some(context),
+            browser,
+            cfg,
+            permit: Some(permit),
+            action_seq: 0,
+            last_error: None,
+            dialogs,
+            dialog_task: Some(dialog_task),
+        }
+    }
+
+    /// The process id of the browser this session runs in.
+    pub fn browser_pid(&self) -> Option<u32> {
+        self.browser.pid()
+    }
+
+    async fn call<C: Command>(&self, op: &'static str, cmd: C) -> Result<C::Response, PoolError> {
+        self.call_within(op, cmd, self.cfg.cdp_timeout).await
+    }
+
+    async fn call_within<C: Command>(
+        &self,
+        op: &'static str,
+        cmd: C,
+        limit: Duration,
+    ) -> Result<C::Response, PoolError> {
+        match tokio::time::timeout(limit, self.page.execute(cmd)).await {
+            Err(_) => {
+                // A hung call usually means a hung renderer or a dead browser.
+                if !self.browser.is_alive() {
+                    return Err(PoolError::BrowserGone {
+                        op,
+                        message: "browser process exited".into(),
+                    });
+                }
+                Err(PoolError::Timeout { op, after: limit })
+            }
+            Ok(Err(e)) => Err(PoolError::from_cdp(op, e)),
+            Ok(Ok(resp)) => Ok(resp.result),
+        }
+    }
+
+    /// Evaluates a JavaScript expression in the page (promises are awaited).
+    ///
+    /// The outer error is an infrastructure failure; the inner one a JavaScript exception.
+    pub async fn evaluate(&self, expression: &str) -> Result<Result<Value, String>, PoolError> {
+        self.eval_within(expression, self.cfg.cdp_timeout).await
+    }
+
+    async fn eval_within(&self, expression: &str, limit: Duration) -> Result<Result<Value, String>, PoolError> {
+        let mut params = EvaluateParams::new(expression);
+        params.return_by_value = Some(true);
+        params.await_promise = Some(true);
+        let ret = self.call_within("Runtime.evaluate", params, limit).await?;
+        if let Some(ex) = ret.exception_details {
+            let detail = ex
+                .exception
+                .and_then(|e| e.description)
+                .unwrap_or(ex.text);
+            return Ok(Err(detail));
+        }
+        Ok(Ok(ret.result.value.unwrap_or(Value::Null)))
+    }
+
+    /// Evaluates one of our own snippets, retrying while a navigation replaces the document.
+    async fn eval_ours(&self, expression: &str) -> Result<Result<Value, String>, PoolError> {
+        let deadline = Instant::now() + self.cfg.settle_max;
+        loop {
+            let transient = match self.evaluate(expression).await {
+                Ok(Ok(v)) => return Ok(Ok(v)),
+                Ok(Err(js)) => js,
+                Err(PoolError::Cdp { message, .. }) => message,
+                Err(e) => return Err(e),
+            };
+            if Instant::now() >= deadline {
+                return Ok(Err(transient));
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+    }
+
+    /// Reads the first element matching `css`, or `None` when nothing matches.
+    pub async fn query_selector(&self, css: &str) -> Result<Result<Option<ElementState>, String>, PoolError> {
+        let js = include_str!("js/query.js").replace(
+            "__CSS__",
+            &serde_json::to_string(css).expect("strings always serialize"),
+        );
+        Ok(match self.eval_ours(&js).await? {
+            Ok(Value::Null) => Ok(None),
+            Ok(v) => serde_json::from_value(v).map(Some).map_err(|e| e.to_string()),
+            Err(e) => Err(format!("invalid selector {css:?}: {e}")),
+        })
+    }
+
+    /// The visible text of the page body.
+    pub async fn page_text(&self) -> Result<String, PoolError> {
+        let v = self
+            .eval_ours("document.body ? document.body.innerText : ''")
+            .await?
+            .unwrap_or(Value::Null);
+        Ok(v.as_str().unwrap_or_default().to_string())
+    }
+
+    /// The current URL.
+    pub async fn url(&self) -> Result<String, PoolError> {
+        let v = self.eval_ours("location.href").await?.unwrap_or(Value::Null);
+        Ok(v.as_str().unwrap_or_default().to_string())
+    }
+
+    /// Waits until the document that action `seq` leads to has loaded and gone quiet.
+    async fn settle(&self, seq: u64) -> Result<(), PoolError> {
+        let start = Instant::now();
+        loop {
+            let left = self.cfg.settle_max.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                tracing::debug!(seq, "page did not settle in time; observing anyway");
+                return Ok(());
+            }
+            let script = js::settle(seq, self.cfg.settle_quiet.as_millis(), left.as_millis());
+            match self.eval_within(&script, left + self.cfg.cdp_timeout).await {
+                Ok(Ok(Value::String(s))) if s == "leaving" => {}
+                Ok(Ok(_)) => return Ok(()),
+                // The old document went away under the script: wait for the next one.
+                Ok(Err(_)) | Err(PoolError::Cdp { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Takes an observation of the current page.
+    pub async fn observe(&mut self) -> Result<Observation, PoolError> {
+        let raw = match self.eval_ours(js::observe()).await? {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(PoolError::Cdp {
+                    op: "observe",
+                    message: e,
+                });
+            }
+        };
+        let page: ObservedPage = serde_json::from_value(raw).map_err(|e| PoolError::Cdp {
+            op: "observe",
+            message: format!("unexpected observation shape: {e}"),
+        })?;
+        let screenshot = self.screenshot().await?;
+        let mut last_action_error = self.last_error.take();
+        let dialogs: Vec<String> = std::mem::take(&mut *self.dialogs.lock().expect("dialog lock"));
+        if !dialogs.is_empty() {
+            let note = format!("the page showed a dialog (accepted): {}", dialogs.join(" | "));
+            last_action_error = Some(match last_action_error {
+                Some(e) => format!("{e}; {note}"),
+                None => note,
+            });
+        }
+        Ok(Observation {
+            url: page.url,
+            title: page.title,
+            screenshot,
+            elements: page.elements,
+            scroll: page.scroll,
+            last_action_error,
+        })
+    }
+
+    /// Captures the viewport as JPEG.
+    pub async fn screenshot(&self) -> Result<Screenshot, PoolError> {
+        let params = CaptureScreenshotParams {
+            format: Some(CaptureScreenshotFormat::Jpeg),
+            quality: Some(i64::from(self.cfg.jpeg_quality)),
+            ..Default::default()
+        };
+        let ret = self.call("Page.captureScreenshot", params).await?;
+        let b64: &str = ret.data.as_ref();
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| PoolError::Cdp {
+                op: "Page.captureScreenshot",
+                message: format!("bad base64: {e}"),
+            })?;
+        Ok(Screenshot {
+            bytes,
+            mime: "image/jpeg",
+            width: self.cfg.viewport_width,
+            height: self.cfg.viewport_height,
+        })
+    }
+
+    /// Runs one action and waits for the page to settle.
+    ///
+    /// A failed action is not an error: its message is returned in the report and shown in
+    /// the next observation. `answer` and `stop` do nothing here; they end the episode.
+    pub async fn act(&mut self, action: &Action) -> Result<ActReport, PoolError> {
+        self.action_seq += 1;
+        let seq = self.action_seq;
+        if action.is_terminal() {
+            return Ok(ActReport::default());
+        }
+        // Best effort: a page that is mid-navigation has no document to mark.
+        let _ = self.evaluate(&js::prepare(seq)).await?;
+        let report = match action {
+            Action::Click(target) => self.click(target).await?,
+            Action::Type { target, text, clear } => self.type_text(target, text, *clear).await?,
+            Action::Select { target, option } => self.select(target, option).await?,
+            Action::Press(keys) => self.press(keys).await?,
+            Action::Scroll(s) => self.scroll(s).await?,
+            Action::Goto(url) => self.goto(url).await?,
+            Action::Back => self.back().await?,
+            Action::Answer(_) | Action::Stop => unreachable!("terminal actions return early"),
+        };
+        self.settle(seq).await?;
+        self.last_error = report.error.clone();
+        Ok(report)
+    }
+
+    async fn resolve(&self, target: &Target) -> Result<Result<Resolved, String>, PoolError> {
+        if let Target::Point { x, y } = target {
+            let (w, h) = (f64::from(self.cfg.viewport_width), f64::from(self.cfg.viewport_height));
+            if *x >= w || *y >= h {
+                return Ok(Err(format!(
+                    "point ({x}, {y}) is outside the {w}x{h} viewport"
+                )));
+            }
+            return Ok(Ok(Resolved {
+                x: Some(*x),
+                y: Some(*y),
+                error: None,
+                input_type: None,
+                tag: None,
+                disabled: false,
+            }));
+        }
+        Ok(match self.eval_ours(&js::resolve(target)).await? {
+            Ok(v) => match serde_json::from_value::<Resolved>(v) {
+                Ok(r) if r.error.is_some() => Err(r.error.unwrap_or_default()),
+                Ok(r) if r.x.is_some() && r.y.is_some() => Ok(r),
+                Ok(_) | Err(_) => Err("could not locate the element".into()),
+            },
+            Err(e) => Err(format!("could not locate the element: {e}")),
+        })
+    }
+
+    async fn mouse(&self, kind: DispatchMouseEventType, x: f64, y: f64, button: MouseButton) -> Result<(), PoolError> {
+        let pressed = matches!(kind, DispatchMouseEventType::MousePressed);
+        let params = DispatchMouseEventParams {
+            button: Some(button),
+            buttons: Some(if pressed { 1 } else { 0 }),
+            click_count: Some(1),
+            ..DispatchMouseEventParams::new(kind, x, y)
+        };
+        self.call("Input.dispatchMouseEvent", params).await.map(|_| ())
+    }
+
+    async fn click_at(&self, x: f64, y: f64) -> Result<(), PoolError> {
+        self.mouse(DispatchMouseEventType::MouseMoved, x, y, MouseButton::None).await?;
+        self.mouse(DispatchMouseEventType::MousePressed, x, y, MouseButton::Left).await?;
+        self.mouse(DispatchMouseEventType::MouseReleased, x, y, MouseButton::Left).await
+    }
+
+    async fn click(&self, target: &Target) -> Result<ActReport, PoolError> {
+        let r = match self.resolve(target).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        let (x, y) = (r.x.unwrap_or_default(), r.y.unwrap_or_default());
+        self.click_at(x, y).await?;
+        Ok(ActReport {
+            error: r.disabled.then(|| "the element is disabled; the click did nothing".to_string()),
+            point: Some((x, y)),
+        })
+    }
+
+    async fn type_text(&self, target: &Target, text: &str, clear: bool) -> Result<ActReport, PoolError> {
+        let r = match self.resolve(target).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        let point = (r.x.unwrap_or_default(), r.y.unwrap_or_default());
+        if r.disabled {
+            return Ok(ActReport {
+                error: Some("the element is disabled".into()),
+                point: Some(point),
+            });
+        }
+        if let Target::Point { .. } = target {
+            self.click_at(point.0, point.1).await?;
+            if clear {
+                self.press(&KeyCombo::parse("Control+a").expect("valid combo")).await?;
+            }
+            if !text.is_empty() {
+                self.call("Input.insertText", InsertTextParams::new(text)).await?;
+            }
+            return Ok(ActReport { error: None, point: Some(point) });
+        }
+        let picker = r.input_type.as_deref().is_some_and(|t| VALUE_INPUTS.contains(&t));
+        if !picker && r.tag.as_deref() != Some("select") {
+            self.click_at(point.0, point.1).await?;
+        }
+        let mode = match self.eval_ours(&js::fill(target, text, clear)).await? {
+            Ok(v) => serde_json::from_value::<Mode>(v).unwrap_or(Mode {
+                mode: None,
+                error: Some("could not prepare the element for typing".into()),
+            }),
+            Err(e) => Mode {
+                mode: None,
+                error: Some(e),
+            },
+        };
+        if let Some(e) = mode.error {
+            return Ok(ActReport { error: Some(e), point: Some(point) });
+        }
+        if mode.mode.as_deref() == Some("type") && !text.is_empty() {
+            self.call("Input.insertText", InsertTextParams::new(text)).await?;
+        }
+        Ok(ActReport { error: None, point: Some(point) })
+    }
+
+    async fn select(&self, target: &Target, option: &str) -> Result<ActReport, PoolError> {
+        if let Target::Point { .. } = target {
+            return Ok(ActReport::failed("select needs an element number or css=, not a point"));
+        }
+        let r = match self.resolve(target).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        let point = r.x.zip(r.y);
+        let outcome = match self.eval_ours(&js::select(target, option)).await? {
+            Ok(v) => serde_json::from_value::<Mode>(v).ok().and_then(|m| m.error),
+            Err(e) => Some(e),
+        };
+        Ok(ActReport { error: outcome, point })
+    }
+
+    async fn key_event(&self, kind: DispatchKeyEventType, key: &str, code: &str, key_code: i64, text: Option<&str>, modifiers: Modifiers) -> Result<(), PoolError> {
+        let params = DispatchKeyEventParams {
+            modifiers: Some(modifiers.bits()),
+            key: Some(key.to_string()),
+            code: (!code.is_empty()).then(|| code.to_string()),
+            windows_virtual_key_code: Some(key_code),
+            native_virtual_key_code: Some(key_code),
+            text: text.map(str::to_string),
+            unmodified_text: text.map(str::to_string),
+            ..DispatchKeyEventParams::new(kind)
+        };
+        self.call("Input.dispatchKeyEvent", params).await.map(|_| ())
+    }
+
+    async fn press(&self, keys: &KeyCombo) -> Result<ActReport, PoolError> {
+        const MODS: [(Modifiers, &str, i64); 4] = [
+            (Modifiers::CONTROL, "Control", 17),
+            (Modifiers::ALT, "Alt", 18),
+            (Modifiers::SHIFT, "Shift", 16),
+            (Modifiers::META, "Meta", 91),
+        ];
+        let held: Vec<_> = MODS.iter().filter(|(m, ..)| keys.modifiers.contains(*m)).collect();
+        for (_, name, code) in &held {
+            self.key_event(DispatchKeyEventType::RawKeyDown, name, &format!("{name}Left"), *code, None, keys.modifiers).await?;
+        }
+        let def = keys.key_def();
+        let down = if def.text.is_some() { DispatchKeyEventType::KeyDown } else { DispatchKeyEventType::RawKeyDown };
+        self.key_event(down, &def.key, &def.code, def.key_code, def.text.as_deref(), keys.modifiers).await?;
+        self.key_event(DispatchKeyEventType::KeyUp, &def.key, &def.code, def.key_code, None, keys.modifiers).await?;
+        for (_, name, code) in held.iter().rev() {
+            self.key_event(DispatchKeyEventType::KeyUp, name, &format!("{name}Left"), *code, None, Modifiers::default()).await?;
+        }
+        Ok(ActReport::default())
+    }
+
+    async fn scroll(&self, scroll: &Scroll) -> Result<ActReport, PoolError> {
+        let (w, h) = (f64::from(self.cfg.viewport_width), f64::from(self.cfg.viewport_height));
+        let (dx, dy) = match scroll {
+            Scroll::Down => (0.0, h * 0.8),
+            Scroll::Up => (0.0, -h * 0.8),
+            Scroll::By { dx, dy } => (*dx, *dy),
+        };
+        let before = self.evaluate("[window.scrollX, window.scrollY]").await?.ok();
+        let params = DispatchMouseEventParams {
+            delta_x: Some(dx),
+            delta_y: Some(dy),
+            ..DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, w / 2.0, h / 2.0)
+        };
+        self.call("Input.dispatchMouseEvent", params).await?;
+        // Wheel scrolling is applied asynchronously by the compositor.
+        let mut after = before.clone();
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            after = self.evaluate("[window.scrollX, window.scrollY]").await?.ok();
+            if after != before {
+                break;
+            }
+        }
+        let error = (after == before).then(|| "the page did not scroll (already at the edge, or nothing scrollable under the pointer)".to_string());
+        Ok(ActReport { error, point: None })
+    }
+
+    async fn goto(&self, url: &str) -> Result<ActReport, PoolError> {
+        let scheme_ok = url.starts_with("http://") || url.starts_with("https://") || url == "about:blank";
+        if !scheme_ok {
+            return Ok(ActReport::failed(format!("goto only opens http(s) URLs, not {url:?}")));
+        }
+        let limit = self.cfg.navigation_timeout;
+        match tokio::time::timeout(limit, self.page.goto(NavigateParams::new(url))).await {
+            Err(_) => Ok(ActReport::failed(format!("{url} did not finish loading within {limit:?}"))),
+            Ok(Ok(_)) => Ok(ActReport::default()),
+            Ok(Err(e)) => {
+                let err = PoolError::from_cdp("Page.navigate", e);
+                match err {
+                    PoolError::Cdp { message, .. } => Ok(ActReport::failed(format!("could not open {url}: {message}"))),
+                    other => Err(other),
+                }
+            }
+        }
+    }
+
+    async fn back(&self) -> Result<ActReport, PoolError> {
+        let history = self.call("Page.getNavigationHistory", GetNavigationHistoryParams::default()).await?;
+        let current = usize::try_from(history.current_index).unwrap_or(0);
+        // The blank page every session starts on does not count as a page to return to.
+        let previous = current
+            .checked_sub(1)
+            .and_then(|i| history.entries.get(i))
+            .filter(|e| e.url != "about:blank");
+        let Some(entry) = previous else {
+            return Ok(ActReport::failed("there is no previous page to go back to"));
+        };
+        self.call("Page.navigateToHistoryEntry", NavigateToHistoryEntryParams::new(entry.id)).await?;
+        Ok(ActReport::default())
+    }
+
+    /// Releases the session and waits until its browser context is gone.
+    pub async fn close(mut self) {
+        self.release().await;
+    }
+
+    async fn release(&mut self) {
+        if let Some(task) = self.dialog_task.take() {
+            task.abort();
+        }
+        if let Some(context) = self.context.take() {
+            dispose(&self.browser, context, self.cfg.cdp_timeout).await;
+            self.browser.active.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.permit.take();
+    }
+}
+
+async fn dispose(browser: &LiveBrowser, context: BrowserContextId, limit: Duration) {
+    if !browser.is_alive() {
+        return;
+    }
+    let guard = browser.browser.read().await;
+    match tokio::time::timeout(limit, guard.dispose_browser_context(context)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "disposing a browser context failed"),
+        Err(_) => {
+            tracing::warn!("disposing a browser context timed out; marking the browser dead");
+            browser.mark_dead();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(task) = self.dialog_task.take() {
+            task.abort();
+        }
+        let Some(context) = self.context.take() else {
+            return;
+        };
+        let browser = self.browser.clone();
+        let limit = self.cfg.cdp_timeout;
+        let permit = self.permit.take();
+        // Dropped without close(): dispose in the background, keeping the slot taken until done.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                dispose(&browser, context, limit).await;
+                browser.active.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                drop(permit);
+            });
+        } else {
+            browser.active.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// Accepts JavaScript dialogs as they open (an open `alert` blocks every script in the
+/// page) and records their messages for the next observation.
+fn spawn_dialog_handler(page: Page, log: Arc<Mutex<Vec<String>>>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let Ok(mut events) = page.event_listener::<EventJavascriptDialogOpening>().await else {
+            return;
+        };
+        while let Some(ev) = events.next().await {
+            log.lock()
+                .expect("dialog lock")
+                .push(format!("{:?}: {}", ev.r#type, ev.message));
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                page.execute(HandleJavaScriptDialogParams::new(true)),
+            )
+            .await;
+        }
+    })
+}
