@@ -1,0 +1,265 @@
+//! The rule judge: runs every fact's check against the end of an episode.
+
+use std::future::Future;
+
+use crate::normalize;
+use crate::rubric::{AnswerMatch, Check, ElementExpect, Rubric, TextMatch, UrlMatch, UrlScope};
+
+/// What the judge may ask of the page an episode ended on. The engine implements it over
+/// a live browser session; tests may implement it over a recorded page.
+pub trait PageProbe {
+    /// The final page's URL.
+    fn url(&self) -> impl Future<Output = Result<String, ProbeError>> + Send;
+    /// The final page's visible text.
+    fn text(&self) -> impl Future<Output = Result<String, ProbeError>> + Send;
+    /// The first element matching a CSS selector. `Ok(Err(_))` is a bad selector.
+    fn element(
+        &self,
+        selector: &str,
+    ) -> impl Future<Output = Result<Result<Option<ElementSnapshot>, String>, ProbeError>> + Send;
+}
+
+/// An element as the judge sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ElementSnapshot {
+    /// Rendered text.
+    pub text: String,
+    /// Current value, for form fields.
+    pub value: Option<String>,
+    /// Checkbox / radio state.
+    pub checked: Option<bool>,
+}
+
+/// The page could not be read (an infrastructure failure: judge again later).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("could not read the final page: {0}")]
+pub struct ProbeError(pub String);
+
+/// The recorded part of an episode the judge uses.
+#[derive(Debug, Clone, Default)]
+pub struct Trajectory {
+    /// The agent's final answer, if it gave one.
+    pub final_answer: Option<String>,
+    /// Every URL the episode observed, in order.
+    pub visited_urls: Vec<String>,
+}
+
+/// The verdict on one fact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FactVerdict {
+    /// The fact's group.
+    pub group_id: String,
+    /// The fact.
+    pub fact_id: String,
+    /// Whether it holds.
+    pub passed: bool,
+    /// What was observed (the URL, the element's value, the answer...).
+    pub evidence: String,
+    /// Why it passed or failed, in words.
+    pub reason: String,
+}
+
+/// The judge's result for an episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// Every group satisfied.
+    pub success: bool,
+    /// Weighted fraction of passing facts, in [0, 1].
+    pub score: f64,
+    /// One verdict per fact, in rubric order.
+    pub verdicts: Vec<FactVerdict>,
+}
+
+/// The judge's name, stored with its verdicts.
+pub const RULE_JUDGE: &str = "rules";
+
+fn text_matches(m: &TextMatch, actual: &str) -> bool {
+    let actual = normalize::collapse(actual);
+    match m {
+        TextMatch::Equals { text, case_sensitive: true } => actual == normalize::collapse(text),
+        TextMatch::Equals { text, .. } => actual.to_lowercase() == normalize::collapse(text).to_lowercase(),
+        TextMatch::Contains { text, case_sensitive: true } => actual.contains(&normalize::collapse(text)),
+        TextMatch::Contains { text, .. } => actual
+            .to_lowercase()
+            .contains(&normalize::collapse(text).to_lowercase()),
+        TextMatch::Regex(r) => r.is_match(&actual),
+    }
+}
+
+fn describe_text(m: &TextMatch) -> String {
+    match m {
+        TextMatch::Equals { text, .. } => format!("equal to {text:?}"),
+        TextMatch::Contains { text, .. } => format!("containing {text:?}"),
+        TextMatch::Regex(r) => format!("matching /{}/", r.as_str().trim_start_matches("(?i)")),
+    }
+}
+
+fn url_matches(m: &UrlMatch, url: &str) -> bool {
+    match m {
+        UrlMatch::Exact(u) => url.trim_end_matches('/') == u.trim_end_matches('/'),
+        UrlMatch::Prefix(p) => url.starts_with(p.as_str()),
+        UrlMatch::Contains(c) => url.contains(c.as_str()),
+        UrlMatch::Regex(r) => r.is_match(url),
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    let s = normalize::collapse(s);
+    if s.chars().count() <= n {
+        s
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+/// Lazily fetched page text, shared by the facts that need it.
+struct Page<'a, P> {
+    probe: &'a P,
+    text: Option<String>,
+}
+
+impl<P: PageProbe> Page<'_, P> {
+    async fn text(&mut self) -> Result<&str, ProbeError> {
+        if self.text.is_none() {
+            self.text = Some(self.probe.text().await?);
+        }
+        Ok(self.text.as_deref().unwrap_or_default())
+    }
+}
+
+async fn verdict<P: PageProbe>(
+    check: &Check,
+    traj: &Trajectory,
+    page: &mut Page<'_, P>,
+    final_url: &str,
+) -> Result<(bool, String, String), ProbeError> {
+    Ok(match check {
+        Check::Url { matcher, scope } => {
+            let (what, describe) = match matcher {
+                UrlMatch::Exact(u) => ("equal to", u.clone()),
+                UrlMatch::Prefix(p) => ("starting with", p.clone()),
+                UrlMatch::Contains(c) => ("containing", c.clone()),
+                UrlMatch::Regex(r) => ("matching", format!("/{}/", r.as_str())),
+            };
+            match scope {
+                UrlScope::Final => {
+                    let ok = url_matches(matcher, final_url);
+                    let reason = format!("final URL {} {what} {describe}", if ok { "is" } else { "is not" });
+                    (ok, final_url.to_string(), reason)
+                }
+                UrlScope::Any => {
+                    let hit = traj
+                        .visited_urls
+                        .iter()
+                        .chain(std::iter::once(&final_url.to_string()))
+                        .find(|u| url_matches(matcher, u))
+                        .cloned();
+                    let ok = hit.is_some();
+                    let reason = format!(
+                        "{} visited URL {what} {describe}",
+                        if ok { "a" } else { "no" }
+                    );
+                    (ok, hit.unwrap_or_else(|| traj.visited_urls.join(" ")), reason)
+                }
+            }
+        }
+        Check::PageText(m) => {
+            let text = page.text().await?;
+            let ok = text_matches(m, text);
+            let evidence = match m {
+                TextMatch::Contains { text: needle, .. } if ok => {
+                    let hay = normalize::collapse(text);
+                    let lower = hay.to_lowercase();
+                    let at = lower.find(&normalize::collapse(needle).to_lowercase()).unwrap_or(0);
+                    let start = hay.char_indices().map(|(i, _)| i).filter(|i| *i <= at.saturating_sub(40)).last().unwrap_or(0);
+                    short(&hay[start..], 160)
+                }
+                _ => short(text, 160),
+            };
+            let reason = format!("page text {} {}", if ok { "is" } else { "is not" }, describe_text(m));
+            (ok, evidence, reason)
+        }
+        Check::Element { selector, expect } => match page.probe.element(selector).await? {
+            Err(e) => (false, String::new(), e),
+            Ok(None) => {
+                let ok = matches!(expect, ElementExpect::Exists(false));
+                (ok, "no such element".into(), format!("nothing on the final page matches `{selector}`"))
+            }
+            Ok(Some(el)) => match expect {
+                ElementExpect::Exists(want) => (*want, "element present".into(), format!("`{selector}` exists")),
+                ElementExpect::Checked(want) => {
+                    let ok = el.checked == Some(*want);
+                    let state = match el.checked {
+                        Some(true) => "checked",
+                        Some(false) => "unchecked",
+                        None => "not a checkbox",
+                    };
+                    (ok, state.into(), format!("`{selector}` is {state}, expected {}", if *want { "checked" } else { "unchecked" }))
+                }
+                ElementExpect::Value(m) => {
+                    let v = el.value.unwrap_or_default();
+                    let ok = text_matches(m, &v);
+                    let reason = format!("value of `{selector}` {} {}", if ok { "is" } else { "is not" }, describe_text(m));
+                    (ok, short(&v, 160), reason)
+                }
+                ElementExpect::Text(m) => {
+                    let ok = text_matches(m, &el.text);
+                    let reason = format!("text of `{selector}` {} {}", if ok { "is" } else { "is not" }, describe_text(m));
+                    (ok, short(&el.text, 160), reason)
+                }
+            },
+        },
+        Check::Answer(m) => match &traj.final_answer {
+            None => (false, String::new(), "the agent gave no final answer".into()),
+            Some(raw) => {
+                let a = normalize::answer(raw);
+                let (ok, want) = match m {
+                    AnswerMatch::Equals(e) => (a == *e, format!("equal to {e:?}")),
+                    AnswerMatch::Contains(c) => (a.contains(c.as_str()), format!("containing {c:?}")),
+                    AnswerMatch::Regex(r) => (r.is_match(&a), format!("matching /{}/", r.as_str().trim_start_matches("(?i)"))),
+                    AnswerMatch::AnyOf(list) => (list.contains(&a), format!("one of {list:?}")),
+                    AnswerMatch::Number { value, tolerance } => {
+                        let ok = normalize::first_number(&a).is_some_and(|n| (n - value).abs() <= *tolerance + 1e-9);
+                        (ok, format!("the number {value} (±{tolerance})"))
+                    }
+                };
+                (ok, short(raw, 200), format!("answer {} {want}", if ok { "is" } else { "is not" }))
+            }
+        },
+    })
+}
+
+/// Judges an episode: every fact of every group, in order.
+pub async fn judge<P: PageProbe>(rubric: &Rubric, traj: &Trajectory, probe: &P) -> Result<Judgement, ProbeError> {
+    let mut page = Page { probe, text: None };
+    let final_url = probe.url().await?;
+    let mut verdicts = Vec::new();
+    let mut success = true;
+    let (mut passed_weight, mut total_weight) = (0.0, 0.0);
+    for group in rubric.groups() {
+        let mut passes = Vec::new();
+        for fact in &group.facts {
+            let (passed, evidence, reason) = verdict(&fact.check, traj, &mut page, &final_url).await?;
+            total_weight += fact.weight;
+            if passed {
+                passed_weight += fact.weight;
+            }
+            passes.push(passed);
+            verdicts.push(FactVerdict {
+                group_id: group.id.clone(),
+                fact_id: fact.id.clone(),
+                passed,
+                evidence,
+                reason,
+            });
+        }
+        let satisfied = if group.any {
+            passes.iter().any(|p| *p)
+        } else {
+            passes.iter().all(|p| *p)
+        };
+        success &= satisfied;
+    }
+    let score = if total_weight > 0.0 { passed_weight / total_weight } else { 0.0 };
+    Ok(Judgement { success, score, verdicts })
+}

@@ -1,0 +1,85 @@
+//! Text normalisation shared by every comparison, so that "12.50", " $12.50. " and
+//! "12.5" compare the way a person would.
+
+/// Collapses runs of whitespace to one space and trims.
+pub fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Normalises a final answer: lower case, whitespace collapsed, surrounding quotes and
+/// trailing sentence punctuation removed.
+pub fn answer(s: &str) -> String {
+    let mut t = collapse(s).to_lowercase();
+    loop {
+        let before = t.len();
+        for (open, close) in [('"', '"'), ('\'', '\''), ('`', '`'), ('“', '”'), ('‘', '’')] {
+            let n = open.len_utf8() + close.len_utf8();
+            if t.len() >= n && t.starts_with(open) && t.ends_with(close) {
+                t = t[open.len_utf8()..t.len() - close.len_utf8()].trim().to_string();
+            }
+        }
+        while t.ends_with(['.', '!', ';']) {
+            t.pop();
+        }
+        t = t.trim().to_string();
+        if t.len() == before {
+            return t;
+        }
+    }
+}
+
+/// The first number in a text: thousands separators and currency signs are ignored,
+/// `-` directly before the digits makes it negative.
+pub fn first_number(s: &str) -> Option<f64> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() {
+            let negative = i > 0 && chars[i - 1] == '-';
+            let mut text = String::new();
+            let mut seen_dot = false;
+            while i < chars.len() {
+                let c = chars[i];
+                if c.is_ascii_digit() {
+                    text.push(c);
+                } else if c == ',' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()) && !seen_dot {
+                    // thousands separator
+                } else if c == '.' && !seen_dot && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()) {
+                    seen_dot = true;
+                    text.push(c);
+                } else {
+                    break;
+                }
+                i += 1;
+            }
+            let n: f64 = text.parse().ok()?;
+            return Some(if negative { -n } else { n });
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_normalise() {
+        assert_eq!(answer("  \"The  Blue Mug.\" "), "the blue mug");
+        assert_eq!(answer("'yes'!"), "yes");
+        assert_eq!(answer("“Quotes”"), "quotes");
+        assert_eq!(answer(""), "");
+        assert_eq!(answer("\""), "\"");
+    }
+
+    #[test]
+    fn numbers_are_found() {
+        assert_eq!(first_number("The total is $1,234.50."), Some(1234.5));
+        assert_eq!(first_number("-3 degrees"), Some(-3.0));
+        assert_eq!(first_number("about 12"), Some(12.0));
+        assert_eq!(first_number("v2.0.1"), Some(2.0));
+        assert_eq!(first_number("none"), None);
+        assert_eq!(first_number("1,2"), Some(12.0));
+    }
+}
