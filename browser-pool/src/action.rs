@@ -215,8 +215,13 @@ fn lex_string(chars: &[char], start: usize) -> Result<(String, usize), String> {
                 '"' => out.push('"'),
                 '\'' => out.push('\''),
                 'u' => {
-                    let hex: String = chars.get(i + 1..i + 5).ok_or("short \\u escape")?.iter().collect();
-                    let code = u32::from_str_radix(&hex, 16).map_err(|_| format!("bad \\u escape `{hex}`"))?;
+                    let hex: String = chars
+                        .get(i + 1..i + 5)
+                        .ok_or("short \\u escape")?
+                        .iter()
+                        .collect();
+                    let code = u32::from_str_radix(&hex, 16)
+                        .map_err(|_| format!("bad \\u escape `{hex}`"))?;
                     out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
                     i += 4;
                 }
@@ -387,7 +392,11 @@ fn take_text(call: &mut Call, what: &str) -> Result<String, String> {
     match take_positional(call) {
         Some(Value::Str(s)) => Ok(s),
         Some(Value::Number(n)) => Ok(fmt_num(n)),
-        Some(v) => Err(format!("{} expects {what} as a quoted string, got {}", call.name, v.describe())),
+        Some(v) => Err(format!(
+            "{} expects {what} as a quoted string, got {}",
+            call.name,
+            v.describe()
+        )),
         None => Err(format!("{} is missing {what}", call.name)),
     }
 }
@@ -412,7 +421,10 @@ fn take_target(call: &mut Call) -> Result<Target, String> {
                 return Ok(Target::Point { x: a, y: b });
             }
             if a.fract() != 0.0 || a < 0.0 || a > f64::from(u32::MAX) {
-                return Err(format!("element number must be a whole number, got {}", fmt_num(a)));
+                return Err(format!(
+                    "element number must be a whole number, got {}",
+                    fmt_num(a)
+                ));
             }
             Ok(Target::Element(a as u32))
         }
@@ -491,25 +503,54 @@ mod tests {
     #[test]
     fn parses_every_action_form() {
         assert_eq!(ok("click(12)"), Action::Click(Target::Element(12)));
-        assert_eq!(ok(" click( 640 , 360.5 ) "), Action::Click(Target::Point { x: 640.0, y: 360.5 }));
-        assert_eq!(ok(r##"click(css="#buy")"##), Action::Click(Target::Selector("#buy".into())));
+        assert_eq!(
+            ok(" click( 640 , 360.5 ) "),
+            Action::Click(Target::Point { x: 640.0, y: 360.5 })
+        );
+        assert_eq!(
+            ok(r##"click(css="#buy")"##),
+            Action::Click(Target::Selector("#buy".into()))
+        );
         assert_eq!(
             ok(r#"type(3, "red \"mug\"")"#),
-            Action::Type { target: Target::Element(3), text: "red \"mug\"".into(), clear: true }
+            Action::Type {
+                target: Target::Element(3),
+                text: "red \"mug\"".into(),
+                clear: true
+            }
         );
         assert_eq!(
             ok(r#"type(css="input[name='q']", 'x', clear=false)"#),
-            Action::Type { target: Target::Selector("input[name='q']".into()), text: "x".into(), clear: false }
+            Action::Type {
+                target: Target::Selector("input[name='q']".into()),
+                text: "x".into(),
+                clear: false
+            }
         );
         assert_eq!(
             ok(r#"select(4, "Economy")"#),
-            Action::Select { target: Target::Element(4), option: "Economy".into() }
+            Action::Select {
+                target: Target::Element(4),
+                option: "Economy".into()
+            }
         );
-        assert_eq!(ok(r#"press("Enter")"#), Action::Press(KeyCombo::parse("Enter").unwrap()));
+        assert_eq!(
+            ok(r#"press("Enter")"#),
+            Action::Press(KeyCombo::parse("Enter").unwrap())
+        );
         assert_eq!(ok("scroll(down)"), Action::Scroll(Scroll::Down));
         assert_eq!(ok(r#"scroll("up")"#), Action::Scroll(Scroll::Up));
-        assert_eq!(ok("scroll(0, -400)"), Action::Scroll(Scroll::By { dx: 0.0, dy: -400.0 }));
-        assert_eq!(ok(r#"goto("http://a.test/x?y=1")"#), Action::Goto("http://a.test/x?y=1".into()));
+        assert_eq!(
+            ok("scroll(0, -400)"),
+            Action::Scroll(Scroll::By {
+                dx: 0.0,
+                dy: -400.0
+            })
+        );
+        assert_eq!(
+            ok(r#"goto("http://a.test/x?y=1")"#),
+            Action::Goto("http://a.test/x?y=1".into())
+        );
         assert_eq!(ok("back()"), Action::Back);
         assert_eq!(ok("answer(\"12.50\")"), Action::Answer("12.50".into()));
         assert_eq!(ok("answer(42)"), Action::Answer("42".into()));
@@ -562,7 +603,11 @@ mod tests {
         ];
         for (line, want) in cases {
             let e = parse(line).expect_err(line);
-            assert!(e.message.contains(want), "{line:?}: {} (wanted {want:?})", e.message);
+            assert!(
+                e.message.contains(want),
+                "{line:?}: {} (wanted {want:?})",
+                e.message
+            );
         }
     }
 }

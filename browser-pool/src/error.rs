@@ -12,7 +12,9 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum PoolError {
     /// Chromium could not be started.
-    #[error("could not launch Chromium at {path}: {message} (install Debian's `chromium` package or set SURFGYM_CHROMIUM)")]
+    #[error(
+        "could not launch Chromium at {path}: {message} (install Debian's `chromium` package or set SURFGYM_CHROMIUM)"
+    )]
     Launch {
         /// The executable that was tried.
         path: String,
@@ -66,16 +68,21 @@ impl PoolError {
 
     /// Whether the browser behind the session should be considered dead.
     pub fn browser_is_dead(&self) -> bool {
-        matches!(self, PoolError::BrowserGone { .. } | PoolError::Timeout { .. })
+        matches!(
+            self,
+            PoolError::BrowserGone { .. } | PoolError::Timeout { .. }
+        )
     }
 
     pub(crate) fn from_cdp(op: &'static str, err: chromiumoxide::error::CdpError) -> Self {
         use chromiumoxide::error::CdpError as E;
         match err {
-            E::Ws(_) | E::Io(_) | E::NoResponse | E::ChannelSendError(_) => PoolError::BrowserGone {
-                op,
-                message: err.to_string(),
-            },
+            E::Ws(_) | E::Io(_) | E::NoResponse | E::ChannelSendError(_) => {
+                PoolError::BrowserGone {
+                    op,
+                    message: err.to_string(),
+                }
+            }
             E::Timeout => PoolError::Timeout {
                 op,
                 after: Duration::from_secs(30),

@@ -68,7 +68,11 @@ mod tests {
 
     #[test]
     fn hostile_strings_stay_inside_their_literal() {
-        let js = fill(&Target::Selector("a\"); alert(1); (\"".into()), "x'`${y}`\n", true);
+        let js = fill(
+            &Target::Selector("a\"); alert(1); (\"".into()),
+            "x'`${y}`\n",
+            true,
+        );
         assert!(js.contains(r#"CSS = "a\"); alert(1); (\"""#));
         assert!(!js.contains("__"), "every placeholder filled");
     }

@@ -152,7 +152,11 @@ impl KeyCombo {
                 key: (*key).to_string(),
                 code: (*code).to_string(),
                 key_code: *key_code,
-                text: if suppress_text { None } else { text.map(str::to_string) },
+                text: if suppress_text {
+                    None
+                } else {
+                    text.map(str::to_string)
+                },
             };
         }
         let c = self.key.chars().next().unwrap_or(' ');
@@ -219,7 +223,11 @@ mod tests {
     #[test]
     fn rejects_unknown_names() {
         assert!(KeyCombo::parse("Hyper+a").unwrap_err().contains("modifier"));
-        assert!(KeyCombo::parse("Enterr").unwrap_err().contains("unknown key"));
+        assert!(
+            KeyCombo::parse("Enterr")
+                .unwrap_err()
+                .contains("unknown key")
+        );
         assert!(KeyCombo::parse("").is_err());
     }
 

@@ -92,10 +92,11 @@ impl LiveBrowser {
             };
         }
         let config = builder.build().map_err(launch_err)?;
-        let (mut browser, mut handler) = tokio::time::timeout(Duration::from_secs(40), Browser::launch(config))
-            .await
-            .map_err(|_| launch_err("no DevTools endpoint after 40 s".into()))?
-            .map_err(|e| launch_err(e.to_string()))?;
+        let (mut browser, mut handler) =
+            tokio::time::timeout(Duration::from_secs(40), Browser::launch(config))
+                .await
+                .map_err(|_| launch_err("no DevTools endpoint after 40 s".into()))?
+                .map_err(|e| launch_err(e.to_string()))?;
 
         let child = browser.get_mut_child();
         let pid = child.as_ref().and_then(|c| c.inner.id());
@@ -166,7 +167,10 @@ impl LiveBrowser {
             let _ = browser.close().await;
             let _ = browser.wait().await;
         };
-        if tokio::time::timeout(Duration::from_secs(5), polite).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), polite)
+            .await
+            .is_err()
+        {
             let _ = browser.kill().await;
             let _ = tokio::time::timeout(Duration::from_secs(5), browser.wait()).await;
         }

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams,
+};
 use tokio::sync::{Mutex, Semaphore};
 
 use crate::config::PoolConfig;
@@ -90,10 +92,13 @@ impl BrowserPool {
         if inner.closed.load(Ordering::SeqCst) {
             return Err(PoolError::Closed);
         }
-        let permit = tokio::time::timeout(inner.cfg.lease_timeout, inner.permits.clone().acquire_owned())
-            .await
-            .map_err(|_| PoolError::LeaseTimeout(inner.cfg.lease_timeout))?
-            .map_err(|_| PoolError::Closed)?;
+        let permit = tokio::time::timeout(
+            inner.cfg.lease_timeout,
+            inner.permits.clone().acquire_owned(),
+        )
+        .await
+        .map_err(|_| PoolError::LeaseTimeout(inner.cfg.lease_timeout))?
+        .map_err(|_| PoolError::Closed)?;
 
         let mut last_err = None;
         // A browser that turns out dead is relaunched once; a second failure is reported.
@@ -103,7 +108,13 @@ impl BrowserPool {
                 Ok((page, context)) => {
                     inner.leases.fetch_add(1, Ordering::Relaxed);
                     browser.served.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Session::new(page, context, browser, inner.cfg.clone(), permit));
+                    return Ok(Session::new(
+                        page,
+                        context,
+                        browser,
+                        inner.cfg.clone(),
+                        permit,
+                    ));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "opening a browser context failed");
@@ -133,7 +144,10 @@ impl BrowserPool {
             }
             let candidate = guard.as_ref().expect("slot was just filled").clone();
             let load = candidate.active.load(Ordering::SeqCst);
-            if best.as_ref().is_none_or(|b| load < b.active.load(Ordering::SeqCst)) {
+            if best
+                .as_ref()
+                .is_none_or(|b| load < b.active.load(Ordering::SeqCst))
+            {
                 best = Some(candidate);
             }
         }
@@ -166,7 +180,13 @@ impl BrowserPool {
 async fn open_context(
     cfg: &PoolConfig,
     browser: &Arc<LiveBrowser>,
-) -> Result<(chromiumoxide::Page, chromiumoxide::cdp::browser_protocol::browser::BrowserContextId), PoolError> {
+) -> Result<
+    (
+        chromiumoxide::Page,
+        chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+    ),
+    PoolError,
+> {
     let guard = browser.browser.read().await;
     let context = tokio::time::timeout(
         cfg.cdp_timeout,
@@ -185,7 +205,8 @@ async fn open_context(
     let page = match tokio::time::timeout(cfg.cdp_timeout, guard.new_page(params)).await {
         Ok(Ok(page)) => page,
         failure => {
-            let _ = tokio::time::timeout(cfg.cdp_timeout, guard.dispose_browser_context(context)).await;
+            let _ =
+                tokio::time::timeout(cfg.cdp_timeout, guard.dispose_browser_context(context)).await;
             return Err(match failure {
                 Err(_) => PoolError::Timeout {
                     op: "Target.createTarget",

@@ -108,7 +108,15 @@ struct Mode {
 }
 
 /// Inputs whose value is set directly: clicking them opens pickers that swallow keys.
-const VALUE_INPUTS: &[&str] = &["date", "time", "datetime-local", "month", "week", "color", "range"];
+const VALUE_INPUTS: &[&str] = &[
+    "date",
+    "time",
+    "datetime-local",
+    "month",
+    "week",
+    "color",
+    "range",
+];
 
 impl Session {
     pub(crate) fn new(
@@ -164,6 +172,12 @@ impl Session {
         }
     }
 
+    /// Shows an error in the next observation, as if an action had failed (used when a
+    /// policy's output is not a valid action).
+    pub fn report_error(&mut self, message: impl Into<String>) {
+        self.last_error = Some(message.into());
+    }
+
     /// Evaluates a JavaScript expression in the page (promises are awaited).
     ///
     /// The outer error is an infrastructure failure; the inner one a JavaScript exception.
@@ -171,16 +185,17 @@ impl Session {
         self.eval_within(expression, self.cfg.cdp_timeout).await
     }
 
-    async fn eval_within(&self, expression: &str, limit: Duration) -> Result<Result<Value, String>, PoolError> {
+    async fn eval_within(
+        &self,
+        expression: &str,
+        limit: Duration,
+    ) -> Result<Result<Value, String>, PoolError> {
         let mut params = EvaluateParams::new(expression);
         params.return_by_value = Some(true);
         params.await_promise = Some(true);
         let ret = self.call_within("Runtime.evaluate", params, limit).await?;
         if let Some(ex) = ret.exception_details {
-            let detail = ex
-                .exception
-                .and_then(|e| e.description)
-                .unwrap_or(ex.text);
+            let detail = ex.exception.and_then(|e| e.description).unwrap_or(ex.text);
             return Ok(Err(detail));
         }
         Ok(Ok(ret.result.value.unwrap_or(Value::Null)))
@@ -204,14 +219,19 @@ impl Session {
     }
 
     /// Reads the first element matching `css`, or `None` when nothing matches.
-    pub async fn query_selector(&self, css: &str) -> Result<Result<Option<ElementState>, String>, PoolError> {
+    pub async fn query_selector(
+        &self,
+        css: &str,
+    ) -> Result<Result<Option<ElementState>, String>, PoolError> {
         let js = include_str!("js/query.js").replace(
             "__CSS__",
             &serde_json::to_string(css).expect("strings always serialize"),
         );
         Ok(match self.eval_ours(&js).await? {
             Ok(Value::Null) => Ok(None),
-            Ok(v) => serde_json::from_value(v).map(Some).map_err(|e| e.to_string()),
+            Ok(v) => serde_json::from_value(v)
+                .map(Some)
+                .map_err(|e| e.to_string()),
             Err(e) => Err(format!("invalid selector {css:?}: {e}")),
         })
     }
@@ -227,7 +247,10 @@ impl Session {
 
     /// The current URL.
     pub async fn url(&self) -> Result<String, PoolError> {
-        let v = self.eval_ours("location.href").await?.unwrap_or(Value::Null);
+        let v = self
+            .eval_ours("location.href")
+            .await?
+            .unwrap_or(Value::Null);
         Ok(v.as_str().unwrap_or_default().to_string())
     }
 
@@ -271,7 +294,10 @@ impl Session {
         let mut last_action_error = self.last_error.take();
         let dialogs: Vec<String> = std::mem::take(&mut *self.dialogs.lock().expect("dialog lock"));
         if !dialogs.is_empty() {
-            let note = format!("the page showed a dialog (accepted): {}", dialogs.join(" | "));
+            let note = format!(
+                "the page showed a dialog (accepted): {}",
+                dialogs.join(" | ")
+            );
             last_action_error = Some(match last_action_error {
                 Some(e) => format!("{e}; {note}"),
                 None => note,
@@ -325,7 +351,11 @@ impl Session {
         let _ = self.evaluate(&js::prepare(seq)).await?;
         let report = match action {
             Action::Click(target) => self.click(target).await?,
-            Action::Type { target, text, clear } => self.type_text(target, text, *clear).await?,
+            Action::Type {
+                target,
+                text,
+                clear,
+            } => self.type_text(target, text, *clear).await?,
             Action::Select { target, option } => self.select(target, option).await?,
             Action::Press(keys) => self.press(keys).await?,
             Action::Scroll(s) => self.scroll(s).await?,
@@ -340,7 +370,10 @@ impl Session {
 
     async fn resolve(&self, target: &Target) -> Result<Result<Resolved, String>, PoolError> {
         if let Target::Point { x, y } = target {
-            let (w, h) = (f64::from(self.cfg.viewport_width), f64::from(self.cfg.viewport_height));
+            let (w, h) = (
+                f64::from(self.cfg.viewport_width),
+                f64::from(self.cfg.viewport_height),
+            );
             if *x >= w || *y >= h {
                 return Ok(Err(format!(
                     "point ({x}, {y}) is outside the {w}x{h} viewport"
@@ -365,7 +398,13 @@ impl Session {
         })
     }
 
-    async fn mouse(&self, kind: DispatchMouseEventType, x: f64, y: f64, button: MouseButton) -> Result<(), PoolError> {
+    async fn mouse(
+        &self,
+        kind: DispatchMouseEventType,
+        x: f64,
+        y: f64,
+        button: MouseButton,
+    ) -> Result<(), PoolError> {
         let pressed = matches!(kind, DispatchMouseEventType::MousePressed);
         let params = DispatchMouseEventParams {
             button: Some(button),
@@ -373,13 +412,28 @@ impl Session {
             click_count: Some(1),
             ..DispatchMouseEventParams::new(kind, x, y)
         };
-        self.call("Input.dispatchMouseEvent", params).await.map(|_| ())
+        self.call("Input.dispatchMouseEvent", params)
+            .await
+            .map(|_| ())
     }
 
     async fn click_at(&self, x: f64, y: f64) -> Result<(), PoolError> {
-        self.mouse(DispatchMouseEventType::MouseMoved, x, y, MouseButton::None).await?;
-        self.mouse(DispatchMouseEventType::MousePressed, x, y, MouseButton::Left).await?;
-        self.mouse(DispatchMouseEventType::MouseReleased, x, y, MouseButton::Left).await
+        self.mouse(DispatchMouseEventType::MouseMoved, x, y, MouseButton::None)
+            .await?;
+        self.mouse(
+            DispatchMouseEventType::MousePressed,
+            x,
+            y,
+            MouseButton::Left,
+        )
+        .await?;
+        self.mouse(
+            DispatchMouseEventType::MouseReleased,
+            x,
+            y,
+            MouseButton::Left,
+        )
+        .await
     }
 
     async fn click(&self, target: &Target) -> Result<ActReport, PoolError> {
@@ -390,12 +444,19 @@ impl Session {
         let (x, y) = (r.x.unwrap_or_default(), r.y.unwrap_or_default());
         self.click_at(x, y).await?;
         Ok(ActReport {
-            error: r.disabled.then(|| "the element is disabled; the click did nothing".to_string()),
+            error: r
+                .disabled
+                .then(|| "the element is disabled; the click did nothing".to_string()),
             point: Some((x, y)),
         })
     }
 
-    async fn type_text(&self, target: &Target, text: &str, clear: bool) -> Result<ActReport, PoolError> {
+    async fn type_text(
+        &self,
+        target: &Target,
+        text: &str,
+        clear: bool,
+    ) -> Result<ActReport, PoolError> {
         let r = match self.resolve(target).await? {
             Ok(r) => r,
             Err(e) => return Ok(ActReport::failed(e)),
@@ -410,14 +471,22 @@ impl Session {
         if let Target::Point { .. } = target {
             self.click_at(point.0, point.1).await?;
             if clear {
-                self.press(&KeyCombo::parse("Control+a").expect("valid combo")).await?;
+                self.press(&KeyCombo::parse("Control+a").expect("valid combo"))
+                    .await?;
             }
             if !text.is_empty() {
-                self.call("Input.insertText", InsertTextParams::new(text)).await?;
+                self.call("Input.insertText", InsertTextParams::new(text))
+                    .await?;
             }
-            return Ok(ActReport { error: None, point: Some(point) });
+            return Ok(ActReport {
+                error: None,
+                point: Some(point),
+            });
         }
-        let picker = r.input_type.as_deref().is_some_and(|t| VALUE_INPUTS.contains(&t));
+        let picker = r
+            .input_type
+            .as_deref()
+            .is_some_and(|t| VALUE_INPUTS.contains(&t));
         if !picker && r.tag.as_deref() != Some("select") {
             self.click_at(point.0, point.1).await?;
         }
@@ -432,17 +501,26 @@ impl Session {
             },
         };
         if let Some(e) = mode.error {
-            return Ok(ActReport { error: Some(e), point: Some(point) });
+            return Ok(ActReport {
+                error: Some(e),
+                point: Some(point),
+            });
         }
         if mode.mode.as_deref() == Some("type") && !text.is_empty() {
-            self.call("Input.insertText", InsertTextParams::new(text)).await?;
+            self.call("Input.insertText", InsertTextParams::new(text))
+                .await?;
         }
-        Ok(ActReport { error: None, point: Some(point) })
+        Ok(ActReport {
+            error: None,
+            point: Some(point),
+        })
     }
 
     async fn select(&self, target: &Target, option: &str) -> Result<ActReport, PoolError> {
         if let Target::Point { .. } = target {
-            return Ok(ActReport::failed("select needs an element number or css=, not a point"));
+            return Ok(ActReport::failed(
+                "select needs an element number or css=, not a point",
+            ));
         }
         let r = match self.resolve(target).await? {
             Ok(r) => r,
@@ -453,10 +531,21 @@ impl Session {
             Ok(v) => serde_json::from_value::<Mode>(v).ok().and_then(|m| m.error),
             Err(e) => Some(e),
         };
-        Ok(ActReport { error: outcome, point })
+        Ok(ActReport {
+            error: outcome,
+            point,
+        })
     }
 
-    async fn key_event(&self, kind: DispatchKeyEventType, key: &str, code: &str, key_code: i64, text: Option<&str>, modifiers: Modifiers) -> Result<(), PoolError> {
+    async fn key_event(
+        &self,
+        kind: DispatchKeyEventType,
+        key: &str,
+        code: &str,
+        key_code: i64,
+        text: Option<&str>,
+        modifiers: Modifiers,
+    ) -> Result<(), PoolError> {
         let params = DispatchKeyEventParams {
             modifiers: Some(modifiers.bits()),
             key: Some(key.to_string()),
@@ -467,7 +556,9 @@ impl Session {
             unmodified_text: text.map(str::to_string),
             ..DispatchKeyEventParams::new(kind)
         };
-        self.call("Input.dispatchKeyEvent", params).await.map(|_| ())
+        self.call("Input.dispatchKeyEvent", params)
+            .await
+            .map(|_| ())
     }
 
     async fn press(&self, keys: &KeyCombo) -> Result<ActReport, PoolError> {
@@ -477,28 +568,73 @@ impl Session {
             (Modifiers::SHIFT, "Shift", 16),
             (Modifiers::META, "Meta", 91),
         ];
-        let held: Vec<_> = MODS.iter().filter(|(m, ..)| keys.modifiers.contains(*m)).collect();
+        let held: Vec<_> = MODS
+            .iter()
+            .filter(|(m, ..)| keys.modifiers.contains(*m))
+            .collect();
         for (_, name, code) in &held {
-            self.key_event(DispatchKeyEventType::RawKeyDown, name, &format!("{name}Left"), *code, None, keys.modifiers).await?;
+            self.key_event(
+                DispatchKeyEventType::RawKeyDown,
+                name,
+                &format!("{name}Left"),
+                *code,
+                None,
+                keys.modifiers,
+            )
+            .await?;
         }
         let def = keys.key_def();
-        let down = if def.text.is_some() { DispatchKeyEventType::KeyDown } else { DispatchKeyEventType::RawKeyDown };
-        self.key_event(down, &def.key, &def.code, def.key_code, def.text.as_deref(), keys.modifiers).await?;
-        self.key_event(DispatchKeyEventType::KeyUp, &def.key, &def.code, def.key_code, None, keys.modifiers).await?;
+        let down = if def.text.is_some() {
+            DispatchKeyEventType::KeyDown
+        } else {
+            DispatchKeyEventType::RawKeyDown
+        };
+        self.key_event(
+            down,
+            &def.key,
+            &def.code,
+            def.key_code,
+            def.text.as_deref(),
+            keys.modifiers,
+        )
+        .await?;
+        self.key_event(
+            DispatchKeyEventType::KeyUp,
+            &def.key,
+            &def.code,
+            def.key_code,
+            None,
+            keys.modifiers,
+        )
+        .await?;
         for (_, name, code) in held.iter().rev() {
-            self.key_event(DispatchKeyEventType::KeyUp, name, &format!("{name}Left"), *code, None, Modifiers::default()).await?;
+            self.key_event(
+                DispatchKeyEventType::KeyUp,
+                name,
+                &format!("{name}Left"),
+                *code,
+                None,
+                Modifiers::default(),
+            )
+            .await?;
         }
         Ok(ActReport::default())
     }
 
     async fn scroll(&self, scroll: &Scroll) -> Result<ActReport, PoolError> {
-        let (w, h) = (f64::from(self.cfg.viewport_width), f64::from(self.cfg.viewport_height));
+        let (w, h) = (
+            f64::from(self.cfg.viewport_width),
+            f64::from(self.cfg.viewport_height),
+        );
         let (dx, dy) = match scroll {
             Scroll::Down => (0.0, h * 0.8),
             Scroll::Up => (0.0, -h * 0.8),
             Scroll::By { dx, dy } => (*dx, *dy),
         };
-        let before = self.evaluate("[window.scrollX, window.scrollY]").await?.ok();
+        let before = self
+            .evaluate("[window.scrollX, window.scrollY]")
+            .await?
+            .ok();
         let params = DispatchMouseEventParams {
             delta_x: Some(dx),
             delta_y: Some(dy),
@@ -509,7 +645,10 @@ impl Session {
         let mut after = before.clone();
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            after = self.evaluate("[window.scrollX, window.scrollY]").await?.ok();
+            after = self
+                .evaluate("[window.scrollX, window.scrollY]")
+                .await?
+                .ok();
             if after != before {
                 break;
             }
@@ -519,18 +658,25 @@ impl Session {
     }
 
     async fn goto(&self, url: &str) -> Result<ActReport, PoolError> {
-        let scheme_ok = url.starts_with("http://") || url.starts_with("https://") || url == "about:blank";
+        let scheme_ok =
+            url.starts_with("http://") || url.starts_with("https://") || url == "about:blank";
         if !scheme_ok {
-            return Ok(ActReport::failed(format!("goto only opens http(s) URLs, not {url:?}")));
+            return Ok(ActReport::failed(format!(
+                "goto only opens http(s) URLs, not {url:?}"
+            )));
         }
         let limit = self.cfg.navigation_timeout;
         match tokio::time::timeout(limit, self.page.goto(NavigateParams::new(url))).await {
-            Err(_) => Ok(ActReport::failed(format!("{url} did not finish loading within {limit:?}"))),
+            Err(_) => Ok(ActReport::failed(format!(
+                "{url} did not finish loading within {limit:?}"
+            ))),
             Ok(Ok(_)) => Ok(ActReport::default()),
             Ok(Err(e)) => {
                 let err = PoolError::from_cdp("Page.navigate", e);
                 match err {
-                    PoolError::Cdp { message, .. } => Ok(ActReport::failed(format!("could not open {url}: {message}"))),
+                    PoolError::Cdp { message, .. } => Ok(ActReport::failed(format!(
+                        "could not open {url}: {message}"
+                    ))),
                     other => Err(other),
                 }
             }
@@ -538,7 +684,12 @@ impl Session {
     }
 
     async fn back(&self) -> Result<ActReport, PoolError> {
-        let history = self.call("Page.getNavigationHistory", GetNavigationHistoryParams::default()).await?;
+        let history = self
+            .call(
+                "Page.getNavigationHistory",
+                GetNavigationHistoryParams::default(),
+            )
+            .await?;
         let current = usize::try_from(history.current_index).unwrap_or(0);
         // The blank page every session starts on does not count as a page to return to.
         let previous = current
@@ -548,7 +699,11 @@ impl Session {
         let Some(entry) = previous else {
             return Ok(ActReport::failed("there is no previous page to go back to"));
         };
-        self.call("Page.navigateToHistoryEntry", NavigateToHistoryEntryParams::new(entry.id)).await?;
+        self.call(
+            "Page.navigateToHistoryEntry",
+            NavigateToHistoryEntryParams::new(entry.id),
+        )
+        .await?;
         Ok(ActReport::default())
     }
 
@@ -563,7 +718,9 @@ impl Session {
         }
         if let Some(context) = self.context.take() {
             dispose(&self.browser, context, self.cfg.cdp_timeout).await;
-            self.browser.active.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            self.browser
+                .active
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
         self.permit.take();
     }
@@ -599,11 +756,15 @@ impl Drop for Session {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 dispose(&browser, context, limit).await;
-                browser.active.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                browser
+                    .active
+                    .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 drop(permit);
             });
         } else {
-            browser.active.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            browser
+                .active
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
 }

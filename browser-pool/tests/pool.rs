@@ -38,7 +38,9 @@ async fn serve() -> String {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let n = sock.read(&mut buf).await.unwrap_or(0);
@@ -75,7 +77,13 @@ fn act(line: &str) -> Action {
 }
 
 async fn text(session: &browser_pool::Session, css: &str) -> String {
-    session.query_selector(css).await.unwrap().unwrap().map(|s| s.text).unwrap_or_default()
+    session
+        .query_selector(css)
+        .await
+        .unwrap()
+        .unwrap()
+        .map(|s| s.text)
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,22 +97,36 @@ async fn actions_observations_and_isolation() {
     let obs = s.observe().await.unwrap();
     assert_eq!(obs.title, "Test shop");
     assert_eq!(obs.url, format!("{base}/"));
-    assert_eq!(&obs.screenshot.bytes[..3], &[0xFF, 0xD8, 0xFF], "JPEG magic");
+    assert_eq!(
+        &obs.screenshot.bytes[..3],
+        &[0xFF, 0xD8, 0xFF],
+        "JPEG magic"
+    );
     assert_eq!((obs.screenshot.width, obs.screenshot.height), (1280, 720));
     let labels: Vec<&str> = obs.elements.iter().map(|e| e.label.as_str()).collect();
     for want in ["Add one", "Second page", "Search", "Go", "I agree"] {
         assert!(labels.contains(&want), "{want} in {labels:?}");
     }
-    assert!(!labels.contains(&"Hidden"), "hidden elements are not listed");
+    assert!(
+        !labels.contains(&"Hidden"),
+        "hidden elements are not listed"
+    );
     let ids: Vec<u32> = obs.elements.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=ids.len() as u32).collect::<Vec<_>>(), "numbered from 1 in order");
+    assert_eq!(
+        ids,
+        (1..=ids.len() as u32).collect::<Vec<_>>(),
+        "numbered from 1 in order"
+    );
     let size = obs.elements.iter().find(|e| e.tag == "select").unwrap();
     assert_eq!(size.options, vec!["Small", "Large"]);
     assert_eq!(size.value.as_deref(), Some("Small"));
 
     // Click by element number, then by coordinates.
     let inc = obs.elements.iter().find(|e| e.label == "Add one").unwrap();
-    let r = s.act(&Action::Click(browser_pool::Target::Element(inc.id))).await.unwrap();
+    let r = s
+        .act(&Action::Click(browser_pool::Target::Element(inc.id)))
+        .await
+        .unwrap();
     assert_eq!(r.error, None);
     let (cx, cy) = r.point.unwrap();
     assert!((cx - inc.bbox.center().0).abs() < 1.0 && (cy - inc.bbox.center().1).abs() < 1.0);
@@ -117,27 +139,97 @@ async fn actions_observations_and_isolation() {
     assert!(r.error.as_deref().unwrap().contains("element 999"), "{r:?}");
     let obs = s.observe().await.unwrap();
     assert!(obs.last_action_error.unwrap().contains("element 999"));
-    assert_eq!(s.observe().await.unwrap().last_action_error, None, "errors are shown once");
+    assert_eq!(
+        s.observe().await.unwrap().last_action_error,
+        None,
+        "errors are shown once"
+    );
     let r = s.act(&act("click(5000, 10)")).await.unwrap();
     assert!(r.error.unwrap().contains("outside"));
 
     // Type, select, date, checkbox, then Enter submits the form.
-    assert_eq!(s.act(&act(r##"type(css="#q", "old text")"##)).await.unwrap().error, None);
-    assert_eq!(s.act(&act(r##"type(css="#q", "red mug")"##)).await.unwrap().error, None, "replaces");
-    assert_eq!(s.act(&act(r##"type(css="#q", "!", clear=false)"##)).await.unwrap().error, None);
-    assert_eq!(s.query_selector("#q").await.unwrap().unwrap().unwrap().value.as_deref(), Some("red mug!"));
-    assert_eq!(s.act(&act(r##"select(css="#size", "large")"##)).await.unwrap().error, None);
-    let bad = s.act(&act(r##"select(css="#size", "Huge")"##)).await.unwrap();
-    assert!(bad.error.unwrap().contains("Small"), "error lists the options");
-    assert_eq!(s.act(&act(r##"type(css="#day", "2026-12-24")"##)).await.unwrap().error, None);
-    assert_eq!(s.act(&act(r##"click(css="#agree")"##)).await.unwrap().error, None);
-    assert_eq!(s.query_selector("#agree").await.unwrap().unwrap().unwrap().checked, Some(true));
+    assert_eq!(
+        s.act(&act(r##"type(css="#q", "old text")"##))
+            .await
+            .unwrap()
+            .error,
+        None
+    );
+    assert_eq!(
+        s.act(&act(r##"type(css="#q", "red mug")"##))
+            .await
+            .unwrap()
+            .error,
+        None,
+        "replaces"
+    );
+    assert_eq!(
+        s.act(&act(r##"type(css="#q", "!", clear=false)"##))
+            .await
+            .unwrap()
+            .error,
+        None
+    );
+    assert_eq!(
+        s.query_selector("#q")
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .value
+            .as_deref(),
+        Some("red mug!")
+    );
+    assert_eq!(
+        s.act(&act(r##"select(css="#size", "large")"##))
+            .await
+            .unwrap()
+            .error,
+        None
+    );
+    let bad = s
+        .act(&act(r##"select(css="#size", "Huge")"##))
+        .await
+        .unwrap();
+    assert!(
+        bad.error.unwrap().contains("Small"),
+        "error lists the options"
+    );
+    assert_eq!(
+        s.act(&act(r##"type(css="#day", "2026-12-24")"##))
+            .await
+            .unwrap()
+            .error,
+        None
+    );
+    assert_eq!(
+        s.act(&act(r##"click(css="#agree")"##)).await.unwrap().error,
+        None
+    );
+    assert_eq!(
+        s.query_selector("#agree")
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .checked,
+        Some(true)
+    );
     s.act(&act(r##"click(css="#q")"##)).await.unwrap();
     assert_eq!(s.act(&act(r#"press("Enter")"#)).await.unwrap().error, None);
     let obs = s.observe().await.unwrap();
-    assert_eq!(obs.title, "Results", "Enter submitted the form and the page settled");
+    assert_eq!(
+        obs.title, "Results",
+        "Enter submitted the form and the page settled"
+    );
     let echo = text(&s, "#echo").await;
-    assert!(echo.contains("q=red+mug%21") && echo.contains("size=l") && echo.contains("day=2026-12-24") && echo.contains("agree=on"), "{echo}");
+    assert!(
+        echo.contains("q=red+mug%21")
+            && echo.contains("size=l")
+            && echo.contains("day=2026-12-24")
+            && echo.contains("agree=on"),
+        "{echo}"
+    );
 
     // Back, scroll, link navigation.
     assert_eq!(s.act(&Action::Back).await.unwrap().error, None);
@@ -153,19 +245,38 @@ async fn actions_observations_and_isolation() {
     let r = s.act(&act(r##"click(css="#alert")"##)).await.unwrap();
     assert_eq!(r.error, None);
     let obs = s.observe().await.unwrap();
-    assert!(obs.last_action_error.unwrap_or_default().contains("hi there"));
+    assert!(
+        obs.last_action_error
+            .unwrap_or_default()
+            .contains("hi there")
+    );
     assert_eq!(text(&s, "#h").await, "after alert");
 
     // Goto refuses non-web schemes and reports unreachable hosts.
-    assert!(s.act(&act(r#"goto("file:///etc/passwd")"#)).await.unwrap().error.unwrap().contains("http"));
+    assert!(
+        s.act(&act(r#"goto("file:///etc/passwd")"#))
+            .await
+            .unwrap()
+            .error
+            .unwrap()
+            .contains("http")
+    );
     let r = s.act(&act(r#"goto("http://127.0.0.1:9/")"#)).await.unwrap();
-    assert!(r.error.unwrap().contains("ERR_"), "connection refused is an action error");
+    assert!(
+        r.error.unwrap().contains("ERR_"),
+        "connection refused is an action error"
+    );
 
     // The second page set a cookie and localStorage; a new session sees neither.
-    s.act(&Action::Goto(format!("{base}/storage.html"))).await.unwrap();
+    s.act(&Action::Goto(format!("{base}/storage.html")))
+        .await
+        .unwrap();
     assert_eq!(text(&s, "#s").await, "cookie=[seen=1] ls=[v]");
     let mut other = pool.lease().await.unwrap();
-    other.act(&Action::Goto(format!("{base}/storage.html"))).await.unwrap();
+    other
+        .act(&Action::Goto(format!("{base}/storage.html")))
+        .await
+        .unwrap();
     assert_eq!(text(&other, "#s").await, "cookie=[] ls=[]");
     other.close().await;
     s.close().await;
@@ -185,14 +296,27 @@ async fn a_killed_browser_fails_fast_and_is_replaced() {
     let mut s = pool.lease().await.unwrap();
     s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
     let pid = s.browser_pid().unwrap();
-    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let started = Instant::now();
     let err = s.observe().await.expect_err("the browser is gone");
-    assert!(matches!(err, PoolError::BrowserGone { .. } | PoolError::Timeout { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            PoolError::BrowserGone { .. } | PoolError::Timeout { .. }
+        ),
+        "{err}"
+    );
     assert!(err.browser_is_dead());
-    assert!(started.elapsed() < Duration::from_secs(8), "failed fast: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "failed fast: {:?}",
+        started.elapsed()
+    );
     drop(s);
 
     // The next lease relaunches the browser and works.

@@ -1,1 +1,23 @@
-//! engine
+//! The engine: composes the browser pool, tasks, rubrics, policies and the Postgres store
+//! into campaigns of judged, stored episodes.
+//!
+//! - [`Engine`] is the facade the CLI and the web server use (API boundary).
+//! - [`store`] is the only module that writes SQL; the schema lives in `migrations/`.
+//! - [`policy`] holds the [`policy::Policy`] seam and the built-in policies.
+//! - [`runner`] claims episodes (leases in Postgres), runs them, judges, stores.
+//! - [`sites`] serves the bundled practice websites.
+//!
+//! Data flows one way: task → campaign → episode → step → verdict. The engine knows
+//! nothing of HTTP handlers or the dashboard; `web` sits on top of it.
+
+pub mod campaign;
+mod engine;
+mod error;
+pub mod policy;
+pub mod runner;
+pub mod sites;
+pub mod store;
+
+pub use campaign::{CampaignConfig, CampaignSpec};
+pub use engine::{BundledReport, Engine};
+pub use error::EngineError;

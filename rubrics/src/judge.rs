@@ -76,9 +76,17 @@ pub const RULE_JUDGE: &str = "rules";
 fn text_matches(m: &TextMatch, actual: &str) -> bool {
     let actual = normalize::collapse(actual);
     match m {
-        TextMatch::Equals { text, case_sensitive: true } => actual == normalize::collapse(text),
-        TextMatch::Equals { text, .. } => actual.to_lowercase() == normalize::collapse(text).to_lowercase(),
-        TextMatch::Contains { text, case_sensitive: true } => actual.contains(&normalize::collapse(text)),
+        TextMatch::Equals {
+            text,
+            case_sensitive: true,
+        } => actual == normalize::collapse(text),
+        TextMatch::Equals { text, .. } => {
+            actual.to_lowercase() == normalize::collapse(text).to_lowercase()
+        }
+        TextMatch::Contains {
+            text,
+            case_sensitive: true,
+        } => actual.contains(&normalize::collapse(text)),
         TextMatch::Contains { text, .. } => actual
             .to_lowercase()
             .contains(&normalize::collapse(text).to_lowercase()),
@@ -144,7 +152,10 @@ async fn verdict<P: PageProbe>(
             match scope {
                 UrlScope::Final => {
                     let ok = url_matches(matcher, final_url);
-                    let reason = format!("final URL {} {what} {describe}", if ok { "is" } else { "is not" });
+                    let reason = format!(
+                        "final URL {} {what} {describe}",
+                        if ok { "is" } else { "is not" }
+                    );
                     (ok, final_url.to_string(), reason)
                 }
                 UrlScope::Any => {
@@ -159,7 +170,11 @@ async fn verdict<P: PageProbe>(
                         "{} visited URL {what} {describe}",
                         if ok { "a" } else { "no" }
                     );
-                    (ok, hit.unwrap_or_else(|| traj.visited_urls.join(" ")), reason)
+                    (
+                        ok,
+                        hit.unwrap_or_else(|| traj.visited_urls.join(" ")),
+                        reason,
+                    )
                 }
             }
         }
@@ -170,23 +185,42 @@ async fn verdict<P: PageProbe>(
                 TextMatch::Contains { text: needle, .. } if ok => {
                     let hay = normalize::collapse(text);
                     let lower = hay.to_lowercase();
-                    let at = lower.find(&normalize::collapse(needle).to_lowercase()).unwrap_or(0);
-                    let start = hay.char_indices().map(|(i, _)| i).filter(|i| *i <= at.saturating_sub(40)).last().unwrap_or(0);
+                    let at = lower
+                        .find(&normalize::collapse(needle).to_lowercase())
+                        .unwrap_or(0);
+                    let start = hay
+                        .char_indices()
+                        .map(|(i, _)| i)
+                        .filter(|i| *i <= at.saturating_sub(40))
+                        .last()
+                        .unwrap_or(0);
                     short(&hay[start..], 160)
                 }
                 _ => short(text, 160),
             };
-            let reason = format!("page text {} {}", if ok { "is" } else { "is not" }, describe_text(m));
+            let reason = format!(
+                "page text {} {}",
+                if ok { "is" } else { "is not" },
+                describe_text(m)
+            );
             (ok, evidence, reason)
         }
         Check::Element { selector, expect } => match page.probe.element(selector).await? {
             Err(e) => (false, String::new(), e),
             Ok(None) => {
                 let ok = matches!(expect, ElementExpect::Exists(false));
-                (ok, "no such element".into(), format!("nothing on the final page matches `{selector}`"))
+                (
+                    ok,
+                    "no such element".into(),
+                    format!("nothing on the final page matches `{selector}`"),
+                )
             }
             Ok(Some(el)) => match expect {
-                ElementExpect::Exists(want) => (*want, "element present".into(), format!("`{selector}` exists")),
+                ElementExpect::Exists(want) => (
+                    *want,
+                    "element present".into(),
+                    format!("`{selector}` exists"),
+                ),
                 ElementExpect::Checked(want) => {
                     let ok = el.checked == Some(*want);
                     let state = match el.checked {
@@ -194,43 +228,76 @@ async fn verdict<P: PageProbe>(
                         Some(false) => "unchecked",
                         None => "not a checkbox",
                     };
-                    (ok, state.into(), format!("`{selector}` is {state}, expected {}", if *want { "checked" } else { "unchecked" }))
+                    (
+                        ok,
+                        state.into(),
+                        format!(
+                            "`{selector}` is {state}, expected {}",
+                            if *want { "checked" } else { "unchecked" }
+                        ),
+                    )
                 }
                 ElementExpect::Value(m) => {
                     let v = el.value.unwrap_or_default();
                     let ok = text_matches(m, &v);
-                    let reason = format!("value of `{selector}` {} {}", if ok { "is" } else { "is not" }, describe_text(m));
+                    let reason = format!(
+                        "value of `{selector}` {} {}",
+                        if ok { "is" } else { "is not" },
+                        describe_text(m)
+                    );
                     (ok, short(&v, 160), reason)
                 }
                 ElementExpect::Text(m) => {
                     let ok = text_matches(m, &el.text);
-                    let reason = format!("text of `{selector}` {} {}", if ok { "is" } else { "is not" }, describe_text(m));
+                    let reason = format!(
+                        "text of `{selector}` {} {}",
+                        if ok { "is" } else { "is not" },
+                        describe_text(m)
+                    );
                     (ok, short(&el.text, 160), reason)
                 }
             },
         },
         Check::Answer(m) => match &traj.final_answer {
-            None => (false, String::new(), "the agent gave no final answer".into()),
+            None => (
+                false,
+                String::new(),
+                "the agent gave no final answer".into(),
+            ),
             Some(raw) => {
                 let a = normalize::answer(raw);
                 let (ok, want) = match m {
                     AnswerMatch::Equals(e) => (a == *e, format!("equal to {e:?}")),
-                    AnswerMatch::Contains(c) => (a.contains(c.as_str()), format!("containing {c:?}")),
-                    AnswerMatch::Regex(r) => (r.is_match(&a), format!("matching /{}/", r.as_str().trim_start_matches("(?i)"))),
+                    AnswerMatch::Contains(c) => {
+                        (a.contains(c.as_str()), format!("containing {c:?}"))
+                    }
+                    AnswerMatch::Regex(r) => (
+                        r.is_match(&a),
+                        format!("matching /{}/", r.as_str().trim_start_matches("(?i)")),
+                    ),
                     AnswerMatch::AnyOf(list) => (list.contains(&a), format!("one of {list:?}")),
                     AnswerMatch::Number { value, tolerance } => {
-                        let ok = normalize::first_number(&a).is_some_and(|n| (n - value).abs() <= *tolerance + 1e-9);
+                        let ok = normalize::first_number(&a)
+                            .is_some_and(|n| (n - value).abs() <= *tolerance + 1e-9);
                         (ok, format!("the number {value} (±{tolerance})"))
                     }
                 };
-                (ok, short(raw, 200), format!("answer {} {want}", if ok { "is" } else { "is not" }))
+                (
+                    ok,
+                    short(raw, 200),
+                    format!("answer {} {want}", if ok { "is" } else { "is not" }),
+                )
             }
         },
     })
 }
 
 /// Judges an episode: every fact of every group, in order.
-pub async fn judge<P: PageProbe>(rubric: &Rubric, traj: &Trajectory, probe: &P) -> Result<Judgement, ProbeError> {
+pub async fn judge<P: PageProbe>(
+    rubric: &Rubric,
+    traj: &Trajectory,
+    probe: &P,
+) -> Result<Judgement, ProbeError> {
     let mut page = Page { probe, text: None };
     let final_url = probe.url().await?;
     let mut verdicts = Vec::new();
@@ -239,7 +306,8 @@ pub async fn judge<P: PageProbe>(rubric: &Rubric, traj: &Trajectory, probe: &P) 
     for group in rubric.groups() {
         let mut passes = Vec::new();
         for fact in &group.facts {
-            let (passed, evidence, reason) = verdict(&fact.check, traj, &mut page, &final_url).await?;
+            let (passed, evidence, reason) =
+                verdict(&fact.check, traj, &mut page, &final_url).await?;
             total_weight += fact.weight;
             if passed {
                 passed_weight += fact.weight;
@@ -260,6 +328,14 @@ pub async fn judge<P: PageProbe>(rubric: &Rubric, traj: &Trajectory, probe: &P) 
         };
         success &= satisfied;
     }
-    let score = if total_weight > 0.0 { passed_weight / total_weight } else { 0.0 };
-    Ok(Judgement { success, score, verdicts })
+    let score = if total_weight > 0.0 {
+        passed_weight / total_weight
+    } else {
+        0.0
+    };
+    Ok(Judgement {
+        success,
+        score,
+        verdicts,
+    })
 }

@@ -16,6 +16,11 @@ pub mod normalize;
 mod rubric;
 mod spec;
 
-pub use judge::{ElementSnapshot, FactVerdict, Judgement, PageProbe, ProbeError, RULE_JUDGE, Trajectory, judge};
-pub use rubric::{AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, RubricError, TextMatch, UrlMatch, UrlScope};
+pub use judge::{
+    ElementSnapshot, FactVerdict, Judgement, PageProbe, ProbeError, RULE_JUDGE, Trajectory, judge,
+};
+pub use rubric::{
+    AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, RubricError, TextMatch, UrlMatch,
+    UrlScope,
+};
 pub use spec::{CheckSpec, FactSpec, GroupSpec, RubricSpec, TextMatchSpec};

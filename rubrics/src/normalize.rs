@@ -12,10 +12,13 @@ pub fn answer(s: &str) -> String {
     let mut t = collapse(s).to_lowercase();
     loop {
         let before = t.len();
-        for (open, close) in [('"', '"'), ('\'', '\''), ('`', '`'), ('“', '”'), ('‘', '’')] {
+        for (open, close) in [('"', '"'), ('\'', '\''), ('`', '`'), ('“', '”'), ('‘', '’')]
+        {
             let n = open.len_utf8() + close.len_utf8();
             if t.len() >= n && t.starts_with(open) && t.ends_with(close) {
-                t = t[open.len_utf8()..t.len() - close.len_utf8()].trim().to_string();
+                t = t[open.len_utf8()..t.len() - close.len_utf8()]
+                    .trim()
+                    .to_string();
             }
         }
         while t.ends_with(['.', '!', ';']) {
@@ -42,9 +45,15 @@ pub fn first_number(s: &str) -> Option<f64> {
                 let c = chars[i];
                 if c.is_ascii_digit() {
                     text.push(c);
-                } else if c == ',' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()) && !seen_dot {
+                } else if c == ','
+                    && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())
+                    && !seen_dot
+                {
                     // thousands separator
-                } else if c == '.' && !seen_dot && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()) {
+                } else if c == '.'
+                    && !seen_dot
+                    && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())
+                {
                     seen_dot = true;
                     text.push(c);
                 } else {

@@ -171,7 +171,12 @@ impl Errors {
     }
 }
 
-fn compile(errors: &mut Errors, path: String, pattern: &str, case_sensitive: bool) -> Option<Regex> {
+fn compile(
+    errors: &mut Errors,
+    path: String,
+    pattern: &str,
+    case_sensitive: bool,
+) -> Option<Regex> {
     let full = if case_sensitive {
         pattern.to_string()
     } else {
@@ -189,11 +194,17 @@ fn compile(errors: &mut Errors, path: String, pattern: &str, case_sensitive: boo
 fn id_ok(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The one non-empty field among `choices`, or an error naming them.
-fn exactly_one<'a, T>(errors: &mut Errors, path: &str, choices: &[(&'a str, Option<T>)]) -> Option<(&'a str, T)>
+fn exactly_one<'a, T>(
+    errors: &mut Errors,
+    path: &str,
+    choices: &[(&'a str, Option<T>)],
+) -> Option<(&'a str, T)>
 where
     T: Clone,
 {
@@ -207,7 +218,14 @@ where
         }
         _ => {
             let given: Vec<_> = present.iter().map(|(n, _)| *n).collect();
-            errors.push(path, format!("give only one of {} (got {})", names.join(", "), given.join(" and ")));
+            errors.push(
+                path,
+                format!(
+                    "give only one of {} (got {})",
+                    names.join(", "),
+                    given.join(" and ")
+                ),
+            );
             None
         }
     }
@@ -225,13 +243,19 @@ fn text_match(errors: &mut Errors, path: &str, spec: &TextMatchSpec) -> Option<T
     )?;
     let cs = spec.case_sensitive;
     Some(match name {
-        "equals" => TextMatch::Equals { text, case_sensitive: cs },
+        "equals" => TextMatch::Equals {
+            text,
+            case_sensitive: cs,
+        },
         "contains" => {
             if text.trim().is_empty() {
                 errors.push(format!("{path}.contains"), "must not be empty");
                 return None;
             }
-            TextMatch::Contains { text, case_sensitive: cs }
+            TextMatch::Contains {
+                text,
+                case_sensitive: cs,
+            }
         }
         _ => TextMatch::Regex(compile(errors, format!("{path}.regex"), &text, cs)?),
     })
@@ -258,7 +282,10 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
     ];
     for (name, present) in given {
         if present && !allowed.contains(&name) {
-            errors.push(format!("{path}.{name}"), format!("not used by a `{}` check", spec.kind));
+            errors.push(
+                format!("{path}.{name}"),
+                format!("not used by a `{}` check", spec.kind),
+            );
         }
     }
 }
@@ -266,12 +293,20 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
 fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
     match spec.kind.as_str() {
         "url" => {
-            unused(errors, path, spec, &["exact", "prefix", "contains", "regex", "scope"]);
+            unused(
+                errors,
+                path,
+                spec,
+                &["exact", "prefix", "contains", "regex", "scope"],
+            );
             let scope = match spec.scope.as_deref() {
                 None | Some("final") => UrlScope::Final,
                 Some("any") => UrlScope::Any,
                 Some(other) => {
-                    errors.push(format!("{path}.scope"), format!("must be `final` or `any`, not `{other}`"));
+                    errors.push(
+                        format!("{path}.scope"),
+                        format!("must be `final` or `any`, not `{other}`"),
+                    );
                     UrlScope::Final
                 }
             };
@@ -312,11 +347,19 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             Some(Check::PageText(m))
         }
         "element" => {
-            unused(errors, path, spec, &["selector", "exists", "checked", "value", "text"]);
+            unused(
+                errors,
+                path,
+                spec,
+                &["selector", "exists", "checked", "value", "text"],
+            );
             let selector = match spec.selector.as_deref().map(str::trim) {
                 Some(s) if !s.is_empty() => s.to_string(),
                 _ => {
-                    errors.push(format!("{path}.selector"), "an element check needs a CSS selector");
+                    errors.push(
+                        format!("{path}.selector"),
+                        "an element check needs a CSS selector",
+                    );
                     return None;
                 }
             };
@@ -333,15 +376,38 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             let expect = match name {
                 "exists" => ElementExpect::Exists(spec.exists.unwrap_or(true)),
                 "checked" => ElementExpect::Checked(spec.checked.unwrap_or(true)),
-                "value" => ElementExpect::Value(text_match(errors, &format!("{path}.value"), spec.value.as_ref()?)?),
-                _ => ElementExpect::Text(text_match(errors, &format!("{path}.text"), spec.text.as_ref()?)?),
+                "value" => ElementExpect::Value(text_match(
+                    errors,
+                    &format!("{path}.value"),
+                    spec.value.as_ref()?,
+                )?),
+                _ => ElementExpect::Text(text_match(
+                    errors,
+                    &format!("{path}.text"),
+                    spec.text.as_ref()?,
+                )?),
             };
             Some(Check::Element { selector, expect })
         }
         "answer" => {
-            unused(errors, path, spec, &["equals", "contains", "regex", "any_of", "number", "tolerance"]);
+            unused(
+                errors,
+                path,
+                spec,
+                &[
+                    "equals",
+                    "contains",
+                    "regex",
+                    "any_of",
+                    "number",
+                    "tolerance",
+                ],
+            );
             if spec.tolerance.is_some() && spec.number.is_none() {
-                errors.push(format!("{path}.tolerance"), "only applies together with `number`");
+                errors.push(
+                    format!("{path}.tolerance"),
+                    "only applies together with `number`",
+                );
             }
             let (name, _) = exactly_one(
                 errors,
@@ -364,7 +430,12 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                     }
                     AnswerMatch::Contains(c)
                 }
-                "regex" => AnswerMatch::Regex(compile(errors, format!("{path}.regex"), spec.regex.as_deref()?, false)?),
+                "regex" => AnswerMatch::Regex(compile(
+                    errors,
+                    format!("{path}.regex"),
+                    spec.regex.as_deref()?,
+                    false,
+                )?),
                 "any_of" => {
                     let list = spec.any_of.clone()?;
                     if list.is_empty() {
@@ -389,13 +460,18 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             Some(Check::Answer(m))
         }
         "" => {
-            errors.push(format!("{path}.type"), "missing check type (url, page_text, element, answer)");
+            errors.push(
+                format!("{path}.type"),
+                "missing check type (url, page_text, element, answer)",
+            );
             None
         }
         other => {
             errors.push(
                 format!("{path}.type"),
-                format!("unknown check type `{other}` (expected url, page_text, element or answer)"),
+                format!(
+                    "unknown check type `{other}` (expected url, page_text, element or answer)"
+                ),
             );
             None
         }
@@ -429,7 +505,10 @@ impl Rubric {
             let gpath = format!("groups[{gi}]");
             let gid = g.id.clone().unwrap_or_else(|| format!("g{}", gi + 1));
             if !id_ok(&gid) {
-                errors.push(format!("{gpath}.id"), "use 1-64 letters, digits, `-`, `_` or `.`");
+                errors.push(
+                    format!("{gpath}.id"),
+                    "use 1-64 letters, digits, `-`, `_` or `.`",
+                );
             } else if !group_ids.insert(gid.clone()) {
                 errors.push(format!("{gpath}.id"), format!("duplicate group id `{gid}`"));
             }
@@ -490,9 +569,15 @@ fn fact(
     spec: &mut FactSpec,
     seen: &mut HashSet<String>,
 ) -> Option<Fact> {
-    let id = spec.id.clone().unwrap_or_else(|| format!("{group_id}.f{}", index + 1));
+    let id = spec
+        .id
+        .clone()
+        .unwrap_or_else(|| format!("{group_id}.f{}", index + 1));
     if !id_ok(&id) {
-        errors.push(format!("{path}.id"), "use 1-64 letters, digits, `-`, `_` or `.`");
+        errors.push(
+            format!("{path}.id"),
+            "use 1-64 letters, digits, `-`, `_` or `.`",
+        );
     } else if !seen.insert(id.clone()) {
         errors.push(format!("{path}.id"), format!("duplicate fact id `{id}`"));
     }

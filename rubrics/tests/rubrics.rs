@@ -20,7 +20,10 @@ impl PageProbe for RecordedPage {
     async fn text(&self) -> Result<String, ProbeError> {
         Ok(self.text.clone())
     }
-    async fn element(&self, selector: &str) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
+    async fn element(
+        &self,
+        selector: &str,
+    ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
         if selector.contains("!!") {
             return Ok(Err(format!("invalid selector {selector:?}")));
         }
@@ -32,15 +35,27 @@ fn page() -> RecordedPage {
     let mut elements = HashMap::new();
     elements.insert(
         "#qty".to_string(),
-        ElementSnapshot { text: String::new(), value: Some("2".into()), checked: None },
+        ElementSnapshot {
+            text: String::new(),
+            value: Some("2".into()),
+            checked: None,
+        },
     );
     elements.insert(
         "#terms".to_string(),
-        ElementSnapshot { text: String::new(), value: Some("on".into()), checked: Some(true) },
+        ElementSnapshot {
+            text: String::new(),
+            value: Some("on".into()),
+            checked: Some(true),
+        },
     );
     elements.insert(
         "h1".to_string(),
-        ElementSnapshot { text: "  Order   confirmed\n#A-1042 ".into(), value: None, checked: None },
+        ElementSnapshot {
+            text: "  Order   confirmed\n#A-1042 ".into(),
+            value: None,
+            checked: None,
+        },
     );
     RecordedPage {
         url: "http://shop.test/order.html?id=A-1042".into(),
@@ -52,7 +67,10 @@ fn page() -> RecordedPage {
 fn traj(answer: Option<&str>) -> Trajectory {
     Trajectory {
         final_answer: answer.map(str::to_string),
-        visited_urls: vec!["http://shop.test/".into(), "http://shop.test/cart.html".into()],
+        visited_urls: vec![
+            "http://shop.test/".into(),
+            "http://shop.test/cart.html".into(),
+        ],
     }
 }
 
@@ -70,49 +88,189 @@ async fn check(check: Value, answer: Option<&str>) -> bool {
 #[tokio::test]
 async fn every_check_kind_passes_and_fails() {
     let cases: Vec<(Value, Option<&str>, bool)> = vec![
-        (json!({"type": "url", "exact": "http://shop.test/order.html?id=A-1042"}), None, true),
-        (json!({"type": "url", "exact": "http://shop.test/order.html"}), None, false),
-        (json!({"type": "url", "prefix": "http://shop.test/order"}), None, true),
-        (json!({"type": "url", "prefix": "http://shop.test/cart"}), None, false),
+        (
+            json!({"type": "url", "exact": "http://shop.test/order.html?id=A-1042"}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "url", "exact": "http://shop.test/order.html"}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "url", "prefix": "http://shop.test/order"}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "url", "prefix": "http://shop.test/cart"}),
+            None,
+            false,
+        ),
         (json!({"type": "url", "contains": "id=A-1042"}), None, true),
         (json!({"type": "url", "regex": "id=A-\\d+$"}), None, true),
         (json!({"type": "url", "regex": "id=B-\\d+$"}), None, false),
-        (json!({"type": "url", "contains": "cart.html", "scope": "any"}), None, true),
+        (
+            json!({"type": "url", "contains": "cart.html", "scope": "any"}),
+            None,
+            true,
+        ),
         (json!({"type": "url", "contains": "cart.html"}), None, false),
-        (json!({"type": "url", "contains": "checkout", "scope": "any"}), None, false),
-        (json!({"type": "page_text", "contains": "order CONFIRMED"}), None, true),
-        (json!({"type": "page_text", "contains": "order CONFIRMED", "case_sensitive": true}), None, false),
-        (json!({"type": "page_text", "regex": "total: \\$1,234\\.50"}), None, true),
-        (json!({"type": "page_text", "contains": "Grace Hopper"}), None, false),
-        (json!({"type": "element", "selector": "#qty", "value": {"equals": "2"}}), None, true),
-        (json!({"type": "element", "selector": "#qty", "value": {"equals": "3"}}), None, false),
-        (json!({"type": "element", "selector": "#terms", "checked": true}), None, true),
-        (json!({"type": "element", "selector": "#terms", "checked": false}), None, false),
-        (json!({"type": "element", "selector": "#qty", "checked": true}), None, false),
-        (json!({"type": "element", "selector": "h1", "text": {"equals": "order confirmed #a-1042"}}), None, true),
-        (json!({"type": "element", "selector": "h1", "text": {"contains": "Order confirmed", "case_sensitive": true}}), None, true),
-        (json!({"type": "element", "selector": "h1", "text": {"regex": "#A-\\d{4}$", "case_sensitive": true}}), None, true),
-        (json!({"type": "element", "selector": "h1", "text": {"contains": "cancelled"}}), None, false),
-        (json!({"type": "element", "selector": "#missing", "exists": false}), None, true),
-        (json!({"type": "element", "selector": "#missing", "exists": true}), None, false),
-        (json!({"type": "element", "selector": "#missing", "text": {"contains": "x"}}), None, false),
-        (json!({"type": "element", "selector": "a!!b", "exists": false}), None, false),
-        (json!({"type": "element", "selector": "h1", "exists": true}), None, true),
-        (json!({"type": "answer", "equals": "The Blue Mug"}), Some("  \"the blue  mug.\" "), true),
-        (json!({"type": "answer", "equals": "The Blue Mug"}), Some("the red mug"), false),
+        (
+            json!({"type": "url", "contains": "checkout", "scope": "any"}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "page_text", "contains": "order CONFIRMED"}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "page_text", "contains": "order CONFIRMED", "case_sensitive": true}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "page_text", "regex": "total: \\$1,234\\.50"}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "page_text", "contains": "Grace Hopper"}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "#qty", "value": {"equals": "2"}}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "element", "selector": "#qty", "value": {"equals": "3"}}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "#terms", "checked": true}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "element", "selector": "#terms", "checked": false}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "#qty", "checked": true}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "h1", "text": {"equals": "order confirmed #a-1042"}}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "element", "selector": "h1", "text": {"contains": "Order confirmed", "case_sensitive": true}}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "element", "selector": "h1", "text": {"regex": "#A-\\d{4}$", "case_sensitive": true}}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "element", "selector": "h1", "text": {"contains": "cancelled"}}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "#missing", "exists": false}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "element", "selector": "#missing", "exists": true}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "#missing", "text": {"contains": "x"}}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "a!!b", "exists": false}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "h1", "exists": true}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "answer", "equals": "The Blue Mug"}),
+            Some("  \"the blue  mug.\" "),
+            true,
+        ),
+        (
+            json!({"type": "answer", "equals": "The Blue Mug"}),
+            Some("the red mug"),
+            false,
+        ),
         (json!({"type": "answer", "equals": "anything"}), None, false),
-        (json!({"type": "answer", "contains": "blue"}), Some("It is the BLUE one"), true),
-        (json!({"type": "answer", "regex": "^\\d{4}$"}), Some("1847"), true),
-        (json!({"type": "answer", "regex": "^\\d{4}$"}), Some("in 1847"), false),
-        (json!({"type": "answer", "any_of": ["yes", "true"]}), Some("Yes."), true),
-        (json!({"type": "answer", "any_of": ["yes", "true"]}), Some("no"), false),
-        (json!({"type": "answer", "number": 1234.5}), Some("$1,234.50"), true),
-        (json!({"type": "answer", "number": 12.5, "tolerance": 0.01}), Some("12.509 dollars"), true),
-        (json!({"type": "answer", "number": 12.5, "tolerance": 0.01}), Some("12.6"), false),
+        (
+            json!({"type": "answer", "contains": "blue"}),
+            Some("It is the BLUE one"),
+            true,
+        ),
+        (
+            json!({"type": "answer", "regex": "^\\d{4}$"}),
+            Some("1847"),
+            true,
+        ),
+        (
+            json!({"type": "answer", "regex": "^\\d{4}$"}),
+            Some("in 1847"),
+            false,
+        ),
+        (
+            json!({"type": "answer", "any_of": ["yes", "true"]}),
+            Some("Yes."),
+            true,
+        ),
+        (
+            json!({"type": "answer", "any_of": ["yes", "true"]}),
+            Some("no"),
+            false,
+        ),
+        (
+            json!({"type": "answer", "number": 1234.5}),
+            Some("$1,234.50"),
+            true,
+        ),
+        (
+            json!({"type": "answer", "number": 12.5, "tolerance": 0.01}),
+            Some("12.509 dollars"),
+            true,
+        ),
+        (
+            json!({"type": "answer", "number": 12.5, "tolerance": 0.01}),
+            Some("12.6"),
+            false,
+        ),
         (json!({"type": "answer", "number": 3}), Some("three"), false),
     ];
     for (c, answer, want) in cases {
-        assert_eq!(check(c.clone(), answer).await, want, "{c} with answer {answer:?}");
+        assert_eq!(
+            check(c.clone(), answer).await,
+            want,
+            "{c} with answer {answer:?}"
+        );
     }
 }
 
@@ -124,9 +282,22 @@ async fn verdicts_carry_evidence_and_reasons() {
     ]}]}))
     .unwrap();
     let j = judge(&rubric, &traj(None), &page()).await.unwrap();
-    assert_eq!(j.verdicts[0].evidence, "http://shop.test/order.html?id=A-1042");
-    assert!(j.verdicts[0].reason.contains("is starting with"), "{}", j.verdicts[0].reason);
-    assert_eq!((j.verdicts[1].fact_id.as_str(), j.verdicts[1].evidence.as_str()), ("qty", "2"));
+    assert_eq!(
+        j.verdicts[0].evidence,
+        "http://shop.test/order.html?id=A-1042"
+    );
+    assert!(
+        j.verdicts[0].reason.contains("is starting with"),
+        "{}",
+        j.verdicts[0].reason
+    );
+    assert_eq!(
+        (
+            j.verdicts[1].fact_id.as_str(),
+            j.verdicts[1].evidence.as_str()
+        ),
+        ("qty", "2")
+    );
     assert!(j.verdicts[1].reason.contains("is not equal to \"3\""));
 }
 
@@ -155,7 +326,12 @@ async fn success_needs_every_group_and_score_is_weighted() {
         {"check": {"type": "page_text", "contains": "Total"}}
     ]}]}))
     .unwrap();
-    assert!(judge(&any_only, &traj(None), &page()).await.unwrap().success);
+    assert!(
+        judge(&any_only, &traj(None), &page())
+            .await
+            .unwrap()
+            .success
+    );
 }
 
 /// Validation errors, each at its path.
@@ -172,34 +348,106 @@ fn malformed_rubrics_are_rejected_with_the_path() {
     let fact = |check: Value| json!({"groups": [{"facts": [{"check": check}]}]});
     let cases: Vec<(Value, &str)> = vec![
         (json!({}), "missing field `groups`"),
-        (json!({"groups": []}), "groups: a rubric needs at least one fact group"),
-        (json!({"groups": [{"facts": []}]}), "groups[0].facts: a group needs at least one fact"),
-        (json!({"groups": [{"facts": [{}]}]}), "groups[0].facts[0]: missing field `check`"),
+        (
+            json!({"groups": []}),
+            "groups: a rubric needs at least one fact group",
+        ),
+        (
+            json!({"groups": [{"facts": []}]}),
+            "groups[0].facts: a group needs at least one fact",
+        ),
+        (
+            json!({"groups": [{"facts": [{}]}]}),
+            "groups[0].facts[0]: missing field `check`",
+        ),
         (json!({"groups": "x"}), "groups: invalid type"),
-        (json!({"groups": [{"facts": [{"check": {"type": "url", "exact": 5}}]}]}), "groups[0].facts[0].check.exact: invalid type"),
-        (json!({"groups": [{"facts": [{"check": {"type": "url", "exact": "x", "colour": 1}}]}]}), "groups[0].facts[0].check.colour: unknown field"),
-        (fact(json!({"type": "smell"})), "groups[0].facts[0].check.type: unknown check type `smell`"),
-        (fact(json!({"type": "url"})), "groups[0].facts[0].check: needs one of exact, prefix, contains, regex"),
-        (fact(json!({"type": "url", "exact": "a", "prefix": "b"})), "give only one of exact, prefix, contains, regex (got exact and prefix)"),
-        (fact(json!({"type": "url", "regex": "(unclosed"})), "groups[0].facts[0].check.regex: invalid regular expression"),
-        (fact(json!({"type": "url", "prefix": "x", "scope": "some"})), "groups[0].facts[0].check.scope: must be `final` or `any`"),
-        (fact(json!({"type": "url", "prefix": "x", "selector": "a"})), "groups[0].facts[0].check.selector: not used by a `url` check"),
-        (fact(json!({"type": "element", "checked": true})), "groups[0].facts[0].check.selector: an element check needs a CSS selector"),
-        (fact(json!({"type": "element", "selector": "a"})), "needs one of exists, checked, value, text"),
-        (fact(json!({"type": "element", "selector": "a", "text": {"regex": "["}})), "groups[0].facts[0].check.text.regex: invalid regular expression"),
-        (fact(json!({"type": "element", "selector": "a", "value": {}})), "groups[0].facts[0].check.value: needs one of equals, contains, regex"),
-        (fact(json!({"type": "answer", "any_of": []})), "groups[0].facts[0].check.any_of: must list at least one answer"),
-        (fact(json!({"type": "answer", "equals": "x", "tolerance": 1})), "groups[0].facts[0].check.tolerance: only applies together with `number`"),
-        (fact(json!({"type": "answer", "number": 1, "tolerance": -1})), "groups[0].facts[0].check.tolerance: must be a finite number >= 0"),
-        (fact(json!({"type": "page_text", "contains": "  "})), "groups[0].facts[0].check.contains: must not be empty"),
-        (json!({"groups": [{"facts": [{"weight": 0, "check": {"type": "url", "prefix": "x"}}]}]}), "groups[0].facts[0].weight: must be a number > 0"),
-        (json!({"groups": [{"id": "a b", "facts": [{"check": {"type": "url", "prefix": "x"}}]}]}), "groups[0].id: use 1-64 letters"),
-        (json!({"groups": [{"id": "g", "facts": [{"check": {"type": "url", "prefix": "x"}}]}, {"id": "g", "facts": [{"check": {"type": "url", "prefix": "x"}}]}]}), "groups[1].id: duplicate group id `g`"),
-        (json!({"groups": [{"facts": [{"id": "f", "check": {"type": "url", "prefix": "x"}}, {"id": "f", "check": {"type": "url", "prefix": "y"}}]}]}), "groups[0].facts[1].id: duplicate fact id `f`"),
+        (
+            json!({"groups": [{"facts": [{"check": {"type": "url", "exact": 5}}]}]}),
+            "groups[0].facts[0].check.exact: invalid type",
+        ),
+        (
+            json!({"groups": [{"facts": [{"check": {"type": "url", "exact": "x", "colour": 1}}]}]}),
+            "groups[0].facts[0].check.colour: unknown field",
+        ),
+        (
+            fact(json!({"type": "smell"})),
+            "groups[0].facts[0].check.type: unknown check type `smell`",
+        ),
+        (
+            fact(json!({"type": "url"})),
+            "groups[0].facts[0].check: needs one of exact, prefix, contains, regex",
+        ),
+        (
+            fact(json!({"type": "url", "exact": "a", "prefix": "b"})),
+            "give only one of exact, prefix, contains, regex (got exact and prefix)",
+        ),
+        (
+            fact(json!({"type": "url", "regex": "(unclosed"})),
+            "groups[0].facts[0].check.regex: invalid regular expression",
+        ),
+        (
+            fact(json!({"type": "url", "prefix": "x", "scope": "some"})),
+            "groups[0].facts[0].check.scope: must be `final` or `any`",
+        ),
+        (
+            fact(json!({"type": "url", "prefix": "x", "selector": "a"})),
+            "groups[0].facts[0].check.selector: not used by a `url` check",
+        ),
+        (
+            fact(json!({"type": "element", "checked": true})),
+            "groups[0].facts[0].check.selector: an element check needs a CSS selector",
+        ),
+        (
+            fact(json!({"type": "element", "selector": "a"})),
+            "needs one of exists, checked, value, text",
+        ),
+        (
+            fact(json!({"type": "element", "selector": "a", "text": {"regex": "["}})),
+            "groups[0].facts[0].check.text.regex: invalid regular expression",
+        ),
+        (
+            fact(json!({"type": "element", "selector": "a", "value": {}})),
+            "groups[0].facts[0].check.value: needs one of equals, contains, regex",
+        ),
+        (
+            fact(json!({"type": "answer", "any_of": []})),
+            "groups[0].facts[0].check.any_of: must list at least one answer",
+        ),
+        (
+            fact(json!({"type": "answer", "equals": "x", "tolerance": 1})),
+            "groups[0].facts[0].check.tolerance: only applies together with `number`",
+        ),
+        (
+            fact(json!({"type": "answer", "number": 1, "tolerance": -1})),
+            "groups[0].facts[0].check.tolerance: must be a finite number >= 0",
+        ),
+        (
+            fact(json!({"type": "page_text", "contains": "  "})),
+            "groups[0].facts[0].check.contains: must not be empty",
+        ),
+        (
+            json!({"groups": [{"facts": [{"weight": 0, "check": {"type": "url", "prefix": "x"}}]}]}),
+            "groups[0].facts[0].weight: must be a number > 0",
+        ),
+        (
+            json!({"groups": [{"id": "a b", "facts": [{"check": {"type": "url", "prefix": "x"}}]}]}),
+            "groups[0].id: use 1-64 letters",
+        ),
+        (
+            json!({"groups": [{"id": "g", "facts": [{"check": {"type": "url", "prefix": "x"}}]}, {"id": "g", "facts": [{"check": {"type": "url", "prefix": "x"}}]}]}),
+            "groups[1].id: duplicate group id `g`",
+        ),
+        (
+            json!({"groups": [{"facts": [{"id": "f", "check": {"type": "url", "prefix": "x"}}, {"id": "f", "check": {"type": "url", "prefix": "y"}}]}]}),
+            "groups[0].facts[1].id: duplicate fact id `f`",
+        ),
     ];
     for (rubric, want) in cases {
         let got = errors(rubric.clone());
-        assert!(got.iter().any(|e| e.contains(want)), "{rubric}\n  wanted {want:?}\n  got {got:?}");
+        assert!(
+            got.iter().any(|e| e.contains(want)),
+            "{rubric}\n  wanted {want:?}\n  got {got:?}"
+        );
     }
 }
 
@@ -215,5 +463,9 @@ fn several_problems_are_reported_together_and_spec_round_trips() {
         {"id": "f", "description": "x", "weight": 2.0, "check": {"type": "element", "selector": "#a", "value": {"contains": "b"}}}
     ]}]});
     let rubric = Rubric::from_json(input.clone()).unwrap();
-    assert_eq!(serde_json::to_value(rubric.spec()).unwrap(), input, "stored form equals the input");
+    assert_eq!(
+        serde_json::to_value(rubric.spec()).unwrap(),
+        input,
+        "stored form equals the input"
+    );
 }

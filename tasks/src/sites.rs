@@ -28,7 +28,11 @@ pub fn site_names() -> Vec<&'static str> {
 /// that do not exist or try to leave the site.
 pub fn site_file(site: &str, url_path: &str) -> Option<SiteFile> {
     let rel = url_path.trim_start_matches('/');
-    if rel.split('/').any(|seg| seg == ".." || seg.starts_with('.')) || site.contains(['/', '.']) {
+    if rel
+        .split('/')
+        .any(|seg| seg == ".." || seg.starts_with('.'))
+        || site.contains(['/', '.'])
+    {
         return None;
     }
     let rel = if rel.is_empty() || rel.ends_with('/') {
@@ -70,6 +74,9 @@ mod tests {
         assert!(site_file(site, "/.hidden").is_none());
         assert!(site_file("..", "/tasks/Cargo.toml").is_none());
         assert!(site_file(site, "/no-such-page.html").is_none());
-        assert_eq!(site_file(site, "/index.html").unwrap().mime, "text/html; charset=utf-8");
+        assert_eq!(
+            site_file(site, "/index.html").unwrap().mime,
+            "text/html; charset=utf-8"
+        );
     }
 }

@@ -18,8 +18,12 @@ impl TaskId {
     pub fn parse(s: &str) -> Result<TaskId, String> {
         let ok = !s.is_empty()
             && s.len() <= 128
-            && s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+            && s.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && s.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.')
+            });
         if ok {
             Ok(TaskId(s.to_string()))
         } else {
@@ -262,11 +266,16 @@ impl TryFrom<TaskSpec> for Task {
                 None
             }
             Some(s) => match Url::parse(s) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Some(u),
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
+                    Some(u)
+                }
                 Ok(u) => {
                     errors.push(FieldError::new(
                         "start_url",
-                        format!("must be an http or https URL with a host, not `{}:`", u.scheme()),
+                        format!(
+                            "must be an http or https URL with a host, not `{}:`",
+                            u.scheme()
+                        ),
                     ));
                     None
                 }
@@ -285,7 +294,11 @@ impl TryFrom<TaskSpec> for Task {
                 Ok(r) => Some(r),
                 Err(es) => {
                     errors.extend(es.into_iter().map(|e| {
-                        let field = if e.path.is_empty() { "rubric".to_string() } else { format!("rubric.{}", e.path) };
+                        let field = if e.path.is_empty() {
+                            "rubric".to_string()
+                        } else {
+                            format!("rubric.{}", e.path)
+                        };
                         FieldError::new(field, e.message)
                     }));
                     None
@@ -296,9 +309,13 @@ impl TryFrom<TaskSpec> for Task {
             (Some(s), _) => {
                 let ok = !s.is_empty()
                     && s.len() <= 64
-                    && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
                 if !ok {
-                    errors.push(FieldError::new("site", "use 1-64 letters, digits, `-`, `_`, `.` or `:`"));
+                    errors.push(FieldError::new(
+                        "site",
+                        "use 1-64 letters, digits, `-`, `_`, `.` or `:`",
+                    ));
                 }
                 s.clone()
             }
@@ -309,11 +326,16 @@ impl TryFrom<TaskSpec> for Task {
             (None, None) => String::new(),
         };
         let difficulty = match spec.difficulty.as_deref() {
-            None => rubric.as_ref().map(|r| Difficulty::from_fact_count(r.fact_count())),
+            None => rubric
+                .as_ref()
+                .map(|r| Difficulty::from_fact_count(r.fact_count())),
             Some(d) => match Difficulty::parse(d) {
                 Some(d) => Some(d),
                 None => {
-                    errors.push(FieldError::new("difficulty", "must be easy, medium or hard"));
+                    errors.push(FieldError::new(
+                        "difficulty",
+                        "must be easy, medium or hard",
+                    ));
                     None
                 }
             },
@@ -330,12 +352,18 @@ impl TryFrom<TaskSpec> for Task {
         }
         for (i, t) in spec.tags.iter().enumerate() {
             if t.is_empty() || t.len() > 40 || t.chars().any(char::is_whitespace) {
-                errors.push(FieldError::new(format!("tags[{i}]"), "a tag is 1-40 characters without spaces"));
+                errors.push(FieldError::new(
+                    format!("tags[{i}]"),
+                    "a tag is 1-40 characters without spaces",
+                ));
             }
         }
         if let Some(n) = spec.max_steps {
             if n == 0 || n > MAX_STEPS_LIMIT {
-                errors.push(FieldError::new("max_steps", format!("must be between 1 and {MAX_STEPS_LIMIT}")));
+                errors.push(FieldError::new(
+                    "max_steps",
+                    format!("must be between 1 and {MAX_STEPS_LIMIT}"),
+                ));
             }
         }
         let mut solution = Vec::new();
@@ -345,12 +373,18 @@ impl TryFrom<TaskSpec> for Task {
                     if a.is_terminal() && i + 1 != spec.reference_solution.len() {
                         errors.push(FieldError::new(
                             format!("reference_solution[{i}]"),
-                            format!("`{}` ends the episode, so it must be the last step", a.name()),
+                            format!(
+                                "`{}` ends the episode, so it must be the last step",
+                                a.name()
+                            ),
                         ));
                     }
                     solution.push(a);
                 }
-                Err(e) => errors.push(FieldError::new(format!("reference_solution[{i}]"), e.message)),
+                Err(e) => errors.push(FieldError::new(
+                    format!("reference_solution[{i}]"),
+                    e.message,
+                )),
             }
         }
         if let (Some(r), Some(last)) = (&rubric, solution.last()) {
@@ -362,13 +396,19 @@ impl TryFrom<TaskSpec> for Task {
             }
         }
         let id = match spec.id.as_deref() {
-            Some(s) => TaskId::parse(s).map_err(|m| errors.push(FieldError::new("id", m))).ok(),
-            None => start_url.as_ref().map(|u| derived_id(&site, &instruction, u)),
+            Some(s) => TaskId::parse(s)
+                .map_err(|m| errors.push(FieldError::new("id", m)))
+                .ok(),
+            None => start_url
+                .as_ref()
+                .map(|u| derived_id(&site, &instruction, u)),
         };
         if !errors.is_empty() {
             return Err(errors);
         }
-        let (Some(id), Some(start_url), Some(rubric), Some(difficulty)) = (id, start_url, rubric, difficulty) else {
+        let (Some(id), Some(start_url), Some(rubric), Some(difficulty)) =
+            (id, start_url, rubric, difficulty)
+        else {
             unreachable!("every missing part pushed an error");
         };
         Ok(Task {
@@ -397,7 +437,8 @@ fn derived_id(site: &str, instruction: &str, url: &Url) -> TaskId {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .take(40)
         .collect();
-    TaskId::parse(&format!("{}-{hex}", prefix.trim_matches('-'))).unwrap_or_else(|_| TaskId(format!("t-{hex}")))
+    TaskId::parse(&format!("{}-{hex}", prefix.trim_matches('-')))
+        .unwrap_or_else(|_| TaskId(format!("t-{hex}")))
 }
 
 impl Task {
@@ -413,7 +454,11 @@ impl Task {
             tags: self.tags.clone(),
             split: Some(self.split.as_str().to_string()),
             max_steps: self.max_steps,
-            reference_solution: self.reference_solution.iter().map(ToString::to_string).collect(),
+            reference_solution: self
+                .reference_solution
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             reference_answer: self.reference_answer.clone(),
         }
     }

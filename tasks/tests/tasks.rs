@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Value, json};
-use tasks::{Difficulty, Split, Task, TaskSpec, bundled_tasks, parse_jsonl, parse_task, site_file, site_names};
+use tasks::{
+    Difficulty, Split, Task, TaskSpec, bundled_tasks, parse_jsonl, parse_task, site_file,
+    site_names,
+};
 
 fn valid() -> Value {
     json!({
@@ -52,7 +55,8 @@ fn a_valid_task_gets_defaults() {
 fn specs_round_trip() {
     let t = parse_task(&with("tags", json!(["search", "price"])).to_string()).unwrap();
     let spec = t.to_spec();
-    let back = Task::try_from(TaskSpec::from_json(serde_json::to_value(&spec).unwrap()).unwrap()).unwrap();
+    let back =
+        Task::try_from(TaskSpec::from_json(serde_json::to_value(&spec).unwrap()).unwrap()).unwrap();
     assert_eq!(back.to_spec(), spec);
 }
 
@@ -69,7 +73,10 @@ fn every_bad_field_is_named() {
         (without("rubric"), "rubric"),
         (with("rubric", json!({"groups": []})), "rubric.groups"),
         (
-            with("rubric", json!({"groups": [{"facts": [{"check": {"type": "url", "regex": "("}}]}]})),
+            with(
+                "rubric",
+                json!({"groups": [{"facts": [{"check": {"type": "url", "regex": "("}}]}]}),
+            ),
             "rubric.groups[0].facts[0].check.regex",
         ),
         (with("id", json!("Bad Id")), "id"),
@@ -79,18 +86,33 @@ fn every_bad_field_is_named() {
         (with("tags", json!(["ok", "has space"])), "tags[1]"),
         (with("max_steps", json!(0)), "max_steps"),
         (with("max_steps", json!(-3)), "max_steps"),
-        (with("reference_solution", json!(["click(1)", "fly(2)"])), "reference_solution[1]"),
-        (with("reference_solution", json!(["stop()", "click(1)"])), "reference_solution[0]"),
-        (with("reference_solution", json!(["click(1)"])), "reference_solution"),
+        (
+            with("reference_solution", json!(["click(1)", "fly(2)"])),
+            "reference_solution[1]",
+        ),
+        (
+            with("reference_solution", json!(["stop()", "click(1)"])),
+            "reference_solution[0]",
+        ),
+        (
+            with("reference_solution", json!(["click(1)"])),
+            "reference_solution",
+        ),
         (with("colour", json!("blue")), "colour"),
     ];
     for (v, field) in cases {
         let got = fields(v.clone());
-        assert!(got.contains(&field.to_string()), "{v}\n  wanted {field}, got {got:?}");
+        assert!(
+            got.contains(&field.to_string()),
+            "{v}\n  wanted {field}, got {got:?}"
+        );
     }
     let all = fields(json!({"start_url": "mailto:x@y.z", "max_steps": 1000}));
     for f in ["instruction", "start_url", "rubric", "max_steps"] {
-        assert!(all.contains(&f.to_string()), "all problems reported at once: {all:?}");
+        assert!(
+            all.contains(&f.to_string()),
+            "all problems reported at once: {all:?}"
+        );
     }
     assert_eq!(fields(json!([1, 2])), vec![""]);
 }
@@ -147,13 +169,33 @@ fn the_bundled_suite_is_valid_and_complete() {
         assert!(n >= 5, "{n} {d:?} tasks");
     }
     for t in &tasks {
-        assert!(!t.reference_solution.is_empty(), "{} has a reference solution", t.id);
-        assert!(bases().contains_key(&t.site), "{} runs on a bundled site", t.id);
-        assert!(!t.start_url.as_str().contains("{{"), "{} placeholders filled", t.id);
+        assert!(
+            !t.reference_solution.is_empty(),
+            "{} has a reference solution",
+            t.id
+        );
+        assert!(
+            bases().contains_key(&t.site),
+            "{} runs on a bundled site",
+            t.id
+        );
+        assert!(
+            !t.start_url.as_str().contains("{{"),
+            "{} placeholders filled",
+            t.id
+        );
         let path = t.start_url.path();
-        assert!(site_file(&t.site, path).is_some(), "{} starts on an existing page {path}", t.id);
+        assert!(
+            site_file(&t.site, path).is_some(),
+            "{} starts on an existing page {path}",
+            t.id
+        );
     }
     let splits: HashSet<_> = tasks.iter().map(|t| (t.site.clone(), t.split)).collect();
     let sites: HashSet<_> = tasks.iter().map(|t| t.site.clone()).collect();
-    assert_eq!(splits.len(), sites.len(), "no site straddles train and test");
+    assert_eq!(
+        splits.len(),
+        sites.len(),
+        "no site straddles train and test"
+    );
 }

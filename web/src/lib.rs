@@ -1,1 +1,105 @@
-//! web
+//! The REST API and the dashboard, over the engine.
+//!
+//! [`router`] builds the axum app: `/api/...` JSON endpoints (documented in
+//! `/api/openapi.json`, see [`openapi`]) and the dashboard at `/`. Handlers are thin: they
+//! extract and validate, call one engine or store function, and answer JSON; every error
+//! goes through [`ApiError`], whose 400s name the bad field. Limits, timeouts and request
+//! tracing are tower layers.
+//!
+//! `web` depends on `engine`, never the reverse.
+#![deny(missing_docs)]
+
+mod campaigns;
+mod dashboard;
+mod episodes;
+mod error;
+mod extract;
+pub mod openapi;
+mod page;
+mod tasks;
+
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use engine::Engine;
+use serde_json::json;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+pub use error::ApiError;
+
+/// What handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// The engine.
+    pub engine: Engine,
+}
+
+/// JSON bodies larger than this are refused (413).
+pub const JSON_LIMIT: usize = 2 * 1024 * 1024;
+/// Task-suite imports may be larger.
+pub const IMPORT_LIMIT: usize = 64 * 1024 * 1024;
+
+async fn health() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn policies(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Json<serde_json::Value> {
+    Json(json!({"policies": state.engine.policy_names()}))
+}
+
+async fn openapi_json() -> Json<serde_json::Value> {
+    Json(openapi::document())
+}
+
+async fn no_route() -> ApiError {
+    ApiError::NoRoute
+}
+
+/// The whole app.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/api/health", get(health))
+        .route("/api/policies", get(policies))
+        .route("/api/openapi.json", get(openapi_json))
+        .route("/api/tasks", post(tasks::create).get(tasks::list))
+        .route(
+            "/api/tasks/import",
+            post(tasks::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
+        )
+        .route("/api/tasks/{id}", get(tasks::get).delete(tasks::delete))
+        .route(
+            "/api/campaigns",
+            post(campaigns::create).get(campaigns::list),
+        )
+        .route("/api/campaigns/{id}", get(campaigns::get))
+        .route("/api/campaigns/{id}/pause", post(campaigns::pause))
+        .route("/api/campaigns/{id}/resume", post(campaigns::resume))
+        .route("/api/campaigns/{id}/cancel", post(campaigns::cancel))
+        .route("/api/episodes", get(episodes::list))
+        .route("/api/episodes/{id}", get(episodes::get))
+        .route("/api/blobs/{hash}", get(episodes::blob))
+        .fallback(no_route);
+    Router::new()
+        .route("/", get(dashboard::index))
+        .route("/assets/app.js", get(dashboard::app_js))
+        .route("/assets/style.css", get(dashboard::style))
+        .merge(api)
+        .layer(DefaultBodyLimit::max(JSON_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(30),
+        ))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Serves [`router`] on a bound listener until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).await
+}

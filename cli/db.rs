@@ -1,0 +1,52 @@
+//! Database set-up: `DATABASE_URL` when given, else the private cluster.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use engine::store::Store;
+use engine::store::cluster::LocalCluster;
+
+use crate::Common;
+
+/// A connected store, and the private cluster when this process started one.
+pub struct Database {
+    pub store: Store,
+    pub cluster: Option<LocalCluster>,
+}
+
+/// Connects to `DATABASE_URL`, or starts the private cluster first.
+pub async fn open(common: &Common) -> anyhow::Result<Database> {
+    let (url, cluster) = match &common.database_url {
+        Some(url) => (url.clone(), None),
+        None => {
+            let dir = common.data_dir.join("pg");
+            let cluster = LocalCluster::ensure_started(&dir)
+                .await
+                .with_context(|| format!("starting the private Postgres in {}", dir.display()))?;
+            (cluster.url(), Some(cluster))
+        }
+    };
+    let store = Store::connect(&url).await?;
+    Ok(Database { store, cluster })
+}
+
+/// `surfgym db start`.
+pub async fn start(common: &Common) -> anyhow::Result<ExitCode> {
+    let dir = common.data_dir.join("pg");
+    let cluster = LocalCluster::ensure_started(&dir).await?;
+    Store::connect(&cluster.url()).await?;
+    println!("DATABASE_URL={}", cluster.url());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `surfgym db stop`.
+pub async fn stop(common: &Common) -> anyhow::Result<ExitCode> {
+    let dir = common.data_dir.join("pg");
+    let Some(cluster) = LocalCluster::running(&dir).await? else {
+        println!("no private cluster running in {}", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    };
+    cluster.stop().await?;
+    println!("stopped the private cluster in {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,130 @@
+//! `surfgym`: the command line. Glue only: parsing, set-up, progress display; the work is
+//! done by the `engine` and `web` crates.
+
+mod db;
+mod progress;
+mod run;
+mod summary;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A web-agent RL gym: real Chromium, rubric judges, Postgres, a replay dashboard.
+#[derive(Parser)]
+#[command(name = "surfgym", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every command shares.
+#[derive(Args, Clone)]
+pub struct Common {
+    /// Where surfgym keeps its private Postgres cluster and other state.
+    #[arg(
+        long,
+        env = "SURFGYM_DATA_DIR",
+        default_value = ".surfgym",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    /// Postgres to use; without it a private cluster is started under the data directory.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Chromium executable.
+    #[arg(
+        long,
+        env = "SURFGYM_CHROMIUM",
+        default_value = "/usr/bin/chromium",
+        global = true
+    )]
+    pub chromium: PathBuf,
+    /// Browser processes.
+    #[arg(long, default_value_t = 1, global = true)]
+    pub browsers: usize,
+    /// Concurrent browser contexts (episodes) per browser.
+    #[arg(long, default_value_t = 4, global = true)]
+    pub contexts: usize,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The whole product on bundled data: private Postgres, practice sites, bundled tasks,
+    /// a scripted and a random campaign, a summary, and the dashboard until Ctrl-C.
+    Demo(run::DemoArgs),
+    /// Serve the API and dashboard (and the practice sites); runs campaigns as they come.
+    Serve(run::ServeArgs),
+    /// Create a campaign over registered tasks and run it here, with a progress bar.
+    Run(run::RunArgs),
+    /// Task suites.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+    /// The private Postgres cluster.
+    #[command(subcommand)]
+    Db(DbCommand),
+}
+
+#[derive(Subcommand)]
+enum TasksCommand {
+    /// Run every bundled task's reference solution in Chromium and judge it.
+    Verify(run::VerifyArgs),
+    /// Import tasks from a JSON Lines file; bad lines are reported, good ones stored.
+    Import(run::ImportArgs),
+}
+
+#[derive(Subcommand)]
+enum DbCommand {
+    /// Start (or find) the private cluster and print `DATABASE_URL=...`.
+    Start,
+    /// Stop the private cluster.
+    Stop,
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SURFGYM_LOG")
+        // chromiumoxide warns about every CDP event newer than its protocol types.
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("warn,surfgym=info,chromiumoxide=error")
+        });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async move {
+        match cli.command {
+            Command::Demo(a) => run::demo(&cli.common, a).await,
+            Command::Serve(a) => run::serve(&cli.common, a).await,
+            Command::Run(a) => run::run(&cli.common, a).await,
+            Command::Tasks(TasksCommand::Verify(a)) => run::verify(&cli.common, a).await,
+            Command::Tasks(TasksCommand::Import(a)) => run::import(&cli.common, a).await,
+            Command::Db(DbCommand::Start) => db::start(&cli.common).await,
+            Command::Db(DbCommand::Stop) => db::stop(&cli.common).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The commands that run things: demo, serve, run, tasks verify, tasks import.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use browser_pool::PoolConfig;
+use clap::Args;
+use engine::policy::PolicyRegistry;
+use engine::runner::RunnerConfig;
+use engine::sites::SitesServer;
+use engine::store::TaskFilter;
+use engine::{CampaignSpec, Engine};
+use uuid::Uuid;
+
+use crate::db::{self, Database};
+use crate::{Common, progress, summary};
+
+/// Where to serve.
+#[derive(Args, Clone)]
+pub struct ServerArgs {
+    /// Address of the API and dashboard (loopback unless you mean it).
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// Port of the API and dashboard (a free one is used when it is taken).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// First port of the practice sites (one port per site).
+    #[arg(long, default_value_t = 8701)]
+    pub sites_port: u16,
+}
+
+/// `surfgym demo`.
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Exit once the campaigns are done instead of serving the dashboard until Ctrl-C.
+    #[arg(long)]
+    pub exit_when_done: bool,
+    /// Policies to run, one campaign each.
+    #[arg(long, value_delimiter = ',', default_value = "scripted,random")]
+    pub policies: Vec<String>,
+    /// Episodes per task.
+    #[arg(long, default_value_t = 1)]
+    pub rollouts: u32,
+    /// Step limit per episode.
+    #[arg(long, default_value_t = 15)]
+    pub max_steps: u32,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// `surfgym serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// Which tasks a campaign runs.
+#[derive(Args, Clone, Default)]
+pub struct TaskArgs {
+    /// Only tasks of this website.
+    #[arg(long)]
+    pub site: Option<String>,
+    /// Only tasks with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only tasks of this difficulty (easy, medium, hard).
+    #[arg(long)]
+    pub difficulty: Option<String>,
+    /// Only tasks of this split (train, test).
+    #[arg(long)]
+    pub split: Option<String>,
+    /// Only these task ids.
+    #[arg(long = "task", value_name = "ID")]
+    pub ids: Vec<String>,
+}
+
+impl TaskArgs {
+    fn filter(&self) -> TaskFilter {
+        TaskFilter {
+            site: self.site.clone(),
+            tag: self.tag.clone(),
+            difficulty: self.difficulty.clone(),
+            split: self.split.clone(),
+            ids: self.ids.clone(),
+        }
+    }
+}
+
+/// `surfgym run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Policy.
+    #[arg(long, default_value = "random")]
+    pub policy: String,
+    #[command(flatten)]
+    pub tasks: TaskArgs,
+    /// Episodes per task.
+    #[arg(long, default_value_t = 1)]
+    pub rollouts: u32,
+    /// Step limit per episode.
+    #[arg(long, default_value_t = 15)]
+    pub max_steps: u32,
+    /// Base seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Campaign name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// First port of the practice sites.
+    #[arg(long, default_value_t = 8701)]
+    pub sites_port: u16,
+}
+
+/// `surfgym tasks verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub tasks: TaskArgs,
+    /// First port of the practice sites.
+    #[arg(long, default_value_t = 8701)]
+    pub sites_port: u16,
+}
+
+/// `surfgym tasks import`.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// A JSON Lines file, one task per line.
+    pub file: PathBuf,
+    /// Overwrite tasks that have the same id.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+fn pool_config(common: &Common) -> anyhow::Result<PoolConfig> {
+    if !common.chromium.exists() {
+        bail!(
+            "Chromium not found at {}: run ./scripts/setup.sh (installs Debian's `chromium`), or point --chromium / SURFGYM_CHROMIUM at one",
+            common.chromium.display()
+        );
+    }
+    let mut cfg = PoolConfig::new(&common.chromium);
+    cfg.browsers = common.browsers.max(1);
+    cfg.contexts_per_browser = common.contexts.max(1);
+    Ok(cfg)
+}
+
+/// The database, the practice sites, and an engine with the bundled tasks registered.
+struct Env {
+    db: Database,
+    sites: SitesServer,
+    engine: Engine,
+}
+
+async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
+    let pool_cfg = pool_config(common)?;
+    let db = db::open(common).await?;
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), Some(sites_port))
+        .await
+        .context("serving the practice sites")?;
+    let engine = Engine::new(
+        db.store.clone(),
+        pool_cfg,
+        RunnerConfig::for_this_process(),
+        PolicyRegistry::builtin(),
+    );
+    let report = engine.register_bundled(sites.bases()).await?;
+    for e in &report.errors {
+        tracing::warn!("bundled task rejected: {e}");
+    }
+    let sites_list: Vec<String> = sites
+        .bases()
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!("practice sites: {}", sites_list.join(", "));
+    println!("registered {} bundled tasks", report.registered);
+    Ok(Env { db, sites, engine })
+}
+
+async fn start_web(engine: &Engine, server: &ServerArgs) -> anyhow::Result<SocketAddr> {
+    let listener = match tokio::net::TcpListener::bind((server.bind, server.port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(port = server.port, error = %e, "port taken; using a free one");
+            tokio::net::TcpListener::bind((server.bind, 0)).await?
+        }
+    };
+    let addr = listener.local_addr()?;
+    let state = web::AppState {
+        engine: engine.clone(),
+    };
+    tokio::spawn(async move {
+        if let Err(e) = web::serve(listener, state).await {
+            tracing::error!(error = %e, "web server stopped");
+        }
+    });
+    Ok(addr)
+}
+
+fn url(addr: SocketAddr) -> String {
+    format!("http://{addr}/")
+}
+
+/// Closes the browsers and the site servers. The private Postgres keeps running: other
+/// surfgym processes may share it (`surfgym db stop` stops it).
+async fn finish(env: Env) -> anyhow::Result<()> {
+    env.engine.shutdown().await;
+    drop(env.sites);
+    if let Some(cluster) = &env.db.cluster {
+        println!(
+            "the private Postgres keeps running on port {} (`surfgym db stop` stops it)",
+            cluster.port()
+        );
+    }
+    Ok(())
+}
+
+/// `surfgym demo`.
+pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let env = environment(common, args.server.sites_port).await?;
+    let addr = start_web(&env.engine, &args.server).await?;
+    println!("dashboard: {}", url(addr));
+    let mut ids: Vec<Uuid> = Vec::new();
+    for policy in &args.policies {
+        let spec = CampaignSpec {
+            name: Some(format!("demo {policy}")),
+            policy: Some(policy.clone()),
+            rollouts_per_task: Some(args.rollouts),
+            max_steps: Some(args.max_steps),
+            ..Default::default()
+        };
+        ids.push(
+            env.engine
+                .create_campaign(spec)
+                .await
+                .context("creating the demo campaign")?,
+        );
+    }
+    env.engine.start_scheduler().await;
+    progress::watch(&env.db.store, &ids).await?;
+    summary::print(&env.db.store, &ids).await?;
+    println!();
+    println!(
+        "dashboard: {}  (episode replays under each campaign)",
+        url(addr)
+    );
+    if args.exit_when_done {
+        finish(env).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("serving until Ctrl-C");
+    tokio::signal::ctrl_c().await?;
+    finish(env).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `surfgym serve`.
+pub async fn serve(common: &Common, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let env = environment(common, args.server.sites_port).await?;
+    let addr = start_web(&env.engine, &args.server).await?;
+    env.engine.start_scheduler().await;
+    println!(
+        "dashboard and API: {}  (OpenAPI: {}api/openapi.json); Ctrl-C to stop",
+        url(addr),
+        url(addr)
+    );
+    tokio::signal::ctrl_c().await?;
+    finish(env).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_here(env: &Env, spec: CampaignSpec) -> anyhow::Result<Uuid> {
+    let id = env.engine.create_campaign(spec).await?;
+    let engine = env.engine.clone();
+    let runner = tokio::spawn(async move { engine.run_campaign(id).await });
+    progress::watch(&env.db.store, &[id]).await?;
+    runner.await.context("campaign task panicked")??;
+    summary::print(&env.db.store, &[id]).await?;
+    Ok(id)
+}
+
+/// `surfgym run`.
+pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let env = environment(common, args.sites_port).await?;
+    let spec = CampaignSpec {
+        name: args.name,
+        tasks: Some(args.tasks.filter()),
+        policy: Some(args.policy),
+        rollouts_per_task: Some(args.rollouts),
+        max_steps: Some(args.max_steps),
+        seed: Some(args.seed),
+        ..Default::default()
+    };
+    let id = run_here(&env, spec).await?;
+    println!("campaign {id}");
+    finish(env).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `surfgym tasks verify`: every reference solution must succeed.
+pub async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let env = environment(common, args.sites_port).await?;
+    let spec = CampaignSpec {
+        name: Some("verify reference solutions".into()),
+        tasks: Some(args.tasks.filter()),
+        policy: Some("scripted".into()),
+        max_steps: Some(tasks::MAX_STEPS_LIMIT),
+        max_attempts: Some(1),
+        ..Default::default()
+    };
+    let id = run_here(&env, spec).await?;
+    let failures = summary::print_failures(&env.db.store, id).await?;
+    finish(env).await?;
+    if failures == 0 {
+        println!("\nevery reference solution succeeds");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("\n{failures} reference solution(s) fail");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// `surfgym tasks import`.
+pub async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let db = db::open(common).await?;
+    let (mut ok, mut bad) = (0, 0);
+    for line in tasks::parse_jsonl(&text) {
+        let stored = match line.result {
+            Ok(task) => {
+                let r = if args.replace {
+                    db.store.upsert_task(&task).await
+                } else {
+                    db.store.insert_task(&task).await
+                };
+                r.map_err(|e| e.to_string())
+            }
+            Err(errors) => Err(errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")),
+        };
+        match stored {
+            Ok(()) => ok += 1,
+            Err(e) => {
+                bad += 1;
+                eprintln!("{}:{}: {e}", args.file.display(), line.line);
+            }
+        }
+    }
+    println!("imported {ok} task(s), {bad} line(s) rejected");
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,247 @@
+//! The facade the CLI and the web server use: the store, campaign creation, a scheduler
+//! that runs queued campaigns one after another, and a browser pool launched on first use.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use browser_pool::{BrowserPool, PoolConfig};
+use tokio::sync::{Mutex, OnceCell, broadcast, mpsc};
+use uuid::Uuid;
+
+use crate::campaign::{CampaignSpec, episode_seed};
+use crate::error::EngineError;
+use crate::policy::PolicyRegistry;
+use crate::runner::{RunEvent, Runner, RunnerConfig};
+use crate::store::{PlannedEpisode, Store};
+
+/// A handle on the engine. Cloning is cheap.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    policies: PolicyRegistry,
+    pool_cfg: PoolConfig,
+    runner_cfg: RunnerConfig,
+    pool: OnceCell<BrowserPool>,
+    events: broadcast::Sender<RunEvent>,
+    queue: mpsc::Sender<Uuid>,
+    queue_rx: Mutex<Option<mpsc::Receiver<Uuid>>>,
+}
+
+/// What a bundled-suite registration did.
+#[derive(Debug, Clone, Default)]
+pub struct BundledReport {
+    /// Tasks registered or updated.
+    pub registered: usize,
+    /// Lines that did not validate, as `file:line: error`.
+    pub errors: Vec<String>,
+}
+
+impl Engine {
+    /// An engine over a migrated store. Nothing runs until [`Engine::start_scheduler`] or
+    /// [`Engine::run_campaign`].
+    pub fn new(
+        store: Store,
+        pool_cfg: PoolConfig,
+        runner_cfg: RunnerConfig,
+        policies: PolicyRegistry,
+    ) -> Engine {
+        let (events, _) = broadcast::channel(1024);
+        let (queue, rx) = mpsc::channel(1024);
+        Engine {
+            inner: Arc::new(Inner {
+                store,
+                policies,
+                pool_cfg,
+                runner_cfg,
+                pool: OnceCell::new(),
+                events,
+                queue,
+                queue_rx: Mutex::new(Some(rx)),
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Names of the policies campaigns may use.
+    pub fn policy_names(&self) -> Vec<String> {
+        self.inner.policies.names()
+    }
+
+    /// Progress events of every campaign this engine runs.
+    pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// The browser pool, launched on first use.
+    pub async fn pool(&self) -> Result<BrowserPool, EngineError> {
+        let pool = self
+            .inner
+            .pool
+            .get_or_try_init(|| BrowserPool::launch(self.inner.pool_cfg.clone()))
+            .await?;
+        Ok(pool.clone())
+    }
+
+    async fn runner(&self) -> Result<Runner, EngineError> {
+        Ok(Runner::new(
+            self.inner.store.clone(),
+            self.pool().await?,
+            self.inner.policies.clone(),
+            self.inner.runner_cfg.clone(),
+            self.inner.events.clone(),
+        ))
+    }
+
+    /// Validates a campaign request, plans its episodes (tasks × rollouts, each with its
+    /// seed) and stores it as `queued`; the scheduler, if started, picks it up.
+    pub async fn create_campaign(&self, spec: CampaignSpec) -> Result<Uuid, EngineError> {
+        let config = spec
+            .validate(&self.policy_names())
+            .map_err(EngineError::Invalid)?;
+        let tasks = self.inner.store.load_tasks(&config.tasks).await?;
+        if tasks.is_empty() {
+            return Err(EngineError::Invalid(vec![tasks::FieldError {
+                field: "tasks".into(),
+                message: "no registered task matches this filter".into(),
+            }]));
+        }
+        let mut planned = Vec::with_capacity(tasks.len() * config.rollouts_per_task as usize);
+        for rollout in 0..config.rollouts_per_task {
+            for t in &tasks {
+                planned.push(PlannedEpisode {
+                    task_id: t.id.to_string(),
+                    rollout: rollout as i32,
+                    seed: episode_seed(config.seed, t.id.as_str(), rollout),
+                });
+            }
+        }
+        let id = Uuid::new_v4();
+        let json =
+            serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
+        self.inner
+            .store
+            .create_campaign(id, &config.name, &config.policy, &json, &planned)
+            .await?;
+        // A full queue only delays pickup: the scheduler also scans for queued campaigns.
+        let _ = self.inner.queue.try_send(id);
+        Ok(id)
+    }
+
+    /// Runs a campaign in the calling task until it is done, paused or cancelled.
+    pub async fn run_campaign(&self, id: Uuid) -> Result<String, EngineError> {
+        self.runner().await?.run_campaign(id).await
+    }
+
+    /// Pauses a running or queued campaign: workers finish their current episode and stop.
+    pub async fn pause_campaign(&self, id: Uuid) -> Result<(), EngineError> {
+        self.transition(id, &["queued", "running"], "paused").await
+    }
+
+    /// Resumes a paused campaign.
+    pub async fn resume_campaign(&self, id: Uuid) -> Result<(), EngineError> {
+        self.transition(id, &["paused"], "queued").await?;
+        let _ = self.inner.queue.try_send(id);
+        Ok(())
+    }
+
+    /// Cancels a campaign; episodes not yet finished stay unrun.
+    pub async fn cancel_campaign(&self, id: Uuid) -> Result<(), EngineError> {
+        self.transition(id, &["queued", "running", "paused"], "cancelled")
+            .await
+    }
+
+    async fn transition(&self, id: Uuid, from: &[&str], to: &str) -> Result<(), EngineError> {
+        let status = self
+            .inner
+            .store
+            .campaign_status(id)
+            .await?
+            .ok_or(EngineError::NotFound("campaign"))?;
+        if !from.contains(&status.as_str()) {
+            return Err(EngineError::Conflict(format!(
+                "campaign is {status}; cannot move it to {to}"
+            )));
+        }
+        self.inner.store.set_campaign_status(id, to, None).await?;
+        Ok(())
+    }
+
+    /// Starts the background scheduler: it runs queued campaigns one at a time, starting
+    /// with those left queued or running by an earlier process (which resumes them).
+    /// Calling it twice does nothing.
+    pub async fn start_scheduler(&self) {
+        let Some(mut rx) = self.inner.queue_rx.lock().await.take() else {
+            return;
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let pending = match engine
+                    .inner
+                    .store
+                    .campaigns_with_status(&["running", "queued"])
+                    .await
+                {
+                    Ok(ids) => ids,
+                    Err(e) => {
+                        tracing::error!(error = %e, "scheduler cannot read campaigns; retrying");
+                        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                        continue;
+                    }
+                };
+                for id in pending {
+                    let span = tracing::info_span!("campaign", campaign = %id);
+                    let _g = span.enter();
+                    match engine.run_campaign(id).await {
+                        Ok(status) => tracing::info!(%status, "campaign ended"),
+                        Err(e) => tracing::error!(error = %e, "campaign failed"),
+                    }
+                }
+                // Sleep until a new campaign is queued (or re-scan now and then).
+                match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
+                    Ok(None) => return,
+                    Ok(Some(_)) | Err(_) => {}
+                }
+            }
+        });
+    }
+
+    /// Registers the bundled suite against where its sites are served now.
+    pub async fn register_bundled(
+        &self,
+        bases: &BTreeMap<String, String>,
+    ) -> Result<BundledReport, EngineError> {
+        let mut report = BundledReport::default();
+        for line in tasks::bundled_tasks(bases) {
+            match line.line.result {
+                Ok(task) => {
+                    self.inner.store.upsert_task(&task).await?;
+                    report.registered += 1;
+                }
+                Err(errors) => {
+                    for e in errors {
+                        report
+                            .errors
+                            .push(format!("{}:{}: {e}", line.file, line.line.line));
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Closes the browsers.
+    pub async fn shutdown(&self) {
+        if let Some(pool) = self.inner.pool.get() {
+            pool.shutdown().await;
+        }
+    }
+}

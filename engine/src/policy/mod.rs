@@ -1,0 +1,123 @@
+//! Policies: what chooses the next action. The [`Policy`] trait is the seam every backend
+//! implements (scripted, random, and later ONNX and HTTP models).
+
+mod random;
+mod scripted;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use browser_pool::{Action, Observation};
+use futures::future::BoxFuture;
+use tasks::Task;
+
+pub use random::RandomPolicy;
+pub use scripted::ScriptedPolicy;
+
+/// A step already taken in this episode, as policies see history.
+#[derive(Debug, Clone)]
+pub struct PastStep {
+    /// The action line.
+    pub action: String,
+    /// URL when it was chosen.
+    pub url: String,
+    /// Title when it was chosen.
+    pub title: String,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+}
+
+/// Everything a policy may look at to choose one action.
+#[derive(Debug, Clone, Copy)]
+pub struct StepInput<'a> {
+    /// The task.
+    pub task: &'a Task,
+    /// The current observation.
+    pub observation: &'a Observation,
+    /// Earlier steps of the episode.
+    pub history: &'a [PastStep],
+    /// Index of this step, from 0.
+    pub step: u32,
+    /// The episode's step limit.
+    pub max_steps: u32,
+    /// The episode's seed (sampling policies must be reproducible from it).
+    pub seed: u64,
+}
+
+/// A policy's choice.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// The parsed action, or why the output is not one.
+    pub action: Result<Action, String>,
+    /// The raw output (for model policies, the generated text).
+    pub raw_output: String,
+    /// Reasoning shown in replays.
+    pub thought: Option<String>,
+    /// Log-probability of the generated action, when the backend knows it.
+    pub logprob: Option<f64>,
+    /// Per-token log-probabilities of the generated action.
+    pub token_logprobs: Vec<f32>,
+}
+
+impl Decision {
+    /// A decision with a known action and no model internals.
+    pub fn action(action: Action, thought: impl Into<String>) -> Decision {
+        Decision {
+            raw_output: action.to_string(),
+            action: Ok(action),
+            thought: Some(thought.into()),
+            logprob: None,
+            token_logprobs: Vec::new(),
+        }
+    }
+}
+
+/// Why a policy produced nothing.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PolicyError {
+    /// The backend is down or overloaded: an infrastructure failure, retried.
+    #[error("policy backend unavailable: {0}")]
+    Unavailable(String),
+    /// The backend ran but failed on this input.
+    #[error("policy failed: {0}")]
+    Failed(String),
+}
+
+/// Chooses actions.
+pub trait Policy: Send + Sync {
+    /// The name campaigns refer to it by.
+    fn name(&self) -> &str;
+    /// Chooses the next action.
+    fn decide<'a>(&'a self, input: StepInput<'a>) -> BoxFuture<'a, Result<Decision, PolicyError>>;
+}
+
+/// The policies a campaign may name.
+#[derive(Clone, Default)]
+pub struct PolicyRegistry {
+    policies: BTreeMap<String, Arc<dyn Policy>>,
+}
+
+impl PolicyRegistry {
+    /// The built-in policies: `scripted` and `random`.
+    pub fn builtin() -> PolicyRegistry {
+        let mut r = PolicyRegistry::default();
+        r.register(Arc::new(ScriptedPolicy));
+        r.register(Arc::new(RandomPolicy));
+        r
+    }
+
+    /// Adds (or replaces) a policy under its name.
+    pub fn register(&mut self, policy: Arc<dyn Policy>) {
+        self.policies.insert(policy.name().to_string(), policy);
+    }
+
+    /// Looks a policy up.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Policy>> {
+        self.policies.get(name).cloned()
+    }
+
+    /// Registered names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.policies.keys().cloned().collect()
+    }
+}

@@ -1,0 +1,278 @@
+//! Campaign rows and their episode accounting.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+
+/// Episodes of a campaign by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CampaignCounts {
+    /// Not started, or waiting for a retry.
+    pub pending: i64,
+    /// Leased by a runner.
+    pub running: i64,
+    /// Ran to an end and judged.
+    pub finished: i64,
+    /// Gave up after infrastructure failures.
+    pub failed: i64,
+}
+
+/// A campaign as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CampaignView {
+    /// Identifier.
+    pub id: Uuid,
+    /// Name.
+    pub name: String,
+    /// queued, running, paused, completed, cancelled or failed.
+    pub status: String,
+    /// Policy name.
+    pub policy: String,
+    /// The validated request.
+    pub config: serde_json::Value,
+    /// Episodes planned.
+    pub total_episodes: i64,
+    /// Episodes by status.
+    pub counts: CampaignCounts,
+    /// Finished episodes judged successful.
+    pub successes: i64,
+    /// successes / finished, when any finished.
+    pub success_rate: Option<f64>,
+    /// Mean partial-credit score of finished episodes.
+    pub mean_score: Option<f64>,
+    /// Steps taken by finished episodes.
+    pub steps: i64,
+    /// (finished + failed) / total.
+    pub progress: f64,
+    /// Why the campaign failed, if it did.
+    pub error: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// First started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// Ended.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: Uuid,
+    name: String,
+    status: String,
+    policy: String,
+    config: serde_json::Value,
+    total_episodes: i32,
+    error: Option<String>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    pending: i64,
+    running: i64,
+    finished: i64,
+    failed: i64,
+    successes: i64,
+    mean_score: Option<f64>,
+    steps: i64,
+}
+
+const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total_episodes, c.error,
+        c.created_at, c.started_at, c.finished_at,
+        count(e.id) FILTER (WHERE e.status = 'pending') AS pending,
+        count(e.id) FILTER (WHERE e.status = 'running') AS running,
+        count(e.id) FILTER (WHERE e.status = 'finished') AS finished,
+        count(e.id) FILTER (WHERE e.status = 'failed') AS failed,
+        count(e.id) FILTER (WHERE e.success) AS successes,
+        avg(e.score) FILTER (WHERE e.status = 'finished') AS mean_score,
+        coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps
+    FROM campaigns c LEFT JOIN episodes e ON e.campaign_id = c.id";
+
+impl From<Row> for CampaignView {
+    fn from(r: Row) -> CampaignView {
+        let total = i64::from(r.total_episodes);
+        CampaignView {
+            id: r.id,
+            name: r.name,
+            status: r.status,
+            policy: r.policy,
+            config: r.config,
+            total_episodes: total,
+            counts: CampaignCounts {
+                pending: r.pending,
+                running: r.running,
+                finished: r.finished,
+                failed: r.failed,
+            },
+            successes: r.successes,
+            success_rate: (r.finished > 0).then(|| r.successes as f64 / r.finished as f64),
+            mean_score: r.mean_score,
+            steps: r.steps,
+            progress: if total > 0 {
+                (r.finished + r.failed) as f64 / total as f64
+            } else {
+                1.0
+            },
+            error: r.error,
+            created_at: r.created_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+        }
+    }
+}
+
+/// One planned episode: task, rollout index, seed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedEpisode {
+    /// Task id.
+    pub task_id: String,
+    /// Rollout index within the task.
+    pub rollout: i32,
+    /// Seed for the policy.
+    pub seed: i64,
+}
+
+impl Store {
+    /// Creates a queued campaign and all its episode rows, in one transaction.
+    pub async fn create_campaign(
+        &self,
+        id: Uuid,
+        name: &str,
+        policy: &str,
+        config: &serde_json::Value,
+        episodes: &[PlannedEpisode],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO campaigns (id, name, status, policy, config, total_episodes) VALUES ($1, $2, 'queued', $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(name)
+        .bind(policy)
+        .bind(config)
+        .bind(i32::try_from(episodes.len()).map_err(|_| StoreError::Conflict("too many episodes".into()))?)
+        .execute(&mut *tx)
+        .await?;
+        // Postgres takes at most 65535 binds per statement: 5 per row.
+        for chunk in episodes.chunks(10_000) {
+            let mut q = QueryBuilder::new(
+                "INSERT INTO episodes (id, campaign_id, task_id, rollout, seed, status) ",
+            );
+            q.push_values(chunk, |mut b, e| {
+                b.push_bind(Uuid::new_v4())
+                    .push_bind(id)
+                    .push_bind(&e.task_id)
+                    .push_bind(e.rollout)
+                    .push_bind(e.seed)
+                    .push("'pending'");
+            });
+            q.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// One campaign with its counts.
+    pub async fn get_campaign(&self, id: Uuid) -> Result<Option<CampaignView>, StoreError> {
+        let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE c.id = $1 GROUP BY c.id"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(Into::into))
+    }
+
+    /// Campaigns, newest first.
+    pub async fn list_campaigns(
+        &self,
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<CampaignView>, i64), StoreError> {
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "{SELECT} GROUP BY c.id ORDER BY c.created_at DESC, c.id LIMIT $1 OFFSET $2"
+        ))
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        let (total,): (i64,) = sqlx::query_as("SELECT count(*) FROM campaigns")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((rows.into_iter().map(Into::into).collect(), total))
+    }
+
+    /// Moves a campaign to a new status, stamping start and end times.
+    pub async fn set_campaign_status(
+        &self,
+        id: Uuid,
+        status: &str,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE campaigns SET status = $2, error = coalesce($3, error),
+                started_at = CASE WHEN $2 = 'running' THEN coalesce(started_at, now()) ELSE started_at END,
+                finished_at = CASE WHEN $2 IN ('completed', 'cancelled', 'failed') THEN now() ELSE NULL END
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(error)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A campaign's status, if it exists.
+    pub async fn campaign_status(&self, id: Uuid) -> Result<Option<String>, StoreError> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT status FROM campaigns WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|(s,)| s))
+    }
+
+    /// Campaigns in one of the given statuses, oldest first.
+    pub async fn campaigns_with_status(&self, statuses: &[&str]) -> Result<Vec<Uuid>, StoreError> {
+        let statuses: Vec<String> = statuses.iter().map(|s| s.to_string()).collect();
+        let rows: Vec<(Uuid,)> = sqlx::query_as(
+            "SELECT id FROM campaigns WHERE status = ANY($1) ORDER BY created_at, id",
+        )
+        .bind(statuses)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}
+
+/// Outcomes of a campaign's finished episodes for one site and difficulty.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct BreakdownRow {
+    /// Website.
+    pub site: String,
+    /// Difficulty band.
+    pub difficulty: String,
+    /// Finished episodes.
+    pub episodes: i64,
+    /// Successful ones.
+    pub successes: i64,
+    /// Mean partial credit.
+    pub mean_score: f64,
+    /// Mean steps.
+    pub mean_steps: f64,
+}
+
+impl Store {
+    /// Finished-episode outcomes of a campaign by site and difficulty.
+    pub async fn campaign_breakdown(&self, id: Uuid) -> Result<Vec<BreakdownRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT t.site, t.difficulty, count(*) AS episodes, count(*) FILTER (WHERE e.success) AS successes,
+                coalesce(avg(e.score), 0)::float8 AS mean_score, coalesce(avg(e.steps), 0)::float8 AS mean_steps
+             FROM episodes e JOIN tasks t ON t.id = e.task_id
+             WHERE e.campaign_id = $1 AND e.status = 'finished'
+             GROUP BY t.site, t.difficulty ORDER BY t.site, t.difficulty",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}

@@ -1,0 +1,511 @@
+//! Episode rows: claiming with leases, atomic completion, and the replay read models.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+
+/// How an episode ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The agent answered.
+    Answered,
+    /// The agent stopped without an answer.
+    Stopped,
+    /// It ran out of steps.
+    MaxSteps,
+    /// The policy kept failing to produce an action.
+    PolicyError,
+    /// Cut off by the campaign's time limit.
+    Timeout,
+}
+
+impl EndReason {
+    /// Name as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Answered => "answered",
+            EndReason::Stopped => "stopped",
+            EndReason::MaxSteps => "max_steps",
+            EndReason::PolicyError => "policy_error",
+            EndReason::Timeout => "timeout",
+        }
+    }
+}
+
+/// An episode a runner has leased.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedEpisode {
+    /// Identifier.
+    pub id: Uuid,
+    /// Task to run.
+    pub task_id: String,
+    /// Rollout index.
+    pub rollout: i32,
+    /// Policy seed.
+    pub seed: i64,
+    /// Attempts so far, this one included.
+    pub attempts: i32,
+    /// Why the previous attempt failed, if one did.
+    pub last_error: Option<String>,
+}
+
+/// One step, as the runner records it.
+#[derive(Debug, Clone)]
+pub struct StepRecord {
+    /// URL observed.
+    pub url: String,
+    /// Title observed.
+    pub title: String,
+    /// Screenshot blob hash.
+    pub screenshot: Option<String>,
+    /// The numbered elements shown to the policy.
+    pub elements: serde_json::Value,
+    /// Canonical action line (or the raw output when it did not parse).
+    pub action: String,
+    /// The policy's reasoning.
+    pub thought: Option<String>,
+    /// The policy's raw output.
+    pub raw_output: Option<String>,
+    /// Why the action failed.
+    pub action_error: Option<String>,
+    /// Where it clicked.
+    pub click: Option<(f64, f64)>,
+    /// Log-probability of the action.
+    pub logprob: Option<f64>,
+    /// Per-token log-probabilities.
+    pub token_logprobs: Vec<f32>,
+    /// Time to observe, ms.
+    pub observe_ms: i32,
+    /// Time the policy took, ms.
+    pub policy_ms: i32,
+    /// Time to act and settle, ms.
+    pub act_ms: i32,
+}
+
+/// A verdict to store.
+#[derive(Debug, Clone)]
+pub struct VerdictRecord {
+    /// Judge name.
+    pub judge: String,
+    /// Group.
+    pub group_id: String,
+    /// Fact.
+    pub fact_id: String,
+    /// Holds?
+    pub passed: bool,
+    /// What was seen.
+    pub evidence: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything a finished episode stores, written in one transaction.
+#[derive(Debug, Clone)]
+pub struct EpisodeRecord {
+    /// The episode.
+    pub id: Uuid,
+    /// How it ended.
+    pub end_reason: EndReason,
+    /// Final answer.
+    pub final_answer: Option<String>,
+    /// Last URL.
+    pub final_url: Option<String>,
+    /// Screenshot of the final page.
+    pub final_screenshot: Option<String>,
+    /// Steps in order.
+    pub steps: Vec<StepRecord>,
+    /// Verdicts in rubric order.
+    pub verdicts: Vec<VerdictRecord>,
+    /// Judged successful.
+    pub success: bool,
+    /// Partial credit.
+    pub score: f64,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+/// Which episodes to list.
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeFilter {
+    /// Campaign.
+    pub campaign: Option<Uuid>,
+    /// Task.
+    pub task: Option<String>,
+    /// Status.
+    pub status: Option<String>,
+    /// Success.
+    pub success: Option<bool>,
+}
+
+/// An episode in a list.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct EpisodeSummary {
+    /// Identifier.
+    pub id: Uuid,
+    /// Campaign.
+    pub campaign_id: Uuid,
+    /// Task.
+    pub task_id: String,
+    /// Website of the task.
+    pub site: String,
+    /// Rollout index.
+    pub rollout: i32,
+    /// Seed.
+    pub seed: i64,
+    /// pending, running, finished or failed.
+    pub status: String,
+    /// How it ended.
+    pub end_reason: Option<String>,
+    /// Judged successful.
+    pub success: Option<bool>,
+    /// Partial credit.
+    pub score: Option<f64>,
+    /// Final answer.
+    pub final_answer: Option<String>,
+    /// Steps taken.
+    pub steps: i32,
+    /// Attempts made.
+    pub attempts: i32,
+    /// Last infrastructure error.
+    pub last_error: Option<String>,
+    /// Wall time, ms.
+    pub duration_ms: Option<i32>,
+    /// Started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// Finished.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// One step in a replay.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct StepView {
+    /// Index from 0.
+    pub idx: i32,
+    /// URL.
+    pub url: String,
+    /// Title.
+    pub title: String,
+    /// Screenshot hash (`/api/blobs/{hash}`).
+    pub screenshot: Option<String>,
+    /// Numbered elements.
+    pub elements: serde_json::Value,
+    /// Action.
+    pub action: String,
+    /// Thought.
+    pub thought: Option<String>,
+    /// Raw output.
+    pub raw_output: Option<String>,
+    /// Action error.
+    pub action_error: Option<String>,
+    /// Click x.
+    pub click_x: Option<f32>,
+    /// Click y.
+    pub click_y: Option<f32>,
+    /// Action log-probability.
+    pub logprob: Option<f64>,
+    /// Observe time, ms.
+    pub observe_ms: i32,
+    /// Policy time, ms.
+    pub policy_ms: i32,
+    /// Act time, ms.
+    pub act_ms: i32,
+}
+
+/// One verdict in a replay.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct VerdictView {
+    /// Judge.
+    pub judge: String,
+    /// Group.
+    pub group_id: String,
+    /// Fact.
+    pub fact_id: String,
+    /// Fact description from the rubric.
+    pub description: Option<String>,
+    /// Holds?
+    pub passed: bool,
+    /// What was seen.
+    pub evidence: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// A whole episode for replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct EpisodeDetail {
+    /// The summary fields.
+    #[serde(flatten)]
+    pub summary: EpisodeSummary,
+    /// The task's instruction.
+    pub instruction: String,
+    /// Final URL.
+    pub final_url: Option<String>,
+    /// Final page screenshot.
+    pub final_screenshot: Option<String>,
+    /// Steps in order.
+    pub steps: Vec<StepView>,
+    /// Verdicts in rubric order.
+    pub verdicts: Vec<VerdictView>,
+}
+
+const SUMMARY: &str = "SELECT e.id, e.campaign_id, e.task_id, t.site, e.rollout, e.seed, e.status, e.end_reason,
+        e.success, e.score, e.final_answer, e.steps, e.attempts, e.last_error, e.duration_ms, e.started_at, e.finished_at
+    FROM episodes e JOIN tasks t ON t.id = e.task_id";
+
+fn ms(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}
+
+impl Store {
+    /// Leases the next runnable episode of a campaign: pending ones, and running ones whose
+    /// lease expired (their runner died). `SKIP LOCKED` lets any number of runners claim
+    /// concurrently without handing one episode to two of them.
+    pub async fn claim_episode(
+        &self,
+        campaign: Uuid,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Option<ClaimedEpisode>, StoreError> {
+        Ok(sqlx::query_as(
+            "UPDATE episodes e SET status = 'running', lease_owner = $2,
+                lease_expires_at = now() + make_interval(secs => $3), attempts = e.attempts + 1,
+                started_at = now()
+             WHERE e.id = (
+                SELECT id FROM episodes
+                WHERE campaign_id = $1
+                  AND (status = 'pending' OR (status = 'running' AND lease_expires_at < now()))
+                ORDER BY rollout, task_id
+                FOR UPDATE SKIP LOCKED
+                LIMIT 1)
+             RETURNING e.id, e.task_id, e.rollout, e.seed, e.attempts, e.last_error",
+        )
+        .bind(campaign)
+        .bind(owner)
+        .bind(lease.as_secs_f64())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Extends a lease; false when the runner no longer holds it.
+    pub async fn heartbeat(
+        &self,
+        episode: Uuid,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE episodes SET lease_expires_at = now() + make_interval(secs => $3)
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(episode)
+        .bind(owner)
+        .bind(lease.as_secs_f64())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Stores a finished episode (outcome, steps, verdicts) atomically. Returns false, and
+    /// stores nothing, when `owner` no longer holds the lease.
+    pub async fn finish_episode(
+        &self,
+        owner: &str,
+        rec: &EpisodeRecord,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
+                final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
+                finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(rec.id)
+        .bind(owner)
+        .bind(rec.end_reason.as_str())
+        .bind(rec.success)
+        .bind(rec.score)
+        .bind(&rec.final_answer)
+        .bind(&rec.final_url)
+        .bind(&rec.final_screenshot)
+        .bind(i32::try_from(rec.steps.len()).unwrap_or(i32::MAX))
+        .bind(ms(rec.duration))
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        if !rec.steps.is_empty() {
+            let mut q = QueryBuilder::new(
+                "INSERT INTO steps (episode_id, idx, url, title, screenshot, elements, action, thought, raw_output,
+                    action_error, click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms) ",
+            );
+            q.push_values(rec.steps.iter().enumerate(), |mut b, (i, s)| {
+                b.push_bind(rec.id)
+                    .push_bind(i32::try_from(i).unwrap_or(i32::MAX))
+                    .push_bind(&s.url)
+                    .push_bind(&s.title)
+                    .push_bind(&s.screenshot)
+                    .push_bind(&s.elements)
+                    .push_bind(&s.action)
+                    .push_bind(&s.thought)
+                    .push_bind(&s.raw_output)
+                    .push_bind(&s.action_error)
+                    .push_bind(s.click.map(|c| c.0 as f32))
+                    .push_bind(s.click.map(|c| c.1 as f32))
+                    .push_bind(s.logprob)
+                    .push_bind((!s.token_logprobs.is_empty()).then(|| s.token_logprobs.clone()))
+                    .push_bind(s.observe_ms)
+                    .push_bind(s.policy_ms)
+                    .push_bind(s.act_ms);
+            });
+            q.build().execute(&mut *tx).await?;
+        }
+        if !rec.verdicts.is_empty() {
+            let mut q = QueryBuilder::new(
+                "INSERT INTO verdicts (episode_id, judge, group_id, fact_id, ord, passed, evidence, reason) ",
+            );
+            q.push_values(rec.verdicts.iter().enumerate(), |mut b, (i, v)| {
+                b.push_bind(rec.id)
+                    .push_bind(&v.judge)
+                    .push_bind(&v.group_id)
+                    .push_bind(&v.fact_id)
+                    .push_bind(i32::try_from(i).unwrap_or(i32::MAX))
+                    .push_bind(v.passed)
+                    .push_bind(&v.evidence)
+                    .push_bind(&v.reason);
+            });
+            q.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Gives an episode back after an infrastructure failure: to `pending` for a retry, or
+    /// to `failed` when the runner gives up. Either way the reason is recorded and nothing
+    /// is scored.
+    pub async fn release_episode(
+        &self,
+        id: Uuid,
+        owner: &str,
+        error: &str,
+        give_up: bool,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE episodes SET status = CASE WHEN $4 THEN 'failed' ELSE 'pending' END, last_error = $3,
+                lease_owner = NULL, lease_expires_at = NULL,
+                finished_at = CASE WHEN $4 THEN now() ELSE NULL END
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(error)
+        .bind(give_up)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Episodes matching a filter, in campaign order.
+    pub async fn list_episodes(
+        &self,
+        f: &EpisodeFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<EpisodeSummary>, i64), StoreError> {
+        let push_where = |q: &mut QueryBuilder<'_, sqlx::Postgres>| {
+            q.push(" WHERE true");
+            if let Some(c) = f.campaign {
+                q.push(" AND e.campaign_id = ").push_bind(c);
+            }
+            if let Some(t) = &f.task {
+                q.push(" AND e.task_id = ").push_bind(t.clone());
+            }
+            if let Some(s) = &f.status {
+                q.push(" AND e.status = ").push_bind(s.clone());
+            }
+            if let Some(s) = f.success {
+                q.push(" AND e.success = ").push_bind(s);
+            }
+        };
+        let mut q = QueryBuilder::new(SUMMARY);
+        push_where(&mut q);
+        q.push(" ORDER BY e.task_id, e.rollout, e.id LIMIT ")
+            .push_bind(limit)
+            .push(" OFFSET ")
+            .push_bind(offset);
+        let rows = q.build_query_as().fetch_all(&self.pool).await?;
+        let mut c = QueryBuilder::new("SELECT count(*) FROM episodes e");
+        push_where(&mut c);
+        let (total,): (i64,) = c.build_query_as().fetch_one(&self.pool).await?;
+        Ok((rows, total))
+    }
+
+    /// An episode with its steps and verdicts.
+    pub async fn get_episode(&self, id: Uuid) -> Result<Option<EpisodeDetail>, StoreError> {
+        let Some(summary) =
+            sqlx::query_as::<_, EpisodeSummary>(&format!("{SUMMARY} WHERE e.id = $1"))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?
+        else {
+            return Ok(None);
+        };
+        let (instruction, final_url, final_screenshot): (String, Option<String>, Option<String>) = sqlx::query_as(
+            "SELECT t.instruction, e.final_url, e.final_screenshot FROM episodes e JOIN tasks t ON t.id = e.task_id WHERE e.id = $1",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
+        let steps = sqlx::query_as(
+            "SELECT idx, url, title, screenshot, elements, action, thought, raw_output, action_error, click_x, click_y,
+                logprob, observe_ms, policy_ms, act_ms
+             FROM steps WHERE episode_id = $1 ORDER BY idx",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        // The fact's description comes from the rubric stored with the task.
+        let verdicts = sqlx::query_as(
+            "SELECT v.judge, v.group_id, v.fact_id, v.passed, v.evidence, v.reason,
+                (SELECT f->>'description' FROM jsonb_array_elements(t.spec->'rubric'->'groups') g,
+                    jsonb_array_elements(g->'facts') f WHERE f->>'id' = v.fact_id LIMIT 1) AS description
+             FROM verdicts v JOIN episodes e ON e.id = v.episode_id JOIN tasks t ON t.id = e.task_id
+             WHERE v.episode_id = $1 ORDER BY v.judge, v.ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(Some(EpisodeDetail {
+            summary,
+            instruction,
+            final_url,
+            final_screenshot,
+            steps,
+            verdicts,
+        }))
+    }
+
+    /// Counts rows for a campaign: (episodes, steps, distinct screenshots, verdicts).
+    pub async fn campaign_row_counts(
+        &self,
+        campaign: Uuid,
+    ) -> Result<(i64, i64, i64, i64), StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT (SELECT count(*) FROM episodes WHERE campaign_id = $1),
+                    (SELECT count(*) FROM steps s JOIN episodes e ON e.id = s.episode_id WHERE e.campaign_id = $1),
+                    (SELECT count(DISTINCT b.hash) FROM blobs b JOIN steps s ON s.screenshot = b.hash
+                        JOIN episodes e ON e.id = s.episode_id WHERE e.campaign_id = $1),
+                    (SELECT count(*) FROM verdicts v JOIN episodes e ON e.id = v.episode_id WHERE e.campaign_id = $1)",
+        )
+        .bind(campaign)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+}

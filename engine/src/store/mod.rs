@@ -1,0 +1,125 @@
+//! The Postgres store: the only module that writes SQL.
+//!
+//! The schema lives in `migrations/` (embedded with `sqlx::migrate!`); queries are plain
+//! `query`/`query_as` with binds, so no database is needed at compile time. An episode's
+//! steps, verdicts and outcome are written in one transaction, fenced by the runner's
+//! lease: a runner that lost its lease cannot store a duplicate.
+
+mod blobs;
+mod campaigns;
+pub mod cluster;
+mod episodes;
+mod tasks;
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode};
+pub use episodes::{
+    ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeRecord, EpisodeSummary,
+    StepRecord, StepView, VerdictRecord, VerdictView,
+};
+pub use tasks::{TaskFilter, TaskView};
+
+/// The embedded migrations, for `#[sqlx::test(migrator = "engine::store::MIGRATOR")]`.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A row with this key exists already.
+    #[error("{0}")]
+    Conflict(String),
+    /// A row could not be read back into its type (a bug or a hand-edited database).
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// Connecting or migrating failed.
+    #[error(
+        "cannot use the database at {url}: {source} (is Postgres running? set DATABASE_URL, or leave it unset to use the private cluster)"
+    )]
+    Connect {
+        /// The URL, password masked.
+        url: String,
+        /// The cause.
+        source: sqlx::Error,
+    },
+    /// Migrations failed.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+impl StoreError {
+    /// A short stable label for logs and API error types.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::Conflict(_) => "conflict",
+            StoreError::Corrupt(_) => "corrupt",
+            StoreError::Connect { .. } => "connect",
+            StoreError::Migrate(_) => "migrate",
+            StoreError::Db(_) => "database",
+        }
+    }
+}
+
+/// A handle on the database. Cloning shares the connection pool.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: PgPool,
+}
+
+fn mask(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl Store {
+    /// Connects and applies pending migrations.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(15))
+            .connect(url)
+            .await
+            .map_err(|source| StoreError::Connect {
+                url: mask(url),
+                source,
+            })?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    /// Wraps an existing, migrated pool (tests get one from `#[sqlx::test]`).
+    pub fn from_pool(pool: PgPool) -> Store {
+        Store { pool }
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            super::mask("postgres://u:secret@h:5/db"),
+            "postgres://u:***@h:5/db"
+        );
+        assert_eq!(super::mask("postgres://u@h/db"), "postgres://u@h/db");
+    }
+}

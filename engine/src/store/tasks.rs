@@ -1,0 +1,236 @@
+//! Task rows.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{Postgres, QueryBuilder};
+use tasks::{Task, TaskSpec};
+
+use super::{Store, StoreError};
+
+/// Which tasks to list or run. Empty fields match everything.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct TaskFilter {
+    /// Website.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
+    /// Tag the task must carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// `easy`, `medium` or `hard`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
+    /// `train` or `test`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
+    /// Explicit task ids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+}
+
+/// A stored task as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskView {
+    /// Identifier.
+    pub id: String,
+    /// Website.
+    pub site: String,
+    /// Instruction.
+    pub instruction: String,
+    /// Start URL.
+    pub start_url: String,
+    /// Difficulty band.
+    pub difficulty: String,
+    /// Split.
+    pub split: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The full task (rubric, reference solution...).
+    pub spec: serde_json::Value,
+    /// When it was registered.
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct TaskRow {
+    id: String,
+    site: String,
+    instruction: String,
+    start_url: String,
+    difficulty: String,
+    split: String,
+    tags: Vec<String>,
+    spec: serde_json::Value,
+    created_at: DateTime<Utc>,
+}
+
+impl From<TaskRow> for TaskView {
+    fn from(r: TaskRow) -> TaskView {
+        TaskView {
+            id: r.id,
+            site: r.site,
+            instruction: r.instruction,
+            start_url: r.start_url,
+            difficulty: r.difficulty,
+            split: r.split,
+            tags: r.tags,
+            spec: r.spec,
+            created_at: r.created_at,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, site, instruction, start_url, difficulty, split, tags, spec, created_at";
+
+fn push_filter(q: &mut QueryBuilder<'_, Postgres>, f: &TaskFilter) {
+    q.push(" WHERE deleted_at IS NULL");
+    if let Some(site) = &f.site {
+        q.push(" AND site = ").push_bind(site.clone());
+    }
+    if let Some(tag) = &f.tag {
+        q.push(" AND ").push_bind(tag.clone()).push(" = ANY(tags)");
+    }
+    if let Some(d) = &f.difficulty {
+        q.push(" AND difficulty = ").push_bind(d.clone());
+    }
+    if let Some(s) = &f.split {
+        q.push(" AND split = ").push_bind(s.clone());
+    }
+    if !f.ids.is_empty() {
+        q.push(" AND id = ANY(").push_bind(f.ids.clone()).push(")");
+    }
+}
+
+fn spec_json(task: &Task) -> serde_json::Value {
+    serde_json::to_value(task.to_spec()).expect("task specs serialize")
+}
+
+impl Store {
+    /// Registers a new task; a live task with the same id is a conflict. A deleted one
+    /// is replaced.
+    pub async fn insert_task(&self, task: &Task) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO tasks (id, site, instruction, start_url, difficulty, split, tags, spec)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, instruction = EXCLUDED.instruction,
+                start_url = EXCLUDED.start_url, difficulty = EXCLUDED.difficulty, split = EXCLUDED.split,
+                tags = EXCLUDED.tags, spec = EXCLUDED.spec, created_at = now(), deleted_at = NULL
+             WHERE tasks.deleted_at IS NOT NULL",
+        )
+        .bind(task.id.as_str())
+        .bind(&task.site)
+        .bind(&task.instruction)
+        .bind(task.start_url.as_str())
+        .bind(task.difficulty.as_str())
+        .bind(task.split.as_str())
+        .bind(&task.tags)
+        .bind(spec_json(task))
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(format!(
+                "a task with id `{}` already exists",
+                task.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Registers or replaces a task (the bundled suite is re-registered with the current
+    /// site URLs on every start).
+    pub async fn upsert_task(&self, task: &Task) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO tasks (id, site, instruction, start_url, difficulty, split, tags, spec)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, instruction = EXCLUDED.instruction,
+                start_url = EXCLUDED.start_url, difficulty = EXCLUDED.difficulty, split = EXCLUDED.split,
+                tags = EXCLUDED.tags, spec = EXCLUDED.spec, deleted_at = NULL",
+        )
+        .bind(task.id.as_str())
+        .bind(&task.site)
+        .bind(&task.instruction)
+        .bind(task.start_url.as_str())
+        .bind(task.difficulty.as_str())
+        .bind(task.split.as_str())
+        .bind(&task.tags)
+        .bind(spec_json(task))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// One live task.
+    pub async fn get_task(&self, id: &str) -> Result<Option<TaskView>, StoreError> {
+        let row: Option<TaskRow> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM tasks WHERE id = $1 AND deleted_at IS NULL"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(Into::into))
+    }
+
+    /// A page of live tasks matching the filter, ordered by id, and the total count.
+    pub async fn list_tasks(
+        &self,
+        filter: &TaskFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<TaskView>, i64), StoreError> {
+        let mut q = QueryBuilder::new(format!("SELECT {COLUMNS} FROM tasks"));
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY id LIMIT ")
+            .push_bind(limit)
+            .push(" OFFSET ")
+            .push_bind(offset);
+        let rows: Vec<TaskRow> = q.build_query_as().fetch_all(&self.pool).await?;
+        let mut c = QueryBuilder::new("SELECT count(*) FROM tasks");
+        push_filter(&mut c, filter);
+        let (total,): (i64,) = c.build_query_as().fetch_one(&self.pool).await?;
+        Ok((rows.into_iter().map(Into::into).collect(), total))
+    }
+
+    /// Every live task matching the filter, validated back into [`Task`]s.
+    pub async fn load_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, StoreError> {
+        let mut q = QueryBuilder::new("SELECT spec FROM tasks");
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY id");
+        let rows: Vec<(serde_json::Value,)> = q.build_query_as().fetch_all(&self.pool).await?;
+        rows.into_iter()
+            .map(|(spec,)| task_from_spec(spec))
+            .collect()
+    }
+
+    /// One task by id, deleted or not (episodes keep their task).
+    pub async fn load_task(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        let row: Option<(serde_json::Value,)> =
+            sqlx::query_as("SELECT spec FROM tasks WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.map(|(spec,)| task_from_spec(spec)).transpose()
+    }
+
+    /// Hides a task from listings and new campaigns; its episodes stay. False if not found.
+    pub async fn delete_task(&self, id: &str) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE tasks SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL")
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Distinct sites with live tasks, and how many each has.
+    pub async fn task_sites(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT site, count(*) FROM tasks WHERE deleted_at IS NULL GROUP BY site ORDER BY site",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+fn task_from_spec(spec: serde_json::Value) -> Result<Task, StoreError> {
+    let spec = TaskSpec::from_json(spec).map_err(|e| StoreError::Corrupt(format!("{e:?}")))?;
+    Task::try_from(spec).map_err(|e| StoreError::Corrupt(format!("{e:?}")))
+}

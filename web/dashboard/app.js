@@ -1,0 +1,1202 @@
+// surfgym dashboard — a single-page app with hash routes, no dependencies.
+//
+// Routes:
+//   #/                       campaigns list
+//   #/campaigns/{id}         one campaign and its episodes (?filter=all|successes|failures&offset=N)
+//   #/episodes/{id}          episode replay (?step=N|final)
+//   #/tasks                  task catalogue (?offset=N)
+//
+// Safety: everything that comes from the API (pages, tasks, model output) is put into the DOM
+// with textContent / setAttribute only; innerHTML is never used.
+'use strict';
+
+(function () {
+  const POLL_MS = 2000;
+  const IDLE_POLL_MS = 15000;
+  const CAMPAIGN_PAGE = 50;
+  const EPISODE_PAGE = 100;
+  const TASK_PAGE = 100;
+  const VIEWPORT_W = 1280;
+  const VIEWPORT_H = 720;
+  const ACTIVE = new Set(['queued', 'running']);
+  const app = document.getElementById('app');
+  const banner = document.getElementById('banner');
+
+  // ---------------------------------------------------------------- DOM helpers
+
+  // h('div', {class: 'x', id: 'y', title: t, onclick: f}, child, ...)
+  // Children: strings and numbers become text nodes; null/false/undefined are skipped; arrays flatten.
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    if (attrs) {
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === null || v === undefined || v === false) continue;
+        if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
+        else if (k === 'text') el.textContent = String(v);
+        else if (k === 'dataset') Object.assign(el.dataset, v);
+        else if (k === 'style') Object.assign(el.style, v);
+        else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+        else if (v === true) el.setAttribute(k, '');
+        else el.setAttribute(k, String(v));
+      }
+    }
+    append(el, children);
+    return el;
+  }
+
+  function append(el, children) {
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      if (Array.isArray(c)) append(el, c);
+      else if (c instanceof Node) el.appendChild(c);
+      else el.appendChild(document.createTextNode(String(c)));
+    }
+  }
+
+  // A class-safe token from data (status names and the like).
+  function token(s) {
+    return String(s == null ? 'unknown' : s).toLowerCase().replace(/[^a-z0-9_-]/g, '') || 'unknown';
+  }
+
+  // Shows a URL from data as text, and as a link only when its scheme is http(s).
+  function urlText(url, cls) {
+    if (url == null || url === '') return h('span', { class: 'muted' }, '—');
+    let ok = false;
+    try {
+      const u = new URL(String(url));
+      ok = u.protocol === 'http:' || u.protocol === 'https:';
+    } catch (_) {
+      ok = false;
+    }
+    const c = ['mono', 'url', cls];
+    if (!ok) return h('span', { class: c, title: String(url) }, String(url));
+    const a = h('a', { class: c, target: '_blank', rel: 'noopener noreferrer', title: String(url) }, String(url));
+    a.setAttribute('href', String(url));
+    return a;
+  }
+
+  function internal(href, ...children) {
+    const a = h('a', null, ...children);
+    a.setAttribute('href', href);
+    return a;
+  }
+
+  const enc = (s) => encodeURIComponent(String(s));
+  const campaignHref = (id, q) => '#/campaigns/' + enc(id) + (q ? '?' + q : '');
+  const episodeHref = (id) => '#/episodes/' + enc(id);
+  const blobSrc = (hash) => '/api/blobs/' + enc(hash);
+
+  // ---------------------------------------------------------------- formatting
+
+  const dash = () => h('span', { class: 'muted' }, '—');
+
+  function fmtInt(n) {
+    if (n == null || Number.isNaN(Number(n))) return '—';
+    return Number(n).toLocaleString('en-US');
+  }
+
+  function fmtPct(x) {
+    if (x == null || Number.isNaN(Number(x))) return '—';
+    const v = Math.round(Number(x) * 1000) / 10;
+    return (Number.isInteger(v) ? v.toFixed(0) : v.toFixed(1)) + '%';
+  }
+
+  function fmtScore(x) {
+    if (x == null || Number.isNaN(Number(x))) return '—';
+    return Number(x).toFixed(2);
+  }
+
+  function fmtMs(ms) {
+    if (ms == null || Number.isNaN(Number(ms))) return '—';
+    ms = Number(ms);
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+    const s = Math.round(ms / 1000);
+    const hrs = Math.floor(s / 3600);
+    const m = Math.floor((s % 3600) / 60);
+    const sec = s % 60;
+    if (hrs > 0) return hrs + 'h ' + String(m).padStart(2, '0') + 'm';
+    return m + 'm ' + String(sec).padStart(2, '0') + 's';
+  }
+
+  function parseTime(iso) {
+    if (!iso) return null;
+    const d = new Date(iso);
+    return Number.isNaN(d.getTime()) ? null : d;
+  }
+
+  const pad = (n) => String(n).padStart(2, '0');
+
+  function fmtAbs(d) {
+    const now = new Date();
+    const hms = pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+    if (d.toDateString() === now.toDateString()) return 'today ' + hms;
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + hms;
+  }
+
+  function fmtAgo(d) {
+    const s = Math.round((Date.now() - d.getTime()) / 1000);
+    if (s < 5) return 'just now';
+    if (s < 60) return s + 's ago';
+    if (s < 3600) return Math.floor(s / 60) + 'm ago';
+    if (s < 86400) return Math.floor(s / 3600) + 'h ago';
+    return Math.floor(s / 86400) + 'd ago';
+  }
+
+  function timeEl(iso, withAgo) {
+    const d = parseTime(iso);
+    if (!d) return dash();
+    return h('time', { datetime: String(iso), title: d.toString() }, fmtAbs(d),
+      withAgo ? h('span', { class: 'muted ago' }, ' · ' + fmtAgo(d)) : null);
+  }
+
+  function badge(status, extraText) {
+    const t = token(status);
+    return h('span', { class: ['badge', 'badge-' + t] }, extraText || String(status == null ? 'unknown' : status));
+  }
+
+  function successMark(success) {
+    if (success === true) return h('span', { class: 'mark mark-ok', title: 'success' }, '✓');
+    if (success === false) return h('span', { class: 'mark mark-fail', title: 'failure' }, '✗');
+    return dash();
+  }
+
+  // Segmented bar: successes, other finished, failed, running; remainder is pending.
+  function progressBar(c, big) {
+    const total = Number(c.total_episodes) || 0;
+    const counts = c.counts || {};
+    const succ = Number(c.successes) || 0;
+    const finished = Number(counts.finished) || 0;
+    const failed = Number(counts.failed) || 0;
+    const running = Number(counts.running) || 0;
+    const done = finished + failed;
+    const pct = (n) => (total > 0 ? Math.max(0, Math.min(100, (n / total) * 100)) : 0) + '%';
+    const bar = h('div', {
+      class: ['progress', big ? 'progress-big' : null],
+      role: 'progressbar',
+      'aria-valuemin': 0,
+      'aria-valuemax': total,
+      'aria-valuenow': done,
+      title: `${succ} succeeded · ${finished - succ} finished without success · ${failed} failed · ${running} running · ${Number(counts.pending) || 0} pending`,
+    },
+    h('span', { class: 'seg seg-success', style: { width: pct(succ) } }),
+    h('span', { class: 'seg seg-finished', style: { width: pct(Math.max(0, finished - succ)) } }),
+    h('span', { class: 'seg seg-failed', style: { width: pct(failed) } }),
+    h('span', { class: 'seg seg-running', style: { width: pct(running) } }));
+    const label = h('span', { class: 'progress-label' }, `${fmtInt(done)} / ${fmtInt(total)}`,
+      h('span', { class: 'muted' }, ' · ' + fmtPct(total > 0 ? done / total : c.progress)));
+    return h('div', { class: ['progress-wrap', big ? 'progress-wrap-big' : null] }, bar, label);
+  }
+
+  function describeTaskFilter(t) {
+    if (!t || typeof t !== 'object') return 'all tasks';
+    const parts = [];
+    for (const k of ['site', 'tag', 'difficulty', 'split']) {
+      if (t[k] != null && t[k] !== '') parts.push(k + '=' + t[k]);
+    }
+    if (Array.isArray(t.ids) && t.ids.length) {
+      const shown = t.ids.slice(0, 3).join(', ');
+      parts.push('ids=' + shown + (t.ids.length > 3 ? ` +${t.ids.length - 3} more` : ''));
+    }
+    return parts.length ? parts.join(' · ') : 'all tasks';
+  }
+
+  // ---------------------------------------------------------------- API
+
+  class ApiError extends Error {
+    constructor(status, type, message, fields) {
+      super(message);
+      this.status = status;
+      this.type = type;
+      this.fields = fields || [];
+    }
+  }
+
+  async function api(path, opts) {
+    let res;
+    try {
+      res = await fetch(path, Object.assign({ headers: { Accept: 'application/json' }, cache: 'no-store' }, opts || {}));
+    } catch (e) {
+      throw new ApiError(0, 'network', 'Cannot reach the surfgym server.');
+    }
+    let body = null;
+    let text = '';
+    try {
+      text = await res.text();
+      // Seeds are u64/i64 and can exceed 2^53; keep them exact as strings (JSON strings cannot
+      // contain an unescaped `"seed":`, so this only touches real keys).
+      body = text ? JSON.parse(text.replace(/"seed":\s*(-?\d{16,})/g, '"seed":"$1"')) : null;
+    } catch (_) {
+      body = null;
+    }
+    if (!res.ok) {
+      const e = body && typeof body === 'object' ? body.error : null;
+      const msg = e && e.message ? String(e.message) : `HTTP ${res.status}${res.statusText ? ' ' + res.statusText : ''}`;
+      throw new ApiError(res.status, e && e.type ? String(e.type) : 'http', msg, e && Array.isArray(e.fields) ? e.fields : []);
+    }
+    if (body === null && text) throw new ApiError(res.status, 'parse', 'The server sent a response that is not JSON.');
+    return body;
+  }
+
+  function post(path) {
+    return api(path, { method: 'POST', headers: { Accept: 'application/json', 'Content-Type': 'application/json' }, body: '{}' });
+  }
+
+  // ---------------------------------------------------------------- banner
+
+  function hintFor(err) {
+    if (!(err instanceof ApiError)) return 'Reload the page; if it keeps happening, check the browser console.';
+    if (err.status === 0) return 'Check that the surfgym server is still running (e.g. `surfgym demo` or `surfgym serve`); the page retries automatically while live.';
+    if (err.status === 404) return 'It may have been deleted, or the link is wrong. Go back to the campaigns list.';
+    if (err.status === 409) return 'The campaign is not in a state that allows this; refresh to see its current status.';
+    if (err.status >= 500) return 'The server failed; its log has the details. Retry in a moment.';
+    if (err.status >= 400) return 'The request was rejected; see the message above.';
+    return 'Retry in a moment.';
+  }
+
+  // source: 'view' (failed to load the view), 'poll' (transient), 'action' (a button).
+  function showBanner(err, source, title) {
+    const msgText = String(err && err.message ? err.message : err);
+    const fields = err instanceof ApiError && err.fields.length &&
+      !err.fields.every((f) => msgText.includes(String(f.message || '')) && msgText.includes(String(f.field || '')))
+      ? h('ul', { class: 'banner-fields' }, err.fields.map((f) =>
+        h('li', null, h('code', null, String(f.field || '')), ': ', String(f.message || ''))))
+      : null;
+    const status = err instanceof ApiError && err.status ? ` (HTTP ${err.status}${err.type && err.type !== 'http' ? ', ' + err.type : ''})` : '';
+    banner.replaceChildren(
+      h('div', { class: 'banner-body' },
+        h('strong', { class: 'banner-title' }, (title || 'Something went wrong') + status),
+        h('span', { id: 'banner-message', class: 'banner-message' }, msgText),
+        fields,
+        h('span', { class: 'banner-hint' }, hintFor(err))),
+      h('div', { class: 'banner-actions' },
+        err instanceof ApiError && err.status === 404 ? internal('#/', 'Campaigns') : null,
+        h('button', { type: 'button', class: 'btn btn-small', onclick: () => route() }, 'Retry'),
+        h('button', { type: 'button', class: 'btn btn-small btn-ghost', 'aria-label': 'Dismiss', onclick: hideBanner }, '×')));
+    banner.className = 'banner banner-error';
+    banner.dataset.source = source || 'view';
+    banner.hidden = false;
+  }
+
+  function hideBanner() {
+    banner.hidden = true;
+    banner.replaceChildren();
+    delete banner.dataset.source;
+  }
+
+  function clearPollBanner() {
+    if (!banner.hidden && banner.dataset.source === 'poll') hideBanner();
+  }
+
+  // ---------------------------------------------------------------- view lifecycle
+
+  let current = null; // { id, timer, cleanups: [] }
+  let viewSeq = 0;
+
+  function beginView() {
+    endView();
+    current = { id: ++viewSeq, timer: null, cleanups: [] };
+    document.body.dataset.ready = '0';
+    return current;
+  }
+
+  function endView() {
+    if (!current) return;
+    if (current.timer) clearTimeout(current.timer);
+    for (const f of current.cleanups) {
+      try { f(); } catch (_) { /* ignore */ }
+    }
+    current.dead = true;
+    current = null;
+    setLive(false);
+  }
+
+  const alive = (v) => v === current && !v.dead;
+
+  // Runs fn after ms, once; a later call replaces an earlier one. Waits while the tab is hidden.
+  function schedule(v, fn, ms) {
+    if (!alive(v)) return;
+    if (v.timer) clearTimeout(v.timer);
+    v.pending = fn;
+    v.timer = setTimeout(() => {
+      v.timer = null;
+      if (!alive(v)) return;
+      if (document.hidden) { schedule(v, fn, ms); return; }
+      v.pending = null;
+      fn();
+    }, ms);
+  }
+
+  function setLive(on) {
+    document.getElementById('live').hidden = !on;
+  }
+
+  function ready() {
+    document.body.dataset.ready = '1';
+  }
+
+  function setNav(which) {
+    for (const id of ['nav-campaigns', 'nav-tasks']) {
+      document.getElementById(id).classList.toggle('active', id === 'nav-' + which);
+    }
+  }
+
+  // Replaces a container's children, keeping the window's scroll position.
+  function swap(el, ...children) {
+    const x = window.scrollX;
+    const y = window.scrollY;
+    el.replaceChildren();
+    append(el, children);
+    if (window.scrollY !== y || window.scrollX !== x) window.scrollTo(x, y);
+  }
+
+  function pager(total, offset, limit, hrefFor) {
+    const from = total === 0 ? 0 : offset + 1;
+    const to = Math.min(offset + limit, total);
+    const prev = offset > 0 ? internal(hrefFor(Math.max(0, offset - limit)), '← Prev') : h('span', { class: 'btn-disabled' }, '← Prev');
+    const next = offset + limit < total ? internal(hrefFor(offset + limit), 'Next →') : h('span', { class: 'btn-disabled' }, 'Next →');
+    prev.classList.add('btn', 'btn-small', 'pager-prev');
+    next.classList.add('btn', 'btn-small', 'pager-next');
+    if (total <= limit && offset === 0) return h('div', { class: 'pager' }, h('span', { class: 'muted' }, `${fmtInt(total)} total`));
+    return h('div', { class: 'pager' },
+      h('span', { class: 'muted' }, `${fmtInt(from)}–${fmtInt(to)} of ${fmtInt(total)}`), prev, next);
+  }
+
+  function emptyState(...children) {
+    return h('div', { class: 'empty' }, ...children);
+  }
+
+  // Tasks total for the nav pill (and the campaigns summary).
+  let tasksTotal = null;
+  async function loadTasksTotal() {
+    try {
+      const r = await api('/api/tasks?limit=1');
+      tasksTotal = r && typeof r.total === 'number' ? r.total : null;
+    } catch (_) {
+      /* keep the last value */
+    }
+    document.getElementById('tasks-count').textContent = tasksTotal == null ? '—' : fmtInt(tasksTotal);
+    return tasksTotal;
+  }
+
+  // ---------------------------------------------------------------- #/ campaigns
+
+  async function viewCampaigns(v, params) {
+    setNav('campaigns');
+    document.title = 'Campaigns · surfgym';
+    const offset = Math.max(0, parseInt(params.get('offset') || '0', 10) || 0);
+    const stats = h('div', { class: 'stats', id: 'campaign-stats' });
+    const body = h('div', { id: 'campaigns-body' });
+    swap(app,
+      h('div', { class: 'page-head' },
+        h('div', null,
+          h('h1', null, 'Campaigns'),
+          h('p', { class: 'subtitle' }, 'Batches of episodes run by a policy over the task catalogue. Newest first.'))),
+      stats, body);
+
+    let first = true;
+    const load = async () => {
+      let data;
+      let total = tasksTotal;
+      try {
+        [data, total] = await Promise.all([
+          api(`/api/campaigns?limit=${CAMPAIGN_PAGE}&offset=${offset}`),
+          loadTasksTotal(),
+        ]);
+      } catch (err) {
+        if (!alive(v)) return;
+        showBanner(err, first ? 'view' : 'poll', 'Could not load campaigns');
+        if (first) { swap(body, emptyState('Campaigns could not be loaded.')); ready(); }
+        schedule(v, load, POLL_MS);
+        first = false;
+        return;
+      }
+      if (!alive(v)) return;
+      clearPollBanner();
+      const items = (data && Array.isArray(data.items) ? data.items : []).slice();
+      const ts = (c) => { const d = parseTime(c.created_at); return d ? d.getTime() : 0; };
+      items.sort((a, b) => ts(b) - ts(a));
+      const active = items.filter((c) => ACTIVE.has(c.status));
+      const totalCampaigns = data && typeof data.total === 'number' ? data.total : items.length;
+      swap(stats,
+        stat('Campaigns', fmtInt(totalCampaigns), 'stat-campaigns'),
+        stat('Active', fmtInt(active.length), 'stat-active', active.length ? 'running or queued' : 'none running'),
+        stat('Tasks', total == null ? '—' : fmtInt(total), 'stat-tasks', 'in the catalogue', '#/tasks'),
+        stat('Episodes done', fmtInt(items.reduce((s, c) => s + (Number(c.counts && c.counts.finished) || 0) + (Number(c.counts && c.counts.failed) || 0), 0)), 'stat-episodes', 'on this page'));
+      if (items.length === 0 && offset === 0) {
+        swap(body, emptyState(
+          h('strong', null, 'No campaigns yet'),
+          h('span', null, ' — run ', h('code', null, 'surfgym demo'), ' or ', h('code', null, 'POST /api/campaigns'), ' to start one.')));
+      } else {
+        swap(body, campaignsTable(items), pager(totalCampaigns, offset, CAMPAIGN_PAGE, (o) => '#/?offset=' + o));
+      }
+      setLive(active.length > 0);
+      if (first) ready();
+      first = false;
+      schedule(v, load, active.length ? POLL_MS : IDLE_POLL_MS);
+    };
+    await load();
+  }
+
+  function stat(label, value, id, sub, href) {
+    const inner = [h('span', { class: 'stat-label' }, label), h('span', { class: 'stat-value' }, value),
+      sub ? h('span', { class: 'stat-sub' }, sub) : null];
+    if (href) {
+      const a = internal(href, ...inner);
+      a.className = 'stat stat-link';
+      a.id = id;
+      return a;
+    }
+    return h('div', { class: 'stat', id }, ...inner);
+  }
+
+  function campaignsTable(items) {
+    const head = h('thead', null, h('tr', null,
+      th('Name'), th('Status'), th('Policy'), th('Progress', 'col-progress'),
+      th('Pend', 'num', 'pending'), th('Run', 'num', 'running'), th('Done', 'num', 'finished (judged)'),
+      th('Fail', 'num', 'failed (infrastructure)'), th('Success', 'num', 'successes / finished'),
+      th('Score', 'num', 'mean partial-credit score'), th('Steps', 'num'), th('Created')));
+    const rows = items.map((c) => {
+      const counts = c.counts || {};
+      const href = campaignHref(c.id);
+      const tr = h('tr', { class: ['campaign-row', 'row-link', 'status-' + token(c.status)], dataset: { id: String(c.id) } },
+        h('td', { class: 'cell-name' }, internal(href, String(c.name == null ? '' : c.name)),
+          c.error ? h('div', { class: 'cell-error', title: String(c.error) }, String(c.error)) : null),
+        h('td', null, badge(c.status)),
+        h('td', { class: 'mono' }, String(c.policy == null ? '' : c.policy)),
+        h('td', { class: 'col-progress' }, progressBar(c, false)),
+        h('td', { class: 'num' }, fmtInt(counts.pending)),
+        h('td', { class: ['num', counts.running ? 'num-running' : null] }, fmtInt(counts.running)),
+        h('td', { class: 'num' }, fmtInt(counts.finished)),
+        h('td', { class: ['num', counts.failed ? 'num-failed' : null] }, fmtInt(counts.failed)),
+        h('td', { class: 'num strong' }, fmtPct(c.success_rate)),
+        h('td', { class: 'num' }, fmtScore(c.mean_score)),
+        h('td', { class: 'num' }, fmtInt(c.steps)),
+        h('td', { class: 'nowrap' }, timeEl(c.created_at, false)));
+      rowLink(tr, href);
+      return tr;
+    });
+    return h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'campaigns' }, head, h('tbody', null, rows)));
+  }
+
+  function th(text, cls, title) {
+    return h('th', { class: cls, title, scope: 'col' }, text);
+  }
+
+  // Makes a whole row navigate, without breaking links, text selection or modified clicks.
+  function rowLink(tr, href) {
+    tr.addEventListener('click', (e) => {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      if (e.target.closest('a, button, input, summary')) return;
+      const sel = window.getSelection && window.getSelection();
+      if (sel && String(sel).length > 0) return;
+      location.hash = href;
+    });
+  }
+
+  // ---------------------------------------------------------------- #/campaigns/{id}
+
+  const FILTERS = [
+    { key: 'all', label: 'All', q: '' },
+    { key: 'successes', label: 'Successes', q: '&success=true' },
+    { key: 'failures', label: 'Failures', q: '&success=false' },
+  ];
+
+  async function viewCampaign(v, id, params) {
+    setNav('campaigns');
+    document.title = 'Campaign · surfgym';
+    const state = {
+      filter: FILTERS.some((f) => f.key === params.get('filter')) ? params.get('filter') : 'all',
+      offset: Math.max(0, parseInt(params.get('offset') || '0', 10) || 0),
+    };
+    const header = h('div', { id: 'campaign-header' });
+    const chips = h('div', { class: 'chips', role: 'group', 'aria-label': 'Filter episodes' });
+    const body = h('div', { id: 'episodes-body' });
+    const actionMsg = h('span', { id: 'action-message', class: 'action-message', role: 'status' });
+    swap(app,
+      h('nav', { class: 'crumbs' }, internal('#/', 'Campaigns'), h('span', { class: 'sep' }, '/'), h('span', { id: 'crumb-name' }, '…')),
+      header,
+      h('section', { class: 'panel' },
+        h('div', { class: 'panel-head' },
+          h('h2', null, 'Episodes'), chips),
+        body));
+
+    const hrefFor = (filter, offset) => {
+      const q = [];
+      if (filter !== 'all') q.push('filter=' + filter);
+      if (offset) q.push('offset=' + offset);
+      return campaignHref(id, q.join('&'));
+    };
+
+    let campaign = null;
+    let first = true;
+    let busy = false;
+    let seq = 0;
+
+    const doAction = async (action, btn) => {
+      if (busy) return;
+      busy = true;
+      btn.disabled = true;
+      actionMsg.textContent = '';
+      try {
+        await post(`/api/campaigns/${enc(id)}/${action}`);
+        if (!alive(v)) return;
+        if (!banner.hidden && banner.dataset.source === 'action') hideBanner();
+        actionMsg.textContent = { pause: 'Paused.', resume: 'Resumed.', cancel: 'Cancelled.' }[action] || 'Done.';
+        actionMsg.className = 'action-message ok';
+      } catch (err) {
+        if (!alive(v)) return;
+        actionMsg.textContent = String(err.message || err);
+        actionMsg.className = 'action-message error';
+        showBanner(err, 'action', `Could not ${action} the campaign`);
+      } finally {
+        busy = false;
+        btn.disabled = false;
+      }
+      if (alive(v)) load();
+    };
+
+    const renderChips = () => {
+      const c = campaign || {};
+      const finished = Number(c.counts && c.counts.finished) || 0;
+      const succ = Number(c.successes) || 0;
+      const count = { all: c.total_episodes, successes: succ, failures: Math.max(0, finished - succ) };
+      swap(chips, FILTERS.map((f) => {
+        const a = internal(hrefFor(f.key, 0), f.label, h('span', { class: 'chip-count' }, campaign ? fmtInt(count[f.key]) : ''));
+        a.className = 'chip' + (state.filter === f.key ? ' active' : '');
+        a.id = 'filter-' + f.key;
+        a.setAttribute('aria-pressed', state.filter === f.key ? 'true' : 'false');
+        a.dataset.filter = f.key;
+        a.addEventListener('click', (e) => {
+          if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+          e.preventDefault();
+          if (state.filter === f.key && state.offset === 0) return;
+          // Switch in place: no re-route, so the header and scroll position stay put.
+          history.pushState(null, '', hrefFor(f.key, 0));
+          state.filter = f.key;
+          state.offset = 0;
+          renderChips();
+          body.classList.add('stale');
+          load();
+        });
+        return a;
+      }));
+    };
+
+    const renderHeader = (c) => {
+      const cfg = c.config && typeof c.config === 'object' ? c.config : {};
+      document.title = `${c.name} · Campaign · surfgym`;
+      document.getElementById('crumb-name').textContent = String(c.name == null ? '' : c.name);
+      const started = parseTime(c.started_at);
+      const ended = parseTime(c.finished_at);
+      const elapsed = started ? (ended ? ended - started : (ACTIVE.has(c.status) ? Date.now() - started : null)) : null;
+      const btn = (action, label, applicable, cls) => {
+        const b = h('button', {
+          type: 'button',
+          id: 'btn-' + action,
+          class: ['btn', applicable ? cls : 'btn-subdued'],
+          title: applicable ? null : `The campaign is ${c.status}`,
+        }, label);
+        b.addEventListener('click', () => doAction(action, b));
+        return b;
+      };
+      const st = c.status;
+      swap(header,
+        h('div', { class: 'page-head' },
+          h('div', { class: 'head-main' },
+            h('h1', { id: 'campaign-name' }, String(c.name == null ? '' : c.name), ' ', badge(st)),
+            h('p', { class: 'subtitle' },
+              'policy ', h('code', { id: 'campaign-policy' }, String(c.policy == null ? '' : c.policy)),
+              h('span', { class: 'sep' }, '·'), 'created ', timeEl(c.created_at, true),
+              elapsed != null ? [h('span', { class: 'sep' }, '·'), (ended ? 'ran ' : 'running for ') + fmtMs(elapsed)] : null,
+              h('span', { class: 'sep' }, '·'), h('span', { class: 'mono muted id-text', title: 'campaign id' }, String(c.id)))),
+          h('div', { class: 'head-actions' },
+            actionMsg,
+            btn('pause', 'Pause', ACTIVE.has(st), 'btn-secondary'),
+            btn('resume', 'Resume', st === 'paused', 'btn-primary'),
+            btn('cancel', 'Cancel', ACTIVE.has(st) || st === 'paused', 'btn-danger'))),
+        c.error ? h('div', { class: 'callout callout-error', id: 'campaign-error' }, h('strong', null, 'Campaign failed: '), String(c.error)) : null,
+        h('div', { class: 'summary-grid' },
+          h('section', { class: 'panel panel-tight' },
+            h('h3', null, 'Progress'),
+            progressBar(c, true),
+            h('div', { class: 'legend' },
+              legend('seg-success', 'success', c.successes),
+              legend('seg-finished', 'no success', Math.max(0, (Number(c.counts && c.counts.finished) || 0) - (Number(c.successes) || 0))),
+              legend('seg-failed', 'failed', c.counts && c.counts.failed),
+              legend('seg-running', 'running', c.counts && c.counts.running),
+              legend('seg-pending', 'pending', c.counts && c.counts.pending)),
+            h('dl', { class: 'times' },
+              dt('Started', timeEl(c.started_at, true)),
+              dt('Finished', c.finished_at ? timeEl(c.finished_at, true) : h('span', { class: 'muted' }, ACTIVE.has(st) ? 'in progress' : '—')))),
+          h('section', { class: 'panel panel-tight kpis' },
+            kpi('Success rate', fmtPct(c.success_rate), 'kpi-success', c.success_rate == null ? 'no finished episodes' : `${fmtInt(c.successes)} of ${fmtInt(c.counts && c.counts.finished)} finished`),
+            kpi('Mean score', fmtScore(c.mean_score), 'kpi-score', 'partial credit, 0–1'),
+            kpi('Steps', fmtInt(c.steps), 'kpi-steps', 'by finished episodes')),
+          h('section', { class: 'panel panel-tight' },
+            h('h3', null, 'Configuration'),
+            h('dl', { class: 'config', id: 'campaign-config' },
+              dt('Rollouts / task', fmtInt(cfg.rollouts_per_task)),
+              dt('Max steps', fmtInt(cfg.max_steps)),
+              dt('Seed', cfg.seed == null ? '—' : String(cfg.seed)),
+              dt('Concurrency', cfg.concurrency === 0 ? 'auto' : fmtInt(cfg.concurrency)),
+              dt('Max attempts', fmtInt(cfg.max_attempts)),
+              dt('Tasks', describeTaskFilter(cfg.tasks)),
+              dt('Episodes', fmtInt(c.total_episodes))))));
+    };
+
+    const renderEpisodes = (data) => {
+      const items = data && Array.isArray(data.items) ? data.items : [];
+      const total = data && typeof data.total === 'number' ? data.total : items.length;
+      if (items.length === 0) {
+        const msg = {
+          all: 'This campaign has no episodes.',
+          successes: 'No successful episodes yet.',
+          failures: 'No unsuccessful episodes yet.',
+        }[state.filter];
+        swap(body, emptyState(msg, state.offset > 0 ? [' ', internal(hrefFor(state.filter, 0), 'Back to the first page')] : null));
+        return;
+      }
+      const head = h('thead', null, h('tr', null,
+        th('Task'), th('Site'), th('Roll.', 'num', 'rollout index'), th('Status'), th('End reason'),
+        th('Success', 'center'), th('Score', 'num'), th('Steps', 'num'), th('Duration', 'num'),
+        th('Att.', 'num', 'attempts'), th('Last error')));
+      const rows = items.map((e) => {
+        const href = episodeHref(e.id);
+        const tr = h('tr', {
+          class: ['episode-row', 'row-link', e.success === true ? 'is-success' : e.success === false ? 'is-failure' : null],
+          dataset: { id: String(e.id) },
+        },
+        h('td', { class: 'mono cell-task' }, internal(href, String(e.task_id == null ? '' : e.task_id))),
+        h('td', null, String(e.site == null ? '' : e.site)),
+        h('td', { class: 'num' }, fmtInt(e.rollout)),
+        h('td', null, badge(e.status)),
+        h('td', { class: 'mono small' }, e.end_reason ? String(e.end_reason) : dash()),
+        h('td', { class: 'center' }, successMark(e.success)),
+        h('td', { class: 'num' }, fmtScore(e.score)),
+        h('td', { class: 'num' }, fmtInt(e.steps)),
+        h('td', { class: 'num nowrap' }, fmtMs(e.duration_ms)),
+        h('td', { class: ['num', Number(e.attempts) > 1 ? 'num-warn' : null] }, fmtInt(e.attempts)),
+        h('td', { class: 'cell-error' }, e.last_error ? h('span', { title: String(e.last_error) }, String(e.last_error)) : dash()));
+        rowLink(tr, href);
+        return tr;
+      });
+      swap(body,
+        h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'episodes' }, head, h('tbody', null, rows))),
+        pager(total, state.offset, EPISODE_PAGE, (o) => hrefFor(state.filter, o)));
+    };
+
+    renderChips();
+
+    const load = async () => {
+      const mine = ++seq;
+      const f = FILTERS.find((x) => x.key === state.filter) || FILTERS[0];
+      let c;
+      let eps;
+      try {
+        [c, eps] = await Promise.all([
+          api(`/api/campaigns/${enc(id)}`),
+          api(`/api/episodes?campaign=${enc(id)}${f.q}&limit=${EPISODE_PAGE}&offset=${state.offset}`),
+        ]);
+      } catch (err) {
+        if (!alive(v) || mine !== seq) return;
+        if (first || (err instanceof ApiError && err.status === 404)) {
+          showBanner(err, 'view', err.status === 404 ? 'Campaign not found' : 'Could not load the campaign');
+          if (first) {
+            document.title = 'Campaign not found · surfgym';
+            swap(header, emptyState('The campaign could not be loaded.'));
+            swap(body);
+            ready();
+          }
+          first = false;
+          if (err.status !== 404) schedule(v, load, POLL_MS);
+          return;
+        }
+        showBanner(err, 'poll', 'Lost contact with the server');
+        schedule(v, load, POLL_MS);
+        return;
+      }
+      if (!alive(v) || mine !== seq) return;
+      clearPollBanner();
+      campaign = c;
+      body.classList.remove('stale');
+      renderHeader(c);
+      renderChips();
+      renderEpisodes(eps);
+      const live = ACTIVE.has(c.status);
+      setLive(live);
+      if (first) ready();
+      first = false;
+      if (live) schedule(v, load, POLL_MS);
+    };
+    await load();
+  }
+
+  function legend(cls, label, n) {
+    return h('span', { class: 'legend-item' }, h('span', { class: ['swatch', cls] }), label + ' ', h('strong', null, fmtInt(n || 0)));
+  }
+
+  function kpi(label, value, id, sub) {
+    return h('div', { class: 'kpi', id }, h('span', { class: 'kpi-label' }, label), h('span', { class: 'kpi-value' }, value),
+      sub ? h('span', { class: 'kpi-sub' }, sub) : null);
+  }
+
+  function dt(label, value) {
+    return [h('dt', null, label), h('dd', null, value)];
+  }
+
+  // ---------------------------------------------------------------- #/episodes/{id}
+
+  async function viewEpisode(v, id, params) {
+    setNav('campaigns');
+    document.title = 'Episode · surfgym';
+    let ep;
+    try {
+      ep = await api(`/api/episodes/${enc(id)}`);
+    } catch (err) {
+      if (!alive(v)) return;
+      showBanner(err, 'view', err.status === 404 ? 'Episode not found' : 'Could not load the episode');
+      document.title = 'Episode not found · surfgym';
+      swap(app, h('nav', { class: 'crumbs' }, internal('#/', 'Campaigns')), emptyState('The episode could not be loaded.'));
+      ready();
+      return;
+    }
+    if (!alive(v)) return;
+    renderEpisode(v, ep, params);
+    ready();
+
+    // Fill in the campaign name in the breadcrumb (best effort).
+    api(`/api/campaigns/${enc(ep.campaign_id)}`).then((c) => {
+      if (!alive(v) || !c) return;
+      const el = document.getElementById('crumb-campaign');
+      if (el) el.textContent = String(c.name == null ? '' : c.name);
+    }).catch(() => {});
+
+    // While the episode is still pending or running, check back until it ends.
+    if (ep.status === 'pending' || ep.status === 'running') {
+      setLive(true);
+      const poll = async () => {
+        try {
+          const next = await api(`/api/episodes/${enc(id)}`);
+          if (!alive(v)) return;
+          clearPollBanner();
+          if (next.status !== ep.status || (next.steps || []).length !== (ep.steps || []).length) {
+            ep = next;
+            const sel = new URLSearchParams((location.hash.split('?')[1]) || '');
+            renderEpisode(v, ep, sel);
+          }
+          if (ep.status === 'pending' || ep.status === 'running') schedule(v, poll, POLL_MS);
+          else setLive(false);
+        } catch (err) {
+          if (!alive(v)) return;
+          showBanner(err, 'poll', 'Lost contact with the server');
+          schedule(v, poll, POLL_MS);
+        }
+      };
+      schedule(v, poll, POLL_MS);
+    }
+  }
+
+  let showElements = false;
+
+  function renderEpisode(v, ep, params) {
+    const steps = Array.isArray(ep.steps) ? ep.steps : [];
+    const verdicts = Array.isArray(ep.verdicts) ? ep.verdicts : [];
+    const finalIdx = steps.length; // the pseudo-step
+    const taskId = String(ep.task_id == null ? '' : ep.task_id);
+    document.title = `${taskId} #${ep.rollout} · Episode · surfgym`;
+
+    if (params.get('elements') === '1') showElements = true;
+    let sel = 0;
+    const sp = params.get('step');
+    if (sp === 'final') sel = finalIdx;
+    else if (sp != null && /^\d+$/.test(sp)) sel = Math.min(finalIdx, parseInt(sp, 10));
+    else if (steps.length === 0) sel = finalIdx;
+
+    // ---- header
+    const passed = verdicts.filter((x) => x.passed).length;
+    const outcome = h('div', { class: 'outcome', id: 'outcome' },
+      kpi('Outcome', ep.success === true ? '✓ success' : ep.success === false ? '✗ failure' : String(ep.status || '—'), 'outcome-success'),
+      kpi('Score', fmtScore(ep.score), 'outcome-score'),
+      kpi('End reason', ep.end_reason ? String(ep.end_reason) : '—', 'outcome-end'),
+      kpi('Steps', fmtInt(ep.steps != null && !Array.isArray(ep.steps) ? ep.steps : steps.length), 'outcome-steps'),
+      kpi('Duration', fmtMs(ep.duration_ms), 'outcome-duration'),
+      kpi('Facts', verdicts.length ? `${passed} / ${verdicts.length}` : '—', 'outcome-facts'),
+      h('div', { class: 'kpi kpi-answer', id: 'outcome-answer' },
+        h('span', { class: 'kpi-label' }, 'Final answer'),
+        ep.final_answer != null && ep.final_answer !== ''
+          ? h('pre', { id: 'final-answer', class: 'answer' }, String(ep.final_answer))
+          : h('span', { id: 'final-answer', class: 'muted' }, 'No answer given.')));
+    outcome.firstChild.classList.add(ep.success === true ? 'kpi-ok' : ep.success === false ? 'kpi-fail' : 'kpi-neutral');
+
+    const header = [
+      h('nav', { class: 'crumbs' },
+        internal('#/', 'Campaigns'), h('span', { class: 'sep' }, '/'),
+        internal(campaignHref(ep.campaign_id), h('span', { id: 'crumb-campaign' }, 'campaign')),
+        h('span', { class: 'sep' }, '/'), h('span', { class: 'mono' }, `${taskId} #${ep.rollout}`)),
+      h('div', { class: 'page-head' },
+        h('div', { class: 'head-main' },
+          h('h1', null, h('span', { class: 'mono' }, taskId), ' ', h('span', { class: 'muted' }, '#' + ep.rollout), ' ', badge(ep.status)),
+          h('p', { class: 'subtitle' },
+            'site ', h('strong', null, String(ep.site == null ? '' : ep.site)),
+            h('span', { class: 'sep' }, '·'), 'seed ', h('span', { class: 'mono' }, String(ep.seed)),
+            h('span', { class: 'sep' }, '·'), 'attempts ', String(ep.attempts),
+            ep.started_at ? [h('span', { class: 'sep' }, '·'), 'started ', timeEl(ep.started_at, true)] : null,
+            h('span', { class: 'sep' }, '·'), h('span', { class: 'mono muted id-text', title: 'episode id' }, String(ep.id))))),
+      h('section', { class: 'panel instruction-panel' },
+        h('h3', null, 'Task instruction'),
+        h('p', { id: 'instruction', class: 'instruction' }, String(ep.instruction == null ? '' : ep.instruction))),
+      outcome,
+      ep.last_error ? h('div', { class: 'callout callout-error' }, h('strong', null, 'Last infrastructure error: '), h('span', { class: 'mono' }, String(ep.last_error))) : null,
+    ];
+
+    // ---- replay
+    const stepList = h('ol', { id: 'steps', class: 'steps' });
+    const stepItems = steps.map((s, i) => {
+      const li = h('li', { class: ['step', s.action_error ? 'has-error' : null], dataset: { idx: String(i) } },
+        h('button', { type: 'button', class: 'step-btn', onclick: () => select(i) },
+          h('span', { class: 'step-idx' }, String(s.idx != null ? s.idx : i)),
+          h('span', { class: 'step-action mono' }, String(s.action == null ? '' : s.action)),
+          s.action_error ? h('span', { class: 'step-err', title: String(s.action_error) }, '!') : null));
+      return li;
+    });
+    const finalItem = h('li', { class: 'final-step', dataset: { idx: 'final' } },
+      h('button', { type: 'button', class: 'step-btn', onclick: () => select(finalIdx) },
+        h('span', { class: 'step-idx' }, '■'),
+        h('span', { class: 'step-action' }, 'final page')));
+    append(stepList, [stepItems, finalItem]);
+
+    const slider = h('input', {
+      type: 'range', id: 'step-slider', min: 0, max: finalIdx, step: 1, value: sel, 'aria-label': 'Step',
+    });
+    slider.addEventListener('input', () => select(parseInt(slider.value, 10)));
+    const counter = h('span', { id: 'step-counter', class: 'step-counter mono' });
+    const prevBtn = h('button', { type: 'button', class: 'btn btn-small', id: 'step-prev', title: 'Previous step (←)', onclick: () => select(sel - 1) }, '←');
+    const nextBtn = h('button', { type: 'button', class: 'btn btn-small', id: 'step-next', title: 'Next step (→)', onclick: () => select(sel + 1) }, '→');
+    const elToggle = h('input', { type: 'checkbox', id: 'toggle-elements' });
+    elToggle.checked = showElements;
+    elToggle.addEventListener('change', () => { showElements = elToggle.checked; select(sel); });
+
+    const shot = h('img', { id: 'shot', class: 'shot', alt: 'Screenshot of the page at the selected step' });
+    const shotMsg = h('div', { class: 'shot-msg', hidden: true });
+    const overlay = h('div', { class: 'overlay', id: 'overlay' });
+    shot.addEventListener('error', () => {
+      shotMsg.textContent = 'Screenshot could not be loaded (the blob is missing on the server).';
+      shotMsg.hidden = false;
+      shot.classList.add('broken');
+    });
+    shot.addEventListener('load', () => { shotMsg.hidden = true; shot.classList.remove('broken'); });
+    const stage = h('div', { class: 'shot-wrap', id: 'shot-wrap' }, shot, overlay, shotMsg);
+    const details = h('div', { class: 'step-details', id: 'step-details' });
+
+    const replay = h('section', { class: 'panel replay' },
+      h('div', { class: 'panel-head' },
+        h('h2', null, 'Replay'),
+        h('div', { class: 'replay-controls' },
+          prevBtn, slider, nextBtn, counter,
+          h('label', { class: 'toggle', for: 'toggle-elements' }, elToggle, ' show elements'))),
+      h('div', { class: 'replay-grid' },
+        h('div', { class: 'steps-col' }, stepList,
+          h('p', { class: 'hint muted' }, 'Use ← → to move between steps.')),
+        h('div', { class: 'stage-col' }, stage), details));
+
+    // ---- verdicts
+    const vrows = verdicts.map((x) => h('tr', { class: ['verdict', x.passed ? 'pass' : 'fail'] },
+      h('td', { class: 'mono small' }, String(x.group_id == null ? '' : x.group_id)),
+      h('td', { class: 'mono small' }, String(x.fact_id == null ? '' : x.fact_id)),
+      h('td', null, x.description != null ? String(x.description) : dash()),
+      h('td', { class: 'center' }, successMark(!!x.passed)),
+      h('td', { class: 'evidence' }, x.evidence ? h('span', { class: 'mono small' }, String(x.evidence)) : dash()),
+      h('td', null, x.reason ? String(x.reason) : dash()),
+      h('td', { class: 'muted small' }, String(x.judge == null ? '' : x.judge))));
+    const verdictTable = h('table', { class: 'table verdicts', id: 'verdicts' },
+      h('thead', null, h('tr', null, th('Group'), th('Fact'), th('Description'), th('Passed', 'center'),
+        th('Evidence'), th('Reason'), th('Judge'))),
+      h('tbody', null, vrows.length ? vrows
+        : h('tr', { class: 'empty-row' }, h('td', { colspan: 7, class: 'muted' },
+          ep.status === 'finished' ? 'No verdicts recorded.' : 'Not judged yet — the episode has not finished.'))));
+    const verdictPanel = h('section', { class: 'panel' },
+      h('div', { class: 'panel-head' }, h('h2', null, 'Judge verdicts'),
+        verdicts.length ? h('span', { class: 'muted' }, `${passed} of ${verdicts.length} facts hold`) : null),
+      h('div', { class: 'table-wrap' }, verdictTable));
+
+    if (steps.length === 0 && !ep.final_screenshot) {
+      // Nothing to replay (not run yet, or it failed before its first observation).
+      const why = ep.status === 'pending' || ep.status === 'running'
+        ? `This episode is ${ep.status}; its replay appears here when it finishes (this page refreshes itself).`
+        : 'This episode recorded no steps and no final page.';
+      swap(app, header,
+        h('section', { class: 'panel replay' },
+          h('div', { class: 'panel-head' }, h('h2', null, 'Replay')),
+          h('ol', { id: 'steps', class: 'steps', hidden: true }),
+          emptyState(why)),
+        verdictPanel);
+      return;
+    }
+    swap(app, header, replay, verdictPanel);
+
+    // ---- selection
+    function select(i) {
+      if (!alive(v)) return;
+      i = Math.max(0, Math.min(finalIdx, Number.isFinite(i) ? i : 0));
+      sel = i;
+      slider.value = String(i);
+      prevBtn.disabled = i === 0;
+      nextBtn.disabled = i === finalIdx;
+      counter.textContent = i === finalIdx ? `final / ${steps.length}` : `${i + 1} / ${steps.length}`;
+      for (const [j, li] of stepItems.entries()) {
+        li.classList.toggle('selected', j === i);
+        if (j === i) li.setAttribute('aria-current', 'step'); else li.removeAttribute('aria-current');
+      }
+      finalItem.classList.toggle('selected', i === finalIdx);
+      const cur = stepItems[i] || finalItem;
+      scrollIntoList(stepList, cur);
+
+      const isFinal = i === finalIdx;
+      const s = isFinal ? null : steps[i];
+      const hash = isFinal ? ep.final_screenshot : s.screenshot;
+      if (hash) {
+        const src = blobSrc(hash);
+        if (shot.getAttribute('src') !== src) {
+          shot.classList.remove('broken');
+          shotMsg.hidden = true;
+          shot.setAttribute('src', src);
+        }
+        shot.hidden = false;
+      } else {
+        shot.removeAttribute('src');
+        shot.hidden = true;
+        shot.classList.remove('broken');
+        shotMsg.textContent = isFinal ? 'No final screenshot was recorded.' : 'No screenshot for this step.';
+        shotMsg.hidden = false;
+      }
+      stage.classList.toggle('no-shot', !hash);
+
+      // overlay: click marker and element boxes
+      const layers = [];
+      if (s && showElements && Array.isArray(s.elements)) {
+        for (const el of s.elements) {
+          const b = el && el.bbox;
+          if (!b || el.in_viewport === false) continue;
+          const x = Number(b.x); const y = Number(b.y); const w = Number(b.width); const hh = Number(b.height);
+          if (![x, y, w, hh].every(Number.isFinite) || w <= 0 || hh <= 0) continue;
+          if (x >= VIEWPORT_W || y >= VIEWPORT_H || x + w <= 0 || y + hh <= 0) continue;
+          layers.push(h('div', {
+            class: 'el-box',
+            title: `[${el.id}] ${el.role || el.tag || ''} ${JSON.stringify(String(el.label == null ? '' : el.label))}`,
+            style: {
+              left: (x / VIEWPORT_W) * 100 + '%', top: (y / VIEWPORT_H) * 100 + '%',
+              width: (w / VIEWPORT_W) * 100 + '%', height: (hh / VIEWPORT_H) * 100 + '%',
+            },
+          }, h('span', { class: 'el-num' }, String(el.id))));
+        }
+      }
+      if (s && s.click_x != null && s.click_y != null && Number.isFinite(Number(s.click_x)) && Number.isFinite(Number(s.click_y))) {
+        layers.push(h('div', {
+          id: 'click-marker',
+          class: 'click-marker',
+          title: `click at (${Math.round(s.click_x)}, ${Math.round(s.click_y)})`,
+          style: { left: (Number(s.click_x) / VIEWPORT_W) * 100 + '%', top: (Number(s.click_y) / VIEWPORT_H) * 100 + '%' },
+        }, h('span', { class: 'click-ring' }), h('span', { class: 'click-dot' })));
+      }
+      overlay.replaceChildren(...layers);
+
+      // details
+      if (isFinal) {
+        details.replaceChildren(
+          field('Action', h('code', { id: 'action', class: 'action' }, 'final page' + (ep.end_reason ? ` — episode ended: ${ep.end_reason}` : ''))),
+          ep.final_answer != null && ep.final_answer !== '' ? field('Answer', h('pre', { class: 'pre' }, String(ep.final_answer))) : null,
+          field('URL', urlText(ep.final_url)));
+      } else {
+        const timing = [['observe', s.observe_ms], ['policy', s.policy_ms], ['act', s.act_ms]];
+        const totalMs = timing.reduce((a, [, ms]) => a + (Number(ms) || 0), 0);
+        details.replaceChildren();
+        append(details, [
+          field('Action', h('code', { id: 'action', class: ['action', s.action_error ? 'action-failed' : null] }, String(s.action == null ? '' : s.action)),
+            s.click_x != null && s.click_y != null ? h('span', { class: 'muted small click-coords' }, ` at (${Math.round(s.click_x)}, ${Math.round(s.click_y)})`) : null),
+          s.action_error ? field('Error', h('div', { class: 'callout callout-error', id: 'action-error' }, String(s.action_error))) : null,
+          field('Thought', s.thought != null && s.thought !== '' ? h('p', { class: 'thought', id: 'thought' }, String(s.thought)) : h('span', { class: 'muted' }, 'No thought recorded.')),
+          field('URL', urlText(s.url)),
+          field('Title', s.title ? h('span', { id: 'page-title' }, String(s.title)) : dash()),
+          field('Timings', h('div', { class: 'timings', id: 'timings' },
+            timing.map(([k, ms]) => h('span', { class: 'timing' }, h('span', { class: ['swatch', 'timing-' + k] }), `${k} `, h('strong', null, fmtMs(ms)))),
+            h('span', { class: 'muted' }, ` = ${fmtMs(totalMs)}`),
+            h('div', { class: 'timing-bar' }, timing.map(([k, ms]) =>
+              h('span', { class: 'timing-' + k, style: { width: (totalMs > 0 ? ((Number(ms) || 0) / totalMs) * 100 : 0) + '%' } }))))),
+          s.logprob != null ? field('Log-prob', h('span', { class: 'mono' }, Number(s.logprob).toFixed(3))) : null,
+          s.raw_output != null && s.raw_output !== '' ? h('details', { class: 'raw' },
+            h('summary', null, 'Raw model output'), h('pre', { class: 'pre' }, String(s.raw_output))) : null,
+          Array.isArray(s.elements) && s.elements.length ? h('details', { class: 'raw' },
+            h('summary', null, `Elements (${s.elements.length})`),
+            h('pre', { class: 'pre' }, s.elements.map(elementLine).join('\n'))) : null,
+        ]);
+      }
+
+      // deep link, without triggering a route
+      const q = [];
+      if (isFinal) q.push('step=final'); else if (i > 0) q.push('step=' + i);
+      if (showElements) q.push('elements=1');
+      const hs = '#/episodes/' + enc(ep.id) + (q.length ? '?' + q.join('&') : '');
+      if (location.hash !== hs) history.replaceState(null, '', hs);
+
+      // warm the neighbours
+      for (const j of [i + 1, i - 1]) {
+        const hh = j === finalIdx ? ep.final_screenshot : steps[j] && steps[j].screenshot;
+        if (hh) { const im = new Image(); im.src = blobSrc(hh); }
+      }
+    }
+
+    const onKey = (e) => {
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
+      if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+      const t = e.target;
+      if (t === slider) return; // the slider moves itself and fires 'input'
+      if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable ||
+        (t.tagName === 'INPUT' && t.type !== 'checkbox' && t.type !== 'range'))) return;
+      e.preventDefault();
+      select(sel + (e.key === 'ArrowLeft' ? -1 : 1));
+    };
+    if (v.onKey) document.removeEventListener('keydown', v.onKey);
+    v.onKey = onKey;
+    document.addEventListener('keydown', onKey);
+    v.cleanups.push(() => document.removeEventListener('keydown', onKey));
+
+    select(sel);
+  }
+
+  function field(label, ...value) {
+    return h('div', { class: 'field' }, h('div', { class: 'field-label' }, label), h('div', { class: 'field-value' }, ...value));
+  }
+
+  function elementLine(el) {
+    if (!el || typeof el !== 'object') return String(el);
+    let line = `[${el.id}] ${el.role || el.tag || '?'} ${JSON.stringify(String(el.label == null ? '' : el.label))}`;
+    if (el.value != null) line += ` value=${JSON.stringify(String(el.value))}`;
+    if (el.checked != null) line += el.checked ? ' checked' : ' unchecked';
+    if (el.disabled) line += ' disabled';
+    if (el.href) line += ` href=${el.href}`;
+    if (el.in_viewport === false) line += ' (off-screen)';
+    return line;
+  }
+
+  function scrollIntoList(list, item) {
+    const col = list.parentElement;
+    if (!col || !item) return;
+    const top = item.offsetTop - col.offsetTop;
+    const bottom = top + item.offsetHeight;
+    if (top < col.scrollTop) col.scrollTop = top - 4;
+    else if (bottom > col.scrollTop + col.clientHeight) col.scrollTop = bottom - col.clientHeight + 4;
+  }
+
+  // ---------------------------------------------------------------- #/tasks
+
+  async function viewTasks(v, params) {
+    setNav('tasks');
+    document.title = 'Tasks · surfgym';
+    const offset = Math.max(0, parseInt(params.get('offset') || '0', 10) || 0);
+    let data;
+    try {
+      data = await api(`/api/tasks?limit=${TASK_PAGE}&offset=${offset}`);
+    } catch (err) {
+      if (!alive(v)) return;
+      showBanner(err, 'view', 'Could not load tasks');
+      swap(app, emptyState('Tasks could not be loaded.'));
+      ready();
+      return;
+    }
+    if (!alive(v)) return;
+    const items = data && Array.isArray(data.items) ? data.items : [];
+    const total = data && typeof data.total === 'number' ? data.total : items.length;
+    tasksTotal = total;
+    document.getElementById('tasks-count').textContent = fmtInt(total);
+    const rows = [];
+    for (const t of items) {
+      const spec = h('tr', { class: 'task-spec', hidden: true },
+        h('td', { colspan: 6 }, h('pre', { class: 'pre' }, JSON.stringify(t.spec, null, 2))));
+      const tr = h('tr', { class: 'task-row row-link', dataset: { id: String(t.id) }, title: 'Show the full task' },
+        h('td', { class: 'mono cell-task' }, String(t.id == null ? '' : t.id)),
+        h('td', null, String(t.site == null ? '' : t.site)),
+        h('td', null, badge(t.difficulty)),
+        h('td', null, String(t.split == null ? '' : t.split)),
+        h('td', { class: 'instruction-cell' }, String(t.instruction == null ? '' : t.instruction),
+          Array.isArray(t.tags) && t.tags.length ? h('div', { class: 'tags' }, t.tags.map((g) => h('span', { class: 'tag' }, String(g)))) : null),
+        h('td', { class: 'small' }, urlText(t.start_url)));
+      tr.addEventListener('click', (e) => {
+        if (e.target.closest('a')) return;
+        spec.hidden = !spec.hidden;
+        tr.classList.toggle('expanded', !spec.hidden);
+      });
+      rows.push(tr, spec);
+    }
+    swap(app,
+      h('div', { class: 'page-head' },
+        h('div', null, h('h1', null, 'Tasks'),
+          h('p', { class: 'subtitle' }, `${fmtInt(total)} tasks in the catalogue. Click a row for its full spec and rubric.`))),
+      items.length === 0
+        ? emptyState(h('strong', null, 'No tasks registered'), ' — ', h('code', null, 'POST /api/tasks'), ' or start ', h('code', null, 'surfgym demo'), ' to load the bundled suite.')
+        : [h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'tasks' },
+          h('thead', null, h('tr', null, th('Task'), th('Site'), th('Difficulty'), th('Split'), th('Instruction'), th('Start URL'))),
+          h('tbody', null, rows))),
+        pager(total, offset, TASK_PAGE, (o) => '#/tasks?offset=' + o)]);
+    ready();
+  }
+
+  // ---------------------------------------------------------------- router
+
+  function parseHash() {
+    const raw = (location.hash || '').replace(/^#/, '');
+    const q = raw.indexOf('?');
+    const path = q >= 0 ? raw.slice(0, q) : raw;
+    const params = new URLSearchParams(q >= 0 ? raw.slice(q + 1) : '');
+    const parts = path.split('/').filter(Boolean).map((p) => {
+      try { return decodeURIComponent(p); } catch (_) { return p; }
+    });
+    return { parts, params };
+  }
+
+  let lastRouteKey = null;
+
+  function route() {
+    const { parts, params } = parseHash();
+    const key = parts.join('/');
+    const v = beginView();
+    hideBanner();
+    if (key !== lastRouteKey) window.scrollTo(0, 0);
+    lastRouteKey = key;
+    let p;
+    if (parts.length === 0) p = viewCampaigns(v, params);
+    else if (parts[0] === 'campaigns' && parts.length === 1) p = viewCampaigns(v, params);
+    else if (parts[0] === 'campaigns' && parts.length === 2) p = viewCampaign(v, parts[1], params);
+    else if (parts[0] === 'episodes' && parts.length === 2) p = viewEpisode(v, parts[1], params);
+    else if (parts[0] === 'tasks' && parts.length === 1) p = viewTasks(v, params);
+    else {
+      setNav(null);
+      document.title = 'Not found · surfgym';
+      swap(app, emptyState(h('strong', null, 'No such page. '), internal('#/', 'Go to the campaigns list.')));
+      showBanner(new ApiError(404, 'not_found', `There is no dashboard page at “#/${key}”.`), 'view', 'Page not found');
+      ready();
+      return;
+    }
+    const isList = parts.length === 0 || (parts[0] === 'campaigns' && parts.length === 1);
+    if (!isList && tasksTotal == null) loadTasksTotal();
+    Promise.resolve(p).catch((err) => {
+      if (!alive(v)) return;
+      console.error(err);
+      showBanner(err, 'view', 'The dashboard hit an unexpected error');
+      ready();
+    });
+  }
+
+  window.addEventListener('hashchange', route);
+  document.addEventListener('visibilitychange', () => {
+    // Refresh promptly when a hidden tab comes back, instead of waiting for the next tick.
+    if (!document.hidden && current && current.timer && current.pending) {
+      const fn = current.pending;
+      clearTimeout(current.timer);
+      current.timer = null;
+      current.pending = null;
+      fn();
+    }
+  });
+  route();
+})();

@@ -1,0 +1,102 @@
+//! `/api/campaigns`: create (202), list, read, pause, resume, cancel.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use engine::CampaignSpec;
+use engine::store::CampaignView;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::AppState;
+use crate::error::{ApiError, field};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::page::{Page, PageQuery};
+
+fn parse_id(id: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(id).map_err(|_| field("id", "is not a campaign id (a UUID)"))
+}
+
+/// `POST /api/campaigns`: 202 with the id; the scheduler runs it in the background.
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    if !body.is_object() {
+        return Err(field("", "a campaign request is a JSON object"));
+    }
+    let spec: CampaignSpec = serde_path_to_error::deserialize(body).map_err(|e| {
+        let path = e.path().to_string();
+        field(
+            if path == "." { "" } else { &path },
+            e.into_inner().to_string(),
+        )
+    })?;
+    let id = state.engine.create_campaign(spec).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": id, "status": "queued", "url": format!("/api/campaigns/{id}")})),
+    ))
+}
+
+/// `GET /api/campaigns`.
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(p): ApiQuery<PageQuery>,
+) -> Result<Json<Page<CampaignView>>, ApiError> {
+    let (limit, offset) = p.checked()?;
+    let (items, total) = state.engine.store().list_campaigns(limit, offset).await?;
+    Ok(Json(Page {
+        items,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+/// `GET /api/campaigns/{id}`.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<CampaignView>, ApiError> {
+    let id = parse_id(&id)?;
+    let c = state.engine.store().get_campaign(id).await?;
+    c.map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("no campaign {id}")))
+}
+
+async fn after(state: &AppState, id: Uuid) -> Result<Json<CampaignView>, ApiError> {
+    let c = state.engine.store().get_campaign(id).await?;
+    c.map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("no campaign {id}")))
+}
+
+/// `POST /api/campaigns/{id}/pause`.
+pub async fn pause(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<CampaignView>, ApiError> {
+    let id = parse_id(&id)?;
+    state.engine.pause_campaign(id).await?;
+    after(&state, id).await
+}
+
+/// `POST /api/campaigns/{id}/resume`.
+pub async fn resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<CampaignView>, ApiError> {
+    let id = parse_id(&id)?;
+    state.engine.resume_campaign(id).await?;
+    after(&state, id).await
+}
+
+/// `POST /api/campaigns/{id}/cancel`.
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<CampaignView>, ApiError> {
+    let id = parse_id(&id)?;
+    state.engine.cancel_campaign(id).await?;
+    after(&state, id).await
+}

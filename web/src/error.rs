@@ -1,0 +1,120 @@
+//! The API's one error type: a status and a JSON body, chosen in one place.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use engine::EngineError;
+use engine::store::StoreError;
+use serde_json::json;
+use tasks::FieldError;
+
+/// An error answered to an API client.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: the request names bad fields.
+    Invalid(Vec<FieldError>),
+    /// 400: the body is not the JSON the endpoint takes.
+    BadJson(String),
+    /// 404.
+    NotFound(String),
+    /// 404: no such route.
+    NoRoute,
+    /// 409.
+    Conflict(String),
+    /// 500: logged in full, masked for the client.
+    Internal(String),
+}
+
+impl ApiError {
+    fn parts(&self) -> (StatusCode, &'static str, String) {
+        match self {
+            ApiError::Invalid(f) => (
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!(
+                    "invalid request: {}",
+                    f.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            ),
+            ApiError::BadJson(m) => (StatusCode::BAD_REQUEST, "invalid_json", m.clone()),
+            ApiError::NotFound(m) => (StatusCode::NOT_FOUND, "not_found", m.clone()),
+            ApiError::NoRoute => (
+                StatusCode::NOT_FOUND,
+                "no_route",
+                "no such endpoint; see /api/openapi.json".into(),
+            ),
+            ApiError::Conflict(m) => (StatusCode::CONFLICT, "conflict", m.clone()),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error; the server log has the details".into(),
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, kind, message) = self.parts();
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(error = %detail, "internal error answering a request");
+        }
+        let fields = match &self {
+            ApiError::Invalid(f) => f.clone(),
+            _ => Vec::new(),
+        };
+        (
+            status,
+            Json(json!({"error": {"type": kind, "message": message, "fields": fields}})),
+        )
+            .into_response()
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> ApiError {
+        match e {
+            EngineError::Invalid(f) => ApiError::Invalid(f),
+            EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
+            EngineError::Conflict(m) => ApiError::Conflict(m),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        ApiError::from(EngineError::from(e))
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        ApiError::BadJson(r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> ApiError {
+        // "Failed to deserialize query string: limit: invalid digit found in string"
+        let text = r.body_text();
+        let detail = text.split_once(": ").map_or(text.as_str(), |(_, d)| d);
+        let (field, message) = detail.split_once(": ").unwrap_or(("", detail));
+        ApiError::Invalid(vec![FieldError {
+            field: field.to_string(),
+            message: message.to_string(),
+        }])
+    }
+}
+
+/// A field error in one line.
+pub fn field(field: &str, message: impl Into<String>) -> ApiError {
+    ApiError::Invalid(vec![FieldError {
+        field: field.to_string(),
+        message: message.into(),
+    }])
+}

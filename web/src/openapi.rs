@@ -1,0 +1,191 @@
+//! The OpenAPI 3.1 document served at `/api/openapi.json`. A test checks that it lists
+//! exactly the routes the router has.
+
+use serde_json::{Value, json};
+
+fn obj(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn page_of(name: &str) -> Value {
+    obj(
+        json!({"items": {"type": "array", "items": r(name)}, "total": {"type": "integer"}, "limit": {"type": "integer"}, "offset": {"type": "integer"}}),
+        &["items", "total", "limit", "offset"],
+    )
+}
+
+fn ok(desc: &str, schema: Value) -> Value {
+    json!({"description": desc, "content": {"application/json": {"schema": schema}}})
+}
+
+fn err(desc: &str) -> Value {
+    ok(desc, r("Error"))
+}
+
+fn q(name: &str, desc: &str, schema: Value) -> Value {
+    json!({"name": name, "in": "query", "required": false, "description": desc, "schema": schema})
+}
+
+fn id_param(desc: &str) -> Value {
+    json!({"name": "id", "in": "path", "required": true, "description": desc, "schema": {"type": "string"}})
+}
+
+fn paging() -> Vec<Value> {
+    vec![
+        q(
+            "limit",
+            "items per page (1-500, default 50)",
+            json!({"type": "integer"}),
+        ),
+        q("offset", "items to skip", json!({"type": "integer"})),
+    ]
+}
+
+fn campaign_action(verb: &str, desc: &str) -> Value {
+    json!({"post": {"summary": desc, "operationId": format!("{verb}Campaign"), "parameters": [id_param("campaign id")],
+        "responses": {"200": ok("the campaign now", r("Campaign")), "404": err("no such campaign"), "409": err("not allowed in the campaign's status")}}})
+}
+
+/// The document.
+pub fn document() -> Value {
+    let mut task_list_params = vec![
+        q("site", "website", json!({"type": "string"})),
+        q("tag", "tag the task carries", json!({"type": "string"})),
+        q(
+            "difficulty",
+            "easy, medium or hard",
+            json!({"enum": ["easy", "medium", "hard"]}),
+        ),
+        q("split", "train or test", json!({"enum": ["train", "test"]})),
+    ];
+    task_list_params.extend(paging());
+    let mut episode_params = vec![
+        q(
+            "campaign",
+            "campaign id",
+            json!({"type": "string", "format": "uuid"}),
+        ),
+        q("task", "task id", json!({"type": "string"})),
+        q(
+            "status",
+            "pending, running, finished or failed",
+            json!({"enum": ["pending", "running", "finished", "failed"]}),
+        ),
+        q("success", "judged successful", json!({"type": "boolean"})),
+    ];
+    episode_params.extend(paging());
+    let text_match = obj(
+        json!({"equals": {"type": "string"}, "contains": {"type": "string"}, "regex": {"type": "string"}, "case_sensitive": {"type": "boolean"}}),
+        &[],
+    );
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "surfgym", "version": env!("CARGO_PKG_VERSION"),
+            "description": "Register web tasks, run rollout campaigns in real browsers, read judged episodes. Errors are {\"error\": {\"type\", \"message\", \"fields\": [{\"field\", \"message\"}]}}."},
+        "paths": {
+            "/api/health": {"get": {"summary": "liveness", "operationId": "health", "responses": {"200": ok("up", obj(json!({"status": {"type": "string"}}), &["status"]))}}},
+            "/api/policies": {"get": {"summary": "policies campaigns may use", "operationId": "listPolicies",
+                "responses": {"200": ok("names", obj(json!({"policies": {"type": "array", "items": {"type": "string"}}}), &["policies"]))}}},
+            "/api/tasks": {
+                "post": {"summary": "register a task", "operationId": "createTask",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": r("TaskSpec")}}},
+                    "responses": {"201": ok("stored", r("Task")), "400": err("invalid; `fields` names each bad field"), "409": err("id taken")}},
+                "get": {"summary": "list tasks", "operationId": "listTasks", "parameters": task_list_params,
+                    "responses": {"200": ok("a page", page_of("Task")), "400": err("bad filter")}}
+            },
+            "/api/tasks/import": {"post": {"summary": "import tasks from JSON Lines; good lines are stored, bad ones reported",
+                "operationId": "importTasks", "parameters": [q("replace", "overwrite tasks with the same id", json!({"type": "boolean"}))],
+                "requestBody": {"required": true, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+                "responses": {"200": ok("per-line report", r("ImportReport")), "400": err("empty body")}}},
+            "/api/tasks/{id}": {
+                "get": {"summary": "one task", "operationId": "getTask", "parameters": [id_param("task id")],
+                    "responses": {"200": ok("the task", r("Task")), "404": err("no such task")}},
+                "delete": {"summary": "delete a task (its episodes stay)", "operationId": "deleteTask", "parameters": [id_param("task id")],
+                    "responses": {"204": {"description": "deleted"}, "404": err("no such task")}}
+            },
+            "/api/campaigns": {
+                "post": {"summary": "create a campaign; it runs in the background", "operationId": "createCampaign",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": r("CampaignSpec")}}},
+                    "responses": {"202": ok("queued", obj(json!({"id": {"type": "string", "format": "uuid"}, "status": {"type": "string"}, "url": {"type": "string"}}), &["id", "status"])),
+                        "400": err("invalid; `fields` names each bad field")}},
+                "get": {"summary": "list campaigns, newest first", "operationId": "listCampaigns", "parameters": paging(),
+                    "responses": {"200": ok("a page", page_of("Campaign"))}}
+            },
+            "/api/campaigns/{id}": {"get": {"summary": "one campaign with counts, success rate and progress", "operationId": "getCampaign",
+                "parameters": [id_param("campaign id")], "responses": {"200": ok("the campaign", r("Campaign")), "404": err("no such campaign")}}},
+            "/api/campaigns/{id}/pause": campaign_action("pause", "pause: running episodes finish, no new ones start"),
+            "/api/campaigns/{id}/resume": campaign_action("resume", "resume a paused campaign"),
+            "/api/campaigns/{id}/cancel": campaign_action("cancel", "cancel: unfinished episodes are not run"),
+            "/api/episodes": {"get": {"summary": "list episodes", "operationId": "listEpisodes", "parameters": episode_params,
+                "responses": {"200": ok("a page", page_of("EpisodeSummary")), "400": err("bad filter")}}},
+            "/api/episodes/{id}": {"get": {"summary": "an episode with steps and verdicts", "operationId": "getEpisode",
+                "parameters": [id_param("episode id")], "responses": {"200": ok("the episode", r("EpisodeDetail")), "404": err("no such episode")}}},
+            "/api/blobs/{hash}": {"get": {"summary": "a screenshot by content hash", "operationId": "getBlob",
+                "parameters": [{"name": "hash", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}],
+                "responses": {"200": {"description": "the image", "content": {"image/jpeg": {}, "image/png": {}}}, "404": err("no such blob")}}},
+            "/api/openapi.json": {"get": {"summary": "this document", "operationId": "openapi", "responses": {"200": {"description": "OpenAPI 3.1"}}}}
+        },
+        "components": {"schemas": {
+            "Error": obj(json!({"error": obj(json!({"type": {"type": "string"}, "message": {"type": "string"},
+                "fields": {"type": "array", "items": obj(json!({"field": {"type": "string"}, "message": {"type": "string"}}), &["field", "message"])}}), &["type", "message", "fields"])}), &["error"]),
+            "TextMatch": text_match,
+            "Check": obj(json!({
+                "type": {"enum": ["url", "page_text", "element", "answer"]},
+                "exact": {"type": "string"}, "prefix": {"type": "string"}, "contains": {"type": "string"}, "regex": {"type": "string"},
+                "scope": {"enum": ["final", "any"]}, "case_sensitive": {"type": "boolean"}, "selector": {"type": "string"},
+                "exists": {"type": "boolean"}, "checked": {"type": "boolean"}, "value": r("TextMatch"), "text": r("TextMatch"),
+                "equals": {"type": "string"}, "any_of": {"type": "array", "items": {"type": "string"}}, "number": {"type": "number"}, "tolerance": {"type": "number"}
+            }), &["type"]),
+            "Rubric": obj(json!({"groups": {"type": "array", "minItems": 1, "items": obj(json!({
+                "id": {"type": "string"}, "description": {"type": "string"}, "any": {"type": "boolean"},
+                "facts": {"type": "array", "minItems": 1, "items": obj(json!({"id": {"type": "string"}, "description": {"type": "string"}, "weight": {"type": "number"}, "check": r("Check")}), &["check"])}
+            }), &["facts"])}}), &["groups"]),
+            "TaskSpec": obj(json!({
+                "id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string", "format": "uri"},
+                "rubric": r("Rubric"), "difficulty": {"enum": ["easy", "medium", "hard"]}, "tags": {"type": "array", "items": {"type": "string"}},
+                "split": {"enum": ["train", "test"]}, "max_steps": {"type": "integer"}, "reference_solution": {"type": "array", "items": {"type": "string"}},
+                "reference_answer": {"type": "string"}
+            }), &["instruction", "start_url", "rubric"]),
+            "Task": obj(json!({"id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string"},
+                "difficulty": {"type": "string"}, "split": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}, "spec": r("TaskSpec"),
+                "created_at": {"type": "string", "format": "date-time"}}), &["id", "site", "instruction", "start_url", "difficulty", "split", "tags", "spec", "created_at"]),
+            "ImportReport": obj(json!({"imported": {"type": "integer"}, "failed": {"type": "integer"}, "lines": {"type": "array", "items": obj(json!({
+                "line": {"type": "integer"}, "status": {"enum": ["imported", "error"]}, "id": {"type": "string"},
+                "errors": {"type": "array", "items": obj(json!({"field": {"type": "string"}, "message": {"type": "string"}}), &["field", "message"])}}), &["line", "status"])}}),
+                &["imported", "failed", "lines"]),
+            "CampaignSpec": obj(json!({
+                "name": {"type": "string"},
+                "tasks": obj(json!({"site": {"type": "string"}, "tag": {"type": "string"}, "difficulty": {"type": "string"}, "split": {"type": "string"}, "ids": {"type": "array", "items": {"type": "string"}}}), &[]),
+                "policy": {"type": "string", "description": "see /api/policies (default random)"},
+                "rollouts_per_task": {"type": "integer", "minimum": 1}, "max_steps": {"type": "integer", "minimum": 1},
+                "concurrency": {"type": "integer", "minimum": 0}, "seed": {"type": "integer", "minimum": 0}, "max_attempts": {"type": "integer", "minimum": 1}
+            }), &[]),
+            "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
+                "status": {"enum": ["queued", "running", "paused", "completed", "cancelled", "failed"]}, "policy": {"type": "string"}, "config": {"type": "object"},
+                "total_episodes": {"type": "integer"}, "counts": obj(json!({"pending": {"type": "integer"}, "running": {"type": "integer"}, "finished": {"type": "integer"}, "failed": {"type": "integer"}}), &["pending", "running", "finished", "failed"]),
+                "successes": {"type": "integer"}, "success_rate": {"type": ["number", "null"]}, "mean_score": {"type": ["number", "null"]}, "steps": {"type": "integer"},
+                "progress": {"type": "number"}, "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]}}),
+                &["id", "name", "status", "policy", "config", "total_episodes", "counts", "successes", "progress"]),
+            "EpisodeSummary": obj(json!({"id": {"type": "string"}, "campaign_id": {"type": "string"}, "task_id": {"type": "string"}, "site": {"type": "string"},
+                "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": ["pending", "running", "finished", "failed"]},
+                "end_reason": {"type": ["string", "null"]}, "success": {"type": ["boolean", "null"]}, "score": {"type": ["number", "null"]},
+                "final_answer": {"type": ["string", "null"]}, "steps": {"type": "integer"}, "attempts": {"type": "integer"}, "last_error": {"type": ["string", "null"]},
+                "duration_ms": {"type": ["integer", "null"]}, "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]}}),
+                &["id", "campaign_id", "task_id", "status", "steps"]),
+            "Step": obj(json!({"idx": {"type": "integer"}, "url": {"type": "string"}, "title": {"type": "string"}, "screenshot": {"type": ["string", "null"]},
+                "elements": {"type": "array"}, "action": {"type": "string"}, "thought": {"type": ["string", "null"]}, "raw_output": {"type": ["string", "null"]},
+                "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},
+                "logprob": {"type": ["number", "null"]}, "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
+                &["idx", "url", "action"]),
+            "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},
+                "passed": {"type": "boolean"}, "evidence": {"type": "string"}, "reason": {"type": "string"}}), &["judge", "fact_id", "passed"]),
+            "EpisodeDetail": {"allOf": [r("EpisodeSummary"), obj(json!({"instruction": {"type": "string"}, "final_url": {"type": ["string", "null"]},
+                "final_screenshot": {"type": ["string", "null"]}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
+                &["instruction", "steps", "verdicts"])]}
+        }}
+    })
+}

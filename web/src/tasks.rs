@@ -1,0 +1,186 @@
+//! `/api/tasks`: register, list, read, delete, import.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use engine::store::{TaskFilter, TaskView};
+use serde::{Deserialize, Serialize};
+use tasks::{Difficulty, FieldError, Split, Task, TaskSpec};
+
+use crate::AppState;
+use crate::error::{ApiError, field};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::page::{Page, PageQuery};
+
+/// Filters of `GET /api/tasks`.
+#[derive(Debug, Deserialize)]
+pub struct TaskQuery {
+    site: Option<String>,
+    tag: Option<String>,
+    difficulty: Option<String>,
+    split: Option<String>,
+}
+
+impl TaskQuery {
+    fn filter(self) -> Result<TaskFilter, ApiError> {
+        if let Some(d) = &self.difficulty {
+            Difficulty::parse(d)
+                .ok_or_else(|| field("difficulty", "must be easy, medium or hard"))?;
+        }
+        if let Some(s) = &self.split {
+            Split::parse(s).ok_or_else(|| field("split", "must be train or test"))?;
+        }
+        Ok(TaskFilter {
+            site: self.site,
+            tag: self.tag,
+            difficulty: self.difficulty,
+            split: self.split,
+            ids: Vec::new(),
+        })
+    }
+}
+
+fn validate(body: serde_json::Value) -> Result<Task, ApiError> {
+    let spec = TaskSpec::from_json(body).map_err(ApiError::Invalid)?;
+    Task::try_from(spec).map_err(ApiError::Invalid)
+}
+
+/// `POST /api/tasks`: 201 with the stored task, 400 naming bad fields, 409 on a taken id.
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> Result<(StatusCode, Json<TaskView>), ApiError> {
+    let task = validate(body)?;
+    state.engine.store().insert_task(&task).await?;
+    let view = state
+        .engine
+        .store()
+        .get_task(task.id.as_str())
+        .await?
+        .ok_or_else(|| ApiError::Internal("task vanished after insert".into()))?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// `GET /api/tasks`.
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<TaskQuery>,
+    ApiQuery(p): ApiQuery<PageQuery>,
+) -> Result<Json<Page<TaskView>>, ApiError> {
+    let (limit, offset) = p.checked()?;
+    let (items, total) = state
+        .engine
+        .store()
+        .list_tasks(&q.filter()?, limit, offset)
+        .await?;
+    Ok(Json(Page {
+        items,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+/// `GET /api/tasks/{id}`.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    let task = state.engine.store().get_task(&id).await?;
+    task.map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("no task `{id}`")))
+}
+
+/// `DELETE /api/tasks/{id}`: 204; the task's episodes stay.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.engine.store().delete_task(&id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("no task `{id}`")))
+    }
+}
+
+/// `?replace=true` makes an import overwrite tasks with the same id.
+#[derive(Debug, Deserialize)]
+pub struct ImportQuery {
+    #[serde(default)]
+    replace: bool,
+}
+
+/// One line's fate in an import.
+#[derive(Debug, Serialize)]
+pub struct ImportedLine {
+    line: usize,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    errors: Vec<FieldError>,
+}
+
+/// The import report.
+#[derive(Debug, Serialize)]
+pub struct ImportReport {
+    imported: usize,
+    failed: usize,
+    lines: Vec<ImportedLine>,
+}
+
+/// `POST /api/tasks/import`: a JSONL body; good lines are stored, bad ones reported.
+pub async fn import(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ImportQuery>,
+    body: String,
+) -> Result<Json<ImportReport>, ApiError> {
+    let parsed = tasks::parse_jsonl(&body);
+    if parsed.is_empty() {
+        return Err(field("body", "no tasks: send one JSON task per line"));
+    }
+    let store = state.engine.store();
+    let mut lines = Vec::with_capacity(parsed.len());
+    for l in parsed {
+        let out = match l.result {
+            Err(errors) => ImportedLine {
+                line: l.line,
+                status: "error",
+                id: None,
+                errors,
+            },
+            Ok(task) => {
+                let stored = if q.replace {
+                    store.upsert_task(&task).await
+                } else {
+                    store.insert_task(&task).await
+                };
+                match stored {
+                    Ok(()) => ImportedLine {
+                        line: l.line,
+                        status: "imported",
+                        id: Some(task.id.to_string()),
+                        errors: vec![],
+                    },
+                    Err(engine::store::StoreError::Conflict(m)) => ImportedLine {
+                        line: l.line,
+                        status: "error",
+                        id: Some(task.id.to_string()),
+                        errors: vec![FieldError {
+                            field: "id".into(),
+                            message: format!("{m} (use ?replace=true to overwrite)"),
+                        }],
+                    },
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        lines.push(out);
+    }
+    let imported = lines.iter().filter(|l| l.status == "imported").count();
+    Ok(Json(ImportReport {
+        imported,
+        failed: lines.len() - imported,
+        lines,
+    }))
+}
