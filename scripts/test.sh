@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what is missing, starts a private
+# Postgres (unless DATABASE_URL is set), runs every test with real Chromium and a real
+# Postgres server, and stops the database it started. `.ci/run` calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+
+export SURFGYM_DATA_DIR="${SURFGYM_DATA_DIR:-$PWD/.surfgym/test}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+cargo build --workspace --all-targets
+
+started_db=""
+if [ -z "${DATABASE_URL:-}" ]; then
+  line="$(./target/debug/surfgym db start | grep '^DATABASE_URL=')"
+  export DATABASE_URL="${line#DATABASE_URL=}"
+  started_db=1
+fi
+cleanup() {
+  if [ -n "$started_db" ]; then ./target/debug/surfgym db stop >/dev/null || true; fi
+}
+trap cleanup EXIT
+
+echo "test: database ${DATABASE_URL%%@*}@…" >&2
+cargo test --workspace "$@"
