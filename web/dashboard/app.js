@@ -395,6 +395,7 @@
       stats, body);
 
     let first = true;
+    let lastKey = null;
     const load = async () => {
       let data;
       let total = tasksTotal;
@@ -405,7 +406,7 @@
         ]);
       } catch (err) {
         if (!alive(v)) return;
-        showBanner(err, first ? 'view' : 'poll', 'Could not load campaigns');
+        showBanner(err, first ? 'view' : 'poll', first ? 'Could not load campaigns' : 'Lost contact with the server');
         if (first) { swap(body, emptyState('Campaigns could not be loaded.')); ready(); }
         schedule(v, load, POLL_MS);
         first = false;
@@ -418,6 +419,13 @@
       items.sort((a, b) => ts(b) - ts(a));
       const active = items.filter((c) => ACTIVE.has(c.status));
       const totalCampaigns = data && typeof data.total === 'number' ? data.total : items.length;
+      const key = JSON.stringify([data, total]);
+      if (key === lastKey) {
+        setLive(active.length > 0);
+        schedule(v, load, active.length ? POLL_MS : IDLE_POLL_MS);
+        return;
+      }
+      lastKey = key;
       swap(stats,
         stat('Campaigns', fmtInt(totalCampaigns), 'stat-campaigns'),
         stat('Active', fmtInt(active.length), 'stat-active', active.length ? 'running or queued' : 'none running'),
@@ -532,6 +540,8 @@
     let first = true;
     let busy = false;
     let seq = 0;
+    let lastHeader = null;
+    let lastEpisodes = null;
 
     const doAction = async (action, btn) => {
       if (busy) return;
@@ -720,9 +730,11 @@
       clearPollBanner();
       campaign = c;
       body.classList.remove('stale');
-      renderHeader(c);
-      renderChips();
-      renderEpisodes(eps);
+      // Re-render only what changed, so hover, focus and selection survive the 2 s refresh.
+      const hk = JSON.stringify(c);
+      if (hk !== lastHeader) { lastHeader = hk; renderHeader(c); renderChips(); }
+      const ek = state.filter + '|' + state.offset + '|' + JSON.stringify(eps);
+      if (ek !== lastEpisodes) { lastEpisodes = ek; renderEpisodes(eps); }
       const live = ACTIVE.has(c.status);
       setLive(live);
       if (first) ready();

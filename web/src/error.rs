@@ -16,6 +16,8 @@ pub enum ApiError {
     Invalid(Vec<FieldError>),
     /// 400: the body is not the JSON the endpoint takes.
     BadJson(String),
+    /// 413: the body is over the endpoint's limit.
+    TooLarge(String),
     /// 404.
     NotFound(String),
     /// 404: no such route.
@@ -41,6 +43,7 @@ impl ApiError {
                 ),
             ),
             ApiError::BadJson(m) => (StatusCode::BAD_REQUEST, "invalid_json", m.clone()),
+            ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large", m.clone()),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, "not_found", m.clone()),
             ApiError::NoRoute => (
                 StatusCode::NOT_FOUND,
@@ -94,6 +97,9 @@ impl From<StoreError> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> ApiError {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::TooLarge(format!("request body too large (limit {} bytes)", crate::JSON_LIMIT));
+        }
         ApiError::BadJson(r.body_text())
     }
 }
