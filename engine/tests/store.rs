@@ -1,0 +1,202 @@
+//! Leases make episodes exactly-once: a runner that lost its lease stores nothing, an
+//! expired lease is reclaimed, failures go back for a retry with their reason.
+
+use std::time::Duration;
+
+use engine::store::{EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictRecord};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+async fn setup(pool: PgPool, tasks_n: usize) -> (Store, Uuid) {
+    let store = Store::from_pool(pool);
+    let mut planned = Vec::new();
+    for i in 0..tasks_n {
+        let line = json!({
+            "id": format!("t{i}"), "instruction": "x", "start_url": "http://127.0.0.1:1/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}
+        });
+        store
+            .insert_task(&tasks::parse_task(&line.to_string()).unwrap())
+            .await
+            .unwrap();
+        planned.push(PlannedEpisode {
+            task_id: format!("t{i}"),
+            rollout: 0,
+            seed: i as i64,
+        });
+    }
+    let id = Uuid::new_v4();
+    store
+        .create_campaign(id, "c", "scripted", &json!({}), &planned)
+        .await
+        .unwrap();
+    (store, id)
+}
+
+fn record(id: Uuid, steps: usize) -> EpisodeRecord {
+    let step = StepRecord {
+        url: "http://x/".into(),
+        title: "t".into(),
+        screenshot: None,
+        elements: json!([]),
+        action: "click(1)".into(),
+        thought: None,
+        raw_output: None,
+        action_error: None,
+        click: Some((1.0, 2.0)),
+        logprob: Some(-0.5),
+        token_logprobs: vec![-0.25, -0.25],
+        observe_ms: 1,
+        policy_ms: 2,
+        act_ms: 3,
+    };
+    EpisodeRecord {
+        id,
+        end_reason: EndReason::Stopped,
+        final_answer: None,
+        final_url: Some("http://x/".into()),
+        final_screenshot: None,
+        steps: vec![step; steps],
+        verdicts: vec![VerdictRecord {
+            judge: "rules".into(),
+            group_id: "g1".into(),
+            fact_id: "g1.f1".into(),
+            passed: true,
+            evidence: "e".into(),
+            reason: "r".into(),
+        }],
+        success: true,
+        score: 1.0,
+        duration: Duration::from_millis(5),
+    }
+}
+
+const LEASE: Duration = Duration::from_secs(60);
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
+    let (store, c) = setup(pool, 2).await;
+    let a = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let b = store.claim_episode(c, "B", LEASE).await.unwrap().unwrap();
+    assert_ne!(a.id, b.id, "SKIP LOCKED hands out distinct episodes");
+    assert!(
+        store.claim_episode(c, "C", LEASE).await.unwrap().is_none(),
+        "nothing left"
+    );
+    assert_eq!(a.attempts, 1);
+
+    assert!(
+        !store.finish_episode("B", &record(a.id, 3)).await.unwrap(),
+        "B does not hold A's lease"
+    );
+    assert!(store.finish_episode("A", &record(a.id, 3)).await.unwrap());
+    assert!(
+        !store.finish_episode("A", &record(a.id, 3)).await.unwrap(),
+        "a finished episode is never stored twice"
+    );
+    let (episodes, steps, _, verdicts) = store.campaign_row_counts(c).await.unwrap();
+    assert_eq!((episodes, steps, verdicts), (2, 3, 1));
+    let detail = store.get_episode(a.id).await.unwrap().unwrap();
+    assert_eq!(detail.summary.status, "finished");
+    assert_eq!(detail.steps.len(), 3);
+    assert_eq!(detail.steps[2].idx, 2);
+    assert_eq!(detail.steps[0].logprob, Some(-0.5));
+
+    // An infrastructure failure goes back to pending with its reason, then to a retry.
+    assert!(
+        store
+            .release_episode(b.id, "B", "browser: gone", false)
+            .await
+            .unwrap()
+    );
+    let again = store.claim_episode(c, "C", LEASE).await.unwrap().unwrap();
+    assert_eq!(
+        (again.id, again.attempts, again.last_error.as_deref()),
+        (b.id, 2, Some("browser: gone"))
+    );
+    assert!(
+        store
+            .release_episode(b.id, "C", "browser: gone again", true)
+            .await
+            .unwrap()
+    );
+    let view = store.get_campaign(c).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            view.counts.finished,
+            view.counts.failed,
+            view.counts.pending
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(
+        view.success_rate,
+        Some(1.0),
+        "infrastructure failures are not scored"
+    );
+    assert_eq!(view.progress, 1.0);
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn an_expired_lease_is_reclaimed_and_the_old_holder_is_fenced_off(pool: PgPool) {
+    let (store, c) = setup(pool, 1).await;
+    let short = Duration::from_millis(300);
+    let dead = store
+        .claim_episode(c, "dead-runner", short)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        store.claim_episode(c, "B", LEASE).await.unwrap().is_none(),
+        "held until it expires"
+    );
+    assert!(
+        store
+            .heartbeat(dead.id, "dead-runner", short)
+            .await
+            .unwrap(),
+        "heartbeats extend a held lease"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let b = store
+        .claim_episode(c, "B", LEASE)
+        .await
+        .unwrap()
+        .expect("expired lease reclaimed");
+    assert_eq!((b.id, b.attempts), (dead.id, 2));
+    assert!(
+        !store
+            .heartbeat(dead.id, "dead-runner", short)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .finish_episode("dead-runner", &record(dead.id, 1))
+            .await
+            .unwrap()
+    );
+    assert!(store.finish_episode("B", &record(b.id, 2)).await.unwrap());
+    let (_, steps, _, _) = store.campaign_row_counts(c).await.unwrap();
+    assert_eq!(steps, 2, "only the live runner's steps");
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn blobs_are_content_addressed(pool: PgPool) {
+    let store = Store::from_pool(pool);
+    let h1 = store.put_blob(b"jpeg bytes", "image/jpeg").await.unwrap();
+    let h2 = store.put_blob(b"jpeg bytes", "image/jpeg").await.unwrap();
+    assert_eq!(h1, h2);
+    assert_eq!(h1.len(), 64);
+    let (mime, bytes) = store.get_blob(&h1).await.unwrap().unwrap();
+    assert_eq!(
+        (mime.as_str(), bytes.as_slice()),
+        ("image/jpeg", &b"jpeg bytes"[..])
+    );
+    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM blobs")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
