@@ -665,6 +665,20 @@ impl Session {
                 "goto only opens http(s) URLs, not {url:?}"
             )));
         }
+        // A fragment-only change is a same-document navigation: no load event follows, so
+        // waiting for one (as Page.navigate does) would hang until the timeout.
+        let current = self.url().await?;
+        let without_fragment = |u: &str| u.split('#').next().unwrap_or_default().to_string();
+        if url.contains('#') && without_fragment(url) == without_fragment(&current) {
+            let js = format!(
+                "location.href = {}",
+                serde_json::to_string(url).expect("strings serialize")
+            );
+            return Ok(match self.evaluate(&js).await? {
+                Ok(_) => ActReport::default(),
+                Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
+            });
+        }
         let limit = self.cfg.navigation_timeout;
         match tokio::time::timeout(limit, self.page.goto(NavigateParams::new(url))).await {
             Err(_) => Ok(ActReport::failed(format!(

@@ -240,6 +240,26 @@ async fn actions_observations_and_isolation() {
     s.act(&act(r##"click(css="#next")"##)).await.unwrap();
     assert_eq!(s.observe().await.unwrap().title, "Second");
 
+    // A fragment-only goto is a same-document navigation and must not wait for a load.
+    let started = Instant::now();
+    let r = s
+        .act(&Action::Goto(format!("{base}/second.html#part")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        s.observe()
+            .await
+            .unwrap()
+            .url
+            .ends_with("/second.html#part")
+    );
+
     // Dialogs are accepted and reported instead of blocking the page.
     s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
     let r = s.act(&act(r##"click(css="#alert")"##)).await.unwrap();

@@ -684,7 +684,7 @@
         h('td', { class: 'mono small' }, e.end_reason ? String(e.end_reason) : dash()),
         h('td', { class: 'center' }, successMark(e.success)),
         h('td', { class: 'num' }, fmtScore(e.score)),
-        h('td', { class: 'num' }, fmtInt(e.steps)),
+        h('td', { class: 'num' }, fmtInt(e.step_count)),
         h('td', { class: 'num nowrap' }, fmtMs(e.duration_ms)),
         h('td', { class: ['num', Number(e.attempts) > 1 ? 'num-warn' : null] }, fmtInt(e.attempts)),
         h('td', { class: 'cell-error' }, e.last_error ? h('span', { title: String(e.last_error) }, String(e.last_error)) : dash()));
@@ -831,7 +831,7 @@
       kpi('Outcome', ep.success === true ? '✓ success' : ep.success === false ? '✗ failure' : String(ep.status || '—'), 'outcome-success'),
       kpi('Score', fmtScore(ep.score), 'outcome-score'),
       kpi('End reason', ep.end_reason ? String(ep.end_reason) : '—', 'outcome-end'),
-      kpi('Steps', fmtInt(ep.steps != null && !Array.isArray(ep.steps) ? ep.steps : steps.length), 'outcome-steps'),
+      kpi('Steps', fmtInt(ep.step_count != null ? ep.step_count : steps.length), 'outcome-steps'),
       kpi('Duration', fmtMs(ep.duration_ms), 'outcome-duration'),
       kpi('Facts', verdicts.length ? `${passed} / ${verdicts.length}` : '—', 'outcome-facts'),
       h('div', { class: 'kpi kpi-answer', id: 'outcome-answer' },
@@ -866,7 +866,7 @@
     const stepList = h('ol', { id: 'steps', class: 'steps' });
     const stepItems = steps.map((s, i) => {
       const li = h('li', { class: ['step', s.action_error ? 'has-error' : null], dataset: { idx: String(i) } },
-        h('button', { type: 'button', class: 'step-btn', onclick: () => select(i) },
+        h('button', { type: 'button', class: 'step-btn', title: String(s.action == null ? '' : s.action), onclick: () => select(i) },
           h('span', { class: 'step-idx' }, String(s.idx != null ? s.idx : i)),
           h('span', { class: 'step-action mono' }, String(s.action == null ? '' : s.action)),
           s.action_error ? h('span', { class: 'step-err', title: String(s.action_error) }, '!') : null));

@@ -98,7 +98,10 @@ impl From<StoreError> for ApiError {
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> ApiError {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            return ApiError::TooLarge(format!("request body too large (limit {} bytes)", crate::JSON_LIMIT));
+            return ApiError::TooLarge(format!(
+                "request body too large (limit {} bytes)",
+                crate::JSON_LIMIT
+            ));
         }
         ApiError::BadJson(r.body_text())
     }

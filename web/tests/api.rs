@@ -22,15 +22,27 @@ fn app(pool: PgPool) -> axum::Router {
     web::router(web::AppState { engine })
 }
 
-async fn call(app: &axum::Router, method: Method, uri: &str, body: Option<&str>) -> (StatusCode, Value) {
+async fn call(
+    app: &axum::Router,
+    method: Method,
+    uri: &str,
+    body: Option<&str>,
+) -> (StatusCode, Value) {
     let mut req = Request::builder().method(method).uri(uri);
     if body.is_some() {
         req = req.header("content-type", "application/json");
     }
-    let req = req.body(body.map(|b| Body::from(b.to_string())).unwrap_or_else(Body::empty)).unwrap();
+    let req = req
+        .body(
+            body.map(|b| Body::from(b.to_string()))
+                .unwrap_or_else(Body::empty),
+        )
+        .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
     let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), 64 * 1024 * 1024).await.unwrap();
+    let bytes = axum::body::to_bytes(resp.into_body(), 64 * 1024 * 1024)
+        .await
+        .unwrap();
     let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (status, json)
 }
@@ -45,24 +57,50 @@ fn task(id: &str, site: &str) -> Value {
 }
 
 fn error_fields(body: &Value) -> Vec<String> {
-    body["error"]["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap().to_string()).collect()
+    body["error"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn tasks_are_created_read_listed_and_deleted(pool: PgPool) {
     let app = app(pool);
-    let (s, body) = call(&app, Method::POST, "/api/tasks", Some(&task("mug-price", "shop").to_string())).await;
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/api/tasks",
+        Some(&task("mug-price", "shop").to_string()),
+    )
+    .await;
     assert_eq!(s, StatusCode::CREATED, "{body}");
     assert_eq!(body["id"], "mug-price");
     assert_eq!(body["difficulty"], "easy");
-    assert_eq!(body["spec"]["rubric"]["groups"][0]["id"], "g1", "defaults filled in");
+    assert_eq!(
+        body["spec"]["rubric"]["groups"][0]["id"], "g1",
+        "defaults filled in"
+    );
 
-    let (s, body) = call(&app, Method::POST, "/api/tasks", Some(&task("mug-price", "shop").to_string())).await;
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/api/tasks",
+        Some(&task("mug-price", "shop").to_string()),
+    )
+    .await;
     assert_eq!(s, StatusCode::CONFLICT);
     assert_eq!(body["error"]["type"], "conflict");
 
     for (i, site) in ["wiki", "wiki", "booking"].iter().enumerate() {
-        let (s, _) = call(&app, Method::POST, "/api/tasks", Some(&task(&format!("t{i}"), site).to_string())).await;
+        let (s, _) = call(
+            &app,
+            Method::POST,
+            "/api/tasks",
+            Some(&task(&format!("t{i}"), site).to_string()),
+        )
+        .await;
         assert_eq!(s, StatusCode::CREATED);
     }
     let (s, body) = call(&app, Method::GET, "/api/tasks/mug-price", None).await;
@@ -71,9 +109,20 @@ async fn tasks_are_created_read_listed_and_deleted(pool: PgPool) {
     let (_, body) = call(&app, Method::GET, "/api/tasks?site=wiki", None).await;
     assert_eq!(body["total"], 2);
     let (_, body) = call(&app, Method::GET, "/api/tasks?limit=2&offset=1", None).await;
-    let ids: Vec<&str> = body["items"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
     assert_eq!((ids, body["total"].as_i64()), (vec!["t0", "t1"], Some(4)));
-    let (_, body) = call(&app, Method::GET, "/api/tasks?tag=search&difficulty=easy", None).await;
+    let (_, body) = call(
+        &app,
+        Method::GET,
+        "/api/tasks?tag=search&difficulty=easy",
+        None,
+    )
+    .await;
     assert_eq!(body["total"], 4);
     let (_, body) = call(&app, Method::GET, "/api/tasks?tag=nothing", None).await;
     assert_eq!(body["total"], 0);
@@ -81,13 +130,22 @@ async fn tasks_are_created_read_listed_and_deleted(pool: PgPool) {
     let (s, _) = call(&app, Method::DELETE, "/api/tasks/mug-price", None).await;
     assert_eq!(s, StatusCode::NO_CONTENT);
     let (s, body) = call(&app, Method::GET, "/api/tasks/mug-price", None).await;
-    assert_eq!((s, body["error"]["type"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    assert_eq!(
+        (s, body["error"]["type"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
     let (s, _) = call(&app, Method::DELETE, "/api/tasks/mug-price", None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (_, body) = call(&app, Method::GET, "/api/tasks", None).await;
     assert_eq!(body["total"], 3);
     // A deleted id can be registered again.
-    let (s, _) = call(&app, Method::POST, "/api/tasks", Some(&task("mug-price", "shop").to_string())).await;
+    let (s, _) = call(
+        &app,
+        Method::POST,
+        "/api/tasks",
+        Some(&task("mug-price", "shop").to_string()),
+    )
+    .await;
     assert_eq!(s, StatusCode::CREATED);
 }
 
@@ -111,14 +169,29 @@ async fn bad_tasks_get_a_400_naming_the_field_and_nothing_is_stored(pool: PgPool
         (with("instruction", json!("  ")), "instruction"),
         (without("instruction"), "instruction"),
         (without("rubric"), "rubric"),
-        (with("rubric", json!({"groups": [{"facts": [{"check": {"type": "url", "regex": "(("}}]}]})), "rubric.groups[0].facts[0].check.regex"),
-        (with("rubric", json!({"groups": [{"facts": [{"check": {"type": "teleport"}}]}]})), "rubric.groups[0].facts[0].check.type"),
+        (
+            with(
+                "rubric",
+                json!({"groups": [{"facts": [{"check": {"type": "url", "regex": "(("}}]}]}),
+            ),
+            "rubric.groups[0].facts[0].check.regex",
+        ),
+        (
+            with(
+                "rubric",
+                json!({"groups": [{"facts": [{"check": {"type": "teleport"}}]}]}),
+            ),
+            "rubric.groups[0].facts[0].check.type",
+        ),
         (with("difficulty", json!("impossible")), "difficulty"),
         (with("split", json!("dev")), "split"),
         (with("id", json!("Has Spaces")), "id"),
         (with("tags", json!("not-a-list")), "tags"),
         (with("max_steps", json!(100000)), "max_steps"),
-        (with("reference_solution", json!(["clik(3)"])), "reference_solution[0]"),
+        (
+            with("reference_solution", json!(["clik(3)"])),
+            "reference_solution[0]",
+        ),
         (with("unexpected", json!(1)), "unexpected"),
     ];
     for (body, field) in cases {
@@ -126,22 +199,37 @@ async fn bad_tasks_get_a_400_naming_the_field_and_nothing_is_stored(pool: PgPool
         assert_eq!(s, StatusCode::BAD_REQUEST, "{body} -> {resp}");
         assert_eq!(resp["error"]["type"], "invalid_request");
         let fields = error_fields(&resp);
-        assert!(fields.contains(&field.to_string()), "{body}: wanted {field}, got {fields:?}");
+        assert!(
+            fields.contains(&field.to_string()),
+            "{body}: wanted {field}, got {fields:?}"
+        );
         assert!(resp["error"]["message"].as_str().unwrap().contains(field));
     }
     let (s, resp) = call(&app, Method::POST, "/api/tasks", Some("{not json")).await;
-    assert_eq!((s, resp["error"]["type"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_json")));
+    assert_eq!(
+        (s, resp["error"]["type"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_json"))
+    );
     let (s, resp) = call(&app, Method::POST, "/api/tasks", Some("[1,2]")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{resp}");
     let (_, list) = call(&app, Method::GET, "/api/tasks", None).await;
     assert_eq!(list["total"], 0, "nothing was stored");
 
     let (s, resp) = call(&app, Method::GET, "/api/tasks?difficulty=extreme", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["difficulty".to_string()]));
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["difficulty".to_string()])
+    );
     let (s, resp) = call(&app, Method::GET, "/api/tasks?limit=abc", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["limit".to_string()]));
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["limit".to_string()])
+    );
     let (s, resp) = call(&app, Method::GET, "/api/tasks?limit=100000", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["limit".to_string()]));
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["limit".to_string()])
+    );
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
@@ -154,37 +242,92 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
         task("b", "wiki"),
         task("a", "shop"),
     );
-    let req = Request::post("/api/tasks/import").header("content-type", "application/x-ndjson").body(Body::from(body.clone())).unwrap();
+    let req = Request::post("/api/tasks/import")
+        .header("content-type", "application/x-ndjson")
+        .body(Body::from(body.clone()))
+        .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    let report: Value = serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
-    assert_eq!((report["imported"].as_i64(), report["failed"].as_i64()), (Some(2), Some(3)), "{report}");
+    let report: Value = serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (report["imported"].as_i64(), report["failed"].as_i64()),
+        (Some(2), Some(3)),
+        "{report}"
+    );
     let lines = report["lines"].as_array().unwrap();
-    let by_line: Vec<(i64, &str)> = lines.iter().map(|l| (l["line"].as_i64().unwrap(), l["status"].as_str().unwrap())).collect();
-    assert_eq!(by_line, vec![(1, "imported"), (2, "error"), (4, "error"), (5, "imported"), (6, "error")]);
-    let line4: Vec<&str> = lines[2]["errors"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
-    assert!(line4.contains(&"start_url") && line4.contains(&"rubric.groups"), "{line4:?}");
-    assert!(lines[4]["errors"][0]["message"].as_str().unwrap().contains("already exists"));
+    let by_line: Vec<(i64, &str)> = lines
+        .iter()
+        .map(|l| (l["line"].as_i64().unwrap(), l["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        by_line,
+        vec![
+            (1, "imported"),
+            (2, "error"),
+            (4, "error"),
+            (5, "imported"),
+            (6, "error")
+        ]
+    );
+    let line4: Vec<&str> = lines[2]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert!(
+        line4.contains(&"start_url") && line4.contains(&"rubric.groups"),
+        "{line4:?}"
+    );
+    assert!(
+        lines[4]["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already exists")
+    );
     let (_, list) = call(&app, Method::GET, "/api/tasks", None).await;
     assert_eq!(list["total"], 2);
 
     // replace=true overwrites instead of rejecting.
-    let req = Request::post("/api/tasks/import?replace=true").body(Body::from(task("a", "booking").to_string())).unwrap();
+    let req = Request::post("/api/tasks/import?replace=true")
+        .body(Body::from(task("a", "booking").to_string()))
+        .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
+    let report: Value = serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(report["imported"], 1);
     let (_, a) = call(&app, Method::GET, "/api/tasks/a", None).await;
     assert_eq!(a["site"], "booking");
 
-    let req = Request::post("/api/tasks/import").body(Body::from("\n\n")).unwrap();
-    assert_eq!(app.clone().oneshot(req).await.unwrap().status(), StatusCode::BAD_REQUEST);
+    let req = Request::post("/api/tasks/import")
+        .body(Body::from("\n\n"))
+        .unwrap();
+    assert_eq!(
+        app.clone().oneshot(req).await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
     let app = app(pool);
     for id in ["a", "b", "c"] {
-        call(&app, Method::POST, "/api/tasks", Some(&task(id, "shop").to_string())).await;
+        call(
+            &app,
+            Method::POST,
+            "/api/tasks",
+            Some(&task(id, "shop").to_string()),
+        )
+        .await;
     }
     let cases = vec![
         (json!({"policy": "gpt-9"}), "policy"),
@@ -198,61 +341,179 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
         (json!({"name": ""}), "name"),
     ];
     for (body, field) in cases {
-        let (s, resp) = call(&app, Method::POST, "/api/campaigns", Some(&body.to_string())).await;
+        let (s, resp) = call(
+            &app,
+            Method::POST,
+            "/api/campaigns",
+            Some(&body.to_string()),
+        )
+        .await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{body} -> {resp}");
-        assert!(error_fields(&resp).contains(&field.to_string()), "{body}: wanted {field}: {resp}");
+        assert!(
+            error_fields(&resp).contains(&field.to_string()),
+            "{body}: wanted {field}: {resp}"
+        );
     }
     let (_, list) = call(&app, Method::GET, "/api/campaigns", None).await;
     assert_eq!(list["total"], 0, "no campaign stored by a bad request");
 
-    let (s, created) = call(&app, Method::POST, "/api/campaigns", Some(r#"{"policy": "scripted", "rollouts_per_task": 2, "name": "two each"}"#)).await;
+    let (s, created) = call(
+        &app,
+        Method::POST,
+        "/api/campaigns",
+        Some(r#"{"policy": "scripted", "rollouts_per_task": 2, "name": "two each"}"#),
+    )
+    .await;
     assert_eq!(s, StatusCode::ACCEPTED, "{created}");
     let id = created["id"].as_str().unwrap();
     let (s, c) = call(&app, Method::GET, &format!("/api/campaigns/{id}"), None).await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!((c["status"].as_str(), c["total_episodes"].as_i64(), c["counts"]["pending"].as_i64()), (Some("queued"), Some(6), Some(6)));
+    assert_eq!(
+        (
+            c["status"].as_str(),
+            c["total_episodes"].as_i64(),
+            c["counts"]["pending"].as_i64()
+        ),
+        (Some("queued"), Some(6), Some(6))
+    );
     assert_eq!(c["config"]["rollouts_per_task"], 2);
     assert_eq!(c["progress"], 0.0);
 
-    let (_, eps) = call(&app, Method::GET, &format!("/api/episodes?campaign={id}"), None).await;
+    let (_, eps) = call(
+        &app,
+        Method::GET,
+        &format!("/api/episodes?campaign={id}"),
+        None,
+    )
+    .await;
     assert_eq!(eps["total"], 6);
-    let seeds: std::collections::HashSet<i64> = eps["items"].as_array().unwrap().iter().map(|e| e["seed"].as_i64().unwrap()).collect();
+    let seeds: std::collections::HashSet<i64> = eps["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seed"].as_i64().unwrap())
+        .collect();
     assert_eq!(seeds.len(), 6, "every episode has its own seed");
     let ep = eps["items"][0]["id"].as_str().unwrap();
     let (s, detail) = call(&app, Method::GET, &format!("/api/episodes/{ep}"), None).await;
-    assert_eq!((s, detail["status"].as_str()), (StatusCode::OK, Some("pending")));
-    assert_eq!(detail["steps"], json!([]));
+    assert_eq!(
+        (s, detail["status"].as_str()),
+        (StatusCode::OK, Some("pending"))
+    );
+    assert_eq!(detail["steps"], json!([]), "the step list");
+    assert_eq!(
+        detail["step_count"], 0,
+        "the count has its own key (no duplicate `steps`)"
+    );
+    let resp = app
+        .clone()
+        .oneshot(
+            Request::get(format!("/api/episodes/{ep}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let raw = String::from_utf8(
+        axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    assert_eq!(raw.matches("\"steps\"").count(), 1, "{raw}");
+    assert!(
+        seeds.iter().all(|s| (0..1i64 << 53).contains(s)),
+        "seeds are exact in JavaScript"
+    );
 
-    let (s, c) = call(&app, Method::POST, &format!("/api/campaigns/{id}/pause"), None).await;
+    let (s, c) = call(
+        &app,
+        Method::POST,
+        &format!("/api/campaigns/{id}/pause"),
+        None,
+    )
+    .await;
     assert_eq!((s, c["status"].as_str()), (StatusCode::OK, Some("paused")));
-    let (s, _) = call(&app, Method::POST, &format!("/api/campaigns/{id}/pause"), None).await;
+    let (s, _) = call(
+        &app,
+        Method::POST,
+        &format!("/api/campaigns/{id}/pause"),
+        None,
+    )
+    .await;
     assert_eq!(s, StatusCode::CONFLICT);
-    let (_, c) = call(&app, Method::POST, &format!("/api/campaigns/{id}/resume"), None).await;
+    let (_, c) = call(
+        &app,
+        Method::POST,
+        &format!("/api/campaigns/{id}/resume"),
+        None,
+    )
+    .await;
     assert_eq!(c["status"], "queued");
-    let (_, c) = call(&app, Method::POST, &format!("/api/campaigns/{id}/cancel"), None).await;
+    let (_, c) = call(
+        &app,
+        Method::POST,
+        &format!("/api/campaigns/{id}/cancel"),
+        None,
+    )
+    .await;
     assert_eq!(c["status"], "cancelled");
     assert!(c["finished_at"].is_string());
-    let (s, _) = call(&app, Method::POST, &format!("/api/campaigns/{id}/resume"), None).await;
+    let (s, _) = call(
+        &app,
+        Method::POST,
+        &format!("/api/campaigns/{id}/resume"),
+        None,
+    )
+    .await;
     assert_eq!(s, StatusCode::CONFLICT);
 
     let (s, resp) = call(&app, Method::GET, "/api/campaigns/not-a-uuid", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["id".to_string()]));
-    let (s, _) = call(&app, Method::GET, "/api/campaigns/00000000-0000-0000-0000-000000000000", None).await;
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["id".to_string()])
+    );
+    let (s, _) = call(
+        &app,
+        Method::GET,
+        "/api/campaigns/00000000-0000-0000-0000-000000000000",
+        None,
+    )
+    .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (s, resp) = call(&app, Method::GET, "/api/episodes?campaign=zzz", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["campaign".to_string()]));
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["campaign".to_string()])
+    );
     let (s, resp) = call(&app, Method::GET, "/api/episodes?status=bogus", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["status".to_string()]));
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["status".to_string()])
+    );
     let (s, resp) = call(&app, Method::GET, "/api/blobs/xyz", None).await;
-    assert_eq!((s, error_fields(&resp)), (StatusCode::BAD_REQUEST, vec!["hash".to_string()]));
-    let (s, _) = call(&app, Method::GET, &format!("/api/blobs/{}", "0".repeat(64)), None).await;
+    assert_eq!(
+        (s, error_fields(&resp)),
+        (StatusCode::BAD_REQUEST, vec!["hash".to_string()])
+    );
+    let (s, _) = call(
+        &app,
+        Method::GET,
+        &format!("/api/blobs/{}", "0".repeat(64)),
+        None,
+    )
+    .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn oversized_bodies_are_refused(pool: PgPool) {
     let app = app(pool);
-    let big = format!("{{\"instruction\": \"{}\"}}", "x".repeat(web::JSON_LIMIT + 10));
+    let big = format!(
+        "{{\"instruction\": \"{}\"}}",
+        "x".repeat(web::JSON_LIMIT + 10)
+    );
     let (s, _) = call(&app, Method::POST, "/api/tasks", Some(&big)).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
 }
@@ -272,14 +533,22 @@ async fn openapi_matches_the_routes(pool: PgPool) {
         }
     }
     for (method, path) in &documented {
-        let concrete = path.replace("{id}", "00000000-0000-0000-0000-000000000000").replace("{hash}", &"0".repeat(64));
+        let concrete = path
+            .replace("{id}", "00000000-0000-0000-0000-000000000000")
+            .replace("{hash}", &"0".repeat(64));
         let m = Method::from_bytes(method.as_bytes()).unwrap();
         let body = (m == Method::POST).then_some("{}");
         let (s, resp) = call(&app, m, &concrete, body).await;
         assert_ne!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
-        assert_ne!(resp["error"]["type"], "no_route", "{method} {path} is documented but not routed");
+        assert_ne!(
+            resp["error"]["type"], "no_route",
+            "{method} {path} is documented but not routed"
+        );
     }
-    let src: String = include_str!("../src/lib.rs").split_whitespace().collect::<Vec<_>>().join(" ");
+    let src: String = include_str!("../src/lib.rs")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut routed = Vec::new();
     for (at, _) in src.match_indices(".route(") {
         // The call's text, up to its balanced closing parenthesis.
@@ -314,15 +583,32 @@ async fn openapi_matches_the_routes(pool: PgPool) {
     documented.sort();
     assert_eq!(routed, documented);
     let (s, resp) = call(&app, Method::GET, "/api/nothing-here", None).await;
-    assert_eq!((s, resp["error"]["type"].as_str()), (StatusCode::NOT_FOUND, Some("no_route")));
+    assert_eq!(
+        (s, resp["error"]["type"].as_str()),
+        (StatusCode::NOT_FOUND, Some("no_route"))
+    );
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn the_dashboard_is_served(pool: PgPool) {
     let app = app(pool);
-    for (uri, mime) in [("/", "text/html"), ("/assets/app.js", "text/javascript"), ("/assets/style.css", "text/css")] {
-        let resp = app.clone().oneshot(Request::get(uri).body(Body::empty()).unwrap()).await.unwrap();
+    for (uri, mime) in [
+        ("/", "text/html"),
+        ("/assets/app.js", "text/javascript"),
+        ("/assets/style.css", "text/css"),
+    ] {
+        let resp = app
+            .clone()
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
         assert_eq!(resp.status(), StatusCode::OK, "{uri}");
-        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with(mime), "{uri}");
+        assert!(
+            resp.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(mime),
+            "{uri}"
+        );
     }
 }

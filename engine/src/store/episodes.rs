@@ -168,7 +168,8 @@ pub struct EpisodeSummary {
     pub score: Option<f64>,
     /// Final answer.
     pub final_answer: Option<String>,
-    /// Steps taken.
+    /// Steps taken (`step_count` on the wire: the replay's `steps` is the step list).
+    #[serde(rename = "step_count")]
     pub steps: i32,
     /// Attempts made.
     pub attempts: i32,

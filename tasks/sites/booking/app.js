@@ -30,7 +30,7 @@ var APP = (function () {
     return d ? s + " (+" + d + ")" : s;
   }
   function dur(min) { return Math.floor(min / 60) + "h " + ("0" + (min % 60)).slice(-2) + "m"; }
-  function eur(n) { return "€" + n.toLocaleString("en-GB"); }
+  function eur(n) { return "€" + String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
   function apName(code) { var a = SW.airport(code); return a ? a.city + " (" + code + ")" : code; }
   function flightNos(f) { return f.legs.map(function (l) { return l.flight; }).join(" + "); }
   function airlines(f) {

@@ -1,0 +1,330 @@
+//! End to end across every crate, with real Chromium, a real Postgres server and the
+//! bundled practice sites: the scripted policy solves every bundled task, the rows of a
+//! campaign add up, the dashboard's replay page shows the episode in a real browser (and
+//! escapes what pages and tasks wrote), and the random policy scores clearly lower.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use browser_pool::{Action, PoolConfig, Session};
+use engine::policy::PolicyRegistry;
+use engine::runner::RunnerConfig;
+use engine::sites::SitesServer;
+use engine::store::{EpisodeFilter, Store, TaskFilter};
+use engine::{CampaignSpec, Engine};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+async fn setup(pool: PgPool) -> (Engine, SitesServer, usize) {
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap();
+    let engine = Engine::new(
+        Store::from_pool(pool),
+        PoolConfig::new(PoolConfig::default_chromium()),
+        RunnerConfig::for_this_process(),
+        PolicyRegistry::builtin(),
+    );
+    let report = engine.register_bundled(sites.bases()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    (engine, sites, report.registered)
+}
+
+async fn serve_web(engine: &Engine) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = web::AppState {
+        engine: engine.clone(),
+    };
+    tokio::spawn(async move { web::serve(listener, state).await });
+    addr
+}
+
+async fn js(s: &Session, expr: &str) -> Value {
+    s.evaluate(expr)
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{expr}: {e}"))
+}
+
+/// Opens a dashboard page and waits until it has rendered its data.
+async fn open(s: &mut Session, url: &str) {
+    let r = s.act(&Action::Goto(url.to_string())).await.unwrap();
+    assert_eq!(r.error, None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while js(s, "document.body.dataset.ready === '1'").await != json!(true) {
+        assert!(Instant::now() < deadline, "{url} never became ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn artifact(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool) {
+    let (engine, _sites, registered) = setup(pool).await;
+    assert!(registered >= 30, "{registered} bundled tasks");
+    let store = engine.store().clone();
+
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            max_steps: Some(60),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let view = store.get_campaign(id).await.unwrap().unwrap();
+    let (episodes, _) = store
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            1000,
+            0,
+        )
+        .await
+        .unwrap();
+    let failed: Vec<String> = episodes
+        .iter()
+        .filter(|e| e.success != Some(true))
+        .map(|e| format!("{} ({:?}, {:?})", e.task_id, e.end_reason, e.last_error))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "reference solutions that fail: {failed:?}"
+    );
+    assert_eq!(view.total_episodes as usize, registered);
+    assert_eq!(view.success_rate, Some(1.0));
+
+    // The rows add up: one episode per task, one step per reference action (plus the stop
+    // that ends a solution without answer/stop), a screenshot per step, a verdict per fact.
+    let tasks = store.load_tasks(&TaskFilter::default()).await.unwrap();
+    let mut want_steps = 0i64;
+    let mut want_verdicts = 0i64;
+    for t in &tasks {
+        let ends = t.reference_solution.last().is_some_and(Action::is_terminal);
+        let steps = t.reference_solution.len() as i64 + i64::from(!ends);
+        let ep = episodes
+            .iter()
+            .find(|e| e.task_id == t.id.as_str())
+            .unwrap();
+        assert_eq!(i64::from(ep.steps), steps, "{}", t.id);
+        want_steps += steps;
+        want_verdicts += t.rubric.fact_count() as i64;
+    }
+    let (n_eps, n_steps, n_shots, n_verdicts) = store.campaign_row_counts(id).await.unwrap();
+    assert_eq!(
+        (n_eps, n_steps, n_verdicts),
+        (tasks.len() as i64, want_steps, want_verdicts)
+    );
+    assert!(
+        n_shots > tasks.len() as i64 && n_shots <= n_steps,
+        "{n_shots} distinct screenshots"
+    );
+    let (null_shots,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM steps WHERE screenshot IS NULL")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(null_shots, 0);
+
+    // The replay of the longest episode, in a real browser through our own pool.
+    let longest = episodes.iter().max_by_key(|e| e.steps).unwrap();
+    let detail = store.get_episode(longest.id).await.unwrap().unwrap();
+    let addr = serve_web(&engine).await;
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    open(&mut s, &format!("http://{addr}/#/episodes/{}", longest.id)).await;
+    assert_eq!(
+        js(&s, "document.querySelectorAll('#steps li.step').length").await,
+        json!(detail.steps.len())
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('#verdicts tr.verdict.pass').length"
+        )
+        .await,
+        json!(detail.verdicts.len())
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('#verdicts tr.verdict.fail').length"
+        )
+        .await,
+        json!(0)
+    );
+    let instruction = js(&s, "document.getElementById('instruction').textContent").await;
+    assert!(
+        instruction.as_str().unwrap().contains(&detail.instruction),
+        "{instruction}"
+    );
+    let shot = "new Promise(r => { const i = document.getElementById('shot'); \
+        const done = () => r(i.naturalWidth); if (i.complete) done(); else { i.onload = done; i.onerror = () => r(0); } })";
+    assert_eq!(
+        js(&s, shot).await,
+        json!(1280),
+        "the step's screenshot loaded from /api/blobs"
+    );
+    let first_clicks = detail.steps[0].click_x.is_some();
+    assert_eq!(
+        js(&s, "!!document.getElementById('click-marker')").await,
+        json!(first_clicks)
+    );
+    let action = js(&s, "document.getElementById('action').textContent").await;
+    assert!(
+        action.as_str().unwrap().contains(&detail.steps[0].action),
+        "{action}"
+    );
+    let png = s.observe().await.unwrap().screenshot.bytes;
+    std::fs::write(artifact("replay.jpg"), png).unwrap();
+
+    // The campaign page lists every episode.
+    open(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
+    let rows = js(&s, "document.body.innerText").await;
+    assert!(rows.as_str().unwrap().contains(&longest.task_id));
+    s.close().await;
+    engine.shutdown().await;
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
+    let (engine, sites, _) = setup(pool).await;
+    let hostile = r#"<img src=x onerror="window.__xss=1">Find <b>it</b> & "quote""#;
+    let task = json!({
+        "id": "hostile", "instruction": hostile, "start_url": format!("{}/", sites.bases()["shop"]),
+        "rubric": {"groups": [{"facts": [{"description": "<script>window.__xss=2</script>",
+            "check": {"type": "page_text", "contains": "<b>not there</b>"}}]}]},
+        "reference_solution": ["answer(\"<img src=y onerror=window.__xss=3>\")"]
+    });
+    engine
+        .store()
+        .insert_task(&tasks::parse_task(&task.to_string()).unwrap())
+        .await
+        .unwrap();
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            tasks: Some(TaskFilter {
+                ids: vec!["hostile".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine.run_campaign(id).await.unwrap();
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            10,
+            0,
+        )
+        .await
+        .unwrap();
+    let addr = serve_web(&engine).await;
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    open(&mut s, &format!("http://{addr}/#/episodes/{}", eps[0].id)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        js(&s, "typeof window.__xss").await,
+        json!("undefined"),
+        "no injected script ran"
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.getElementById('instruction').textContent.includes('<img src=x')"
+        )
+        .await,
+        json!(true)
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('#instruction img, #instruction b').length"
+        )
+        .await,
+        json!(0)
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.body.innerText.includes('<script>window.__xss=2</script>')"
+        )
+        .await,
+        json!(true)
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.body.innerText.includes('<img src=y onerror=window.__xss=3>')"
+        )
+        .await,
+        json!(true)
+    );
+    s.close().await;
+    engine.shutdown().await;
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn random_policy_scores_clearly_lower(pool: PgPool) {
+    let (engine, _sites, registered) = setup(pool).await;
+    let id: Uuid = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("random".into()),
+            max_steps: Some(8),
+            seed: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let view = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(
+        view.counts.finished as usize, registered,
+        "every episode ran and was judged"
+    );
+    let rate = view.success_rate.unwrap();
+    assert!(
+        rate <= 0.25,
+        "random succeeds on {:.0}% of tasks",
+        rate * 100.0
+    );
+    assert!(
+        view.mean_score.unwrap() < 0.6,
+        "random's mean partial credit {:?}",
+        view.mean_score
+    );
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            1000,
+            0,
+        )
+        .await
+        .unwrap();
+    let distinct_actions: std::collections::HashSet<_> =
+        eps.iter().map(|e| e.end_reason.clone()).collect();
+    assert!(
+        distinct_actions.len() >= 2,
+        "random episodes end in different ways: {distinct_actions:?}"
+    );
+    engine.shutdown().await;
+}
