@@ -118,15 +118,15 @@ impl CampaignSpec {
         );
         let max_attempts = in_range(&mut errors, "max_attempts", self.max_attempts, 3, 1, 20);
         let tasks = self.tasks.unwrap_or_default();
-        if let Some(d) = &tasks.difficulty {
-            if Difficulty::parse(d).is_none() {
-                errors.push(err("tasks.difficulty", "must be easy, medium or hard"));
-            }
+        if let Some(d) = &tasks.difficulty
+            && Difficulty::parse(d).is_none()
+        {
+            errors.push(err("tasks.difficulty", "must be easy, medium or hard"));
         }
-        if let Some(s) = &tasks.split {
-            if Split::parse(s).is_none() {
-                errors.push(err("tasks.split", "must be train or test"));
-            }
+        if let Some(s) = &tasks.split
+            && Split::parse(s).is_none()
+        {
+            errors.push(err("tasks.split", "must be train or test"));
         }
         let name = match self.name {
             Some(n) if n.trim().is_empty() => {

@@ -206,9 +206,10 @@ impl Engine {
                     }
                 }
                 // Sleep until a new campaign is queued (or re-scan now and then).
-                match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
-                    Ok(None) => return,
-                    Ok(Some(_)) | Err(_) => {}
+                if let Ok(None) =
+                    tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await
+                {
+                    return;
                 }
             }
         });

@@ -188,11 +188,12 @@ async fn verdict<P: PageProbe>(
                     let at = lower
                         .find(&normalize::collapse(needle).to_lowercase())
                         .unwrap_or(0);
+                    // A little context before the match, cut at a character boundary.
                     let start = hay
                         .char_indices()
+                        .rev()
                         .map(|(i, _)| i)
-                        .filter(|i| *i <= at.saturating_sub(40))
-                        .last()
+                        .find(|i| *i <= at.saturating_sub(40))
                         .unwrap_or(0);
                     short(&hay[start..], 160)
                 }

@@ -358,13 +358,13 @@ impl TryFrom<TaskSpec> for Task {
                 ));
             }
         }
-        if let Some(n) = spec.max_steps {
-            if n == 0 || n > MAX_STEPS_LIMIT {
-                errors.push(FieldError::new(
-                    "max_steps",
-                    format!("must be between 1 and {MAX_STEPS_LIMIT}"),
-                ));
-            }
+        if let Some(n) = spec.max_steps
+            && (n == 0 || n > MAX_STEPS_LIMIT)
+        {
+            errors.push(FieldError::new(
+                "max_steps",
+                format!("must be between 1 and {MAX_STEPS_LIMIT}"),
+            ));
         }
         let mut solution = Vec::new();
         for (i, line) in spec.reference_solution.iter().enumerate() {
@@ -387,13 +387,14 @@ impl TryFrom<TaskSpec> for Task {
                 )),
             }
         }
-        if let (Some(r), Some(last)) = (&rubric, solution.last()) {
-            if r.needs_answer() && !matches!(last, Action::Answer(_)) {
-                errors.push(FieldError::new(
-                    "reference_solution",
-                    "the rubric checks the final answer, so the solution must end with answer(\"...\")",
-                ));
-            }
+        if let (Some(r), Some(last)) = (&rubric, solution.last())
+            && r.needs_answer()
+            && !matches!(last, Action::Answer(_))
+        {
+            errors.push(FieldError::new(
+                "reference_solution",
+                "the rubric checks the final answer, so the solution must end with answer(\"...\")",
+            ));
         }
         let id = match spec.id.as_deref() {
             Some(s) => TaskId::parse(s)

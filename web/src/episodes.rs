@@ -35,13 +35,13 @@ pub async fn list(
             Uuid::parse_str(&c).map_err(|_| field("campaign", "is not a campaign id (a UUID)"))
         })
         .transpose()?;
-    if let Some(s) = &q.status {
-        if !["pending", "running", "finished", "failed"].contains(&s.as_str()) {
-            return Err(field(
-                "status",
-                "must be pending, running, finished or failed",
-            ));
-        }
+    if let Some(s) = &q.status
+        && !["pending", "running", "finished", "failed"].contains(&s.as_str())
+    {
+        return Err(field(
+            "status",
+            "must be pending, running, finished or failed",
+        ));
     }
     let filter = EpisodeFilter {
         campaign,

@@ -40,10 +40,10 @@ fn word(rng: &mut StdRng, instruction: &str) -> String {
         .split(|c: char| !c.is_alphanumeric() && c != '-')
         .filter(|w| w.len() > 2)
         .collect();
-    if rng.random_bool(0.5) {
-        if let Some(w) = from_goal.choose(rng) {
-            return (*w).to_string();
-        }
+    if rng.random_bool(0.5)
+        && let Some(w) = from_goal.choose(rng)
+    {
+        return (*w).to_string();
     }
     WORDS.choose(rng).copied().unwrap_or("test").to_string()
 }

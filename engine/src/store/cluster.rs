@@ -275,10 +275,10 @@ impl LocalCluster {
                 "postgres",
                 DATABASE,
             ]);
-            if let Err(e) = self.run(cmd, "createdb").await {
-                if !e.to_string().contains("already exists") {
-                    return Err(e);
-                }
+            if let Err(e) = self.run(cmd, "createdb").await
+                && !e.to_string().contains("already exists")
+            {
+                return Err(e);
             }
         }
         Ok(())
