@@ -43,9 +43,9 @@ pub struct DemoArgs {
     /// Episodes per task.
     #[arg(long, default_value_t = 1)]
     pub rollouts: u32,
-    /// Step limit per episode.
-    #[arg(long, default_value_t = 15)]
-    pub max_steps: u32,
+    /// Step limit per episode, capping each task's own (default: each task's own).
+    #[arg(long)]
+    pub max_steps: Option<u32>,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -100,9 +100,9 @@ pub struct RunArgs {
     /// Episodes per task.
     #[arg(long, default_value_t = 1)]
     pub rollouts: u32,
-    /// Step limit per episode.
-    #[arg(long, default_value_t = 15)]
-    pub max_steps: u32,
+    /// Step limit per episode, capping each task's own (default: each task's own).
+    #[arg(long)]
+    pub max_steps: Option<u32>,
     /// Base seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -229,7 +229,7 @@ pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
             name: Some(format!("demo {policy}")),
             policy: Some(policy.clone()),
             rollouts_per_task: Some(args.rollouts),
-            max_steps: Some(args.max_steps),
+            max_steps: args.max_steps,
             ..Default::default()
         };
         ids.push(
@@ -290,7 +290,7 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         tasks: Some(args.tasks.filter()),
         policy: Some(args.policy),
         rollouts_per_task: Some(args.rollouts),
-        max_steps: Some(args.max_steps),
+        max_steps: args.max_steps,
         seed: Some(args.seed),
         ..Default::default()
     };
@@ -307,7 +307,6 @@ pub async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCod
         name: Some("verify reference solutions".into()),
         tasks: Some(args.tasks.filter()),
         policy: Some("scripted".into()),
-        max_steps: Some(tasks::MAX_STEPS_LIMIT),
         max_attempts: Some(1),
         ..Default::default()
     };

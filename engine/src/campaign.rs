@@ -22,7 +22,8 @@ pub struct CampaignSpec {
     /// Episodes per task (default 1).
     #[serde(default)]
     pub rollouts_per_task: Option<u32>,
-    /// Step limit per episode (default 15): the interaction horizon.
+    /// Step limit per episode, the interaction horizon: caps each task's own limit
+    /// (default: each task's own limit, or 15 for tasks without one).
     #[serde(default)]
     pub max_steps: Option<u32>,
     /// Episodes run at once (default: the browser pool's capacity).
@@ -47,14 +48,29 @@ pub struct CampaignConfig {
     pub policy: String,
     /// Episodes per task.
     pub rollouts_per_task: u32,
-    /// Step limit per episode.
-    pub max_steps: u32,
+    /// Step limit per episode, capping each task's own; `None`: the task's own.
+    pub max_steps: Option<u32>,
     /// Episodes run at once (0: as many as the browser pool allows).
     pub concurrency: u32,
     /// Base seed.
     pub seed: u64,
     /// Attempts per episode.
     pub max_attempts: u32,
+}
+
+/// Step limit of tasks that set none, when the campaign sets none either.
+pub const DEFAULT_MAX_STEPS: u32 = 15;
+
+impl CampaignConfig {
+    /// The step limit of one task's episodes: the campaign's horizon caps the task's own.
+    pub fn horizon(&self, task_max_steps: Option<u32>) -> u32 {
+        match (self.max_steps, task_max_steps) {
+            (Some(c), Some(t)) => c.min(t),
+            (Some(c), None) => c,
+            (None, Some(t)) => t,
+            (None, None) => DEFAULT_MAX_STEPS,
+        }
+    }
 }
 
 /// Upper bounds that keep one request from planning a runaway campaign.
@@ -100,14 +116,9 @@ impl CampaignSpec {
             1,
             MAX_ROLLOUTS,
         );
-        let max_steps = in_range(
-            &mut errors,
-            "max_steps",
-            self.max_steps,
-            15,
-            1,
-            MAX_STEPS_LIMIT,
-        );
+        let max_steps = self
+            .max_steps
+            .map(|m| in_range(&mut errors, "max_steps", Some(m), m, 1, MAX_STEPS_LIMIT));
         let concurrency = in_range(
             &mut errors,
             "concurrency",
@@ -187,7 +198,7 @@ mod tests {
                 c.max_steps,
                 c.max_attempts
             ),
-            ("random", 1, 15, 3)
+            ("random", 1, None, 3)
         );
         let e = CampaignSpec {
             policy: Some("gpt".into()),
@@ -210,6 +221,20 @@ mod tests {
                 "max_steps",
                 "tasks.difficulty"
             ]
+        );
+    }
+
+    #[test]
+    fn the_campaign_horizon_caps_the_task_limit() {
+        let mut c = CampaignSpec::default().validate(&names()).unwrap();
+        assert_eq!(
+            (c.horizon(None), c.horizon(Some(40))),
+            (DEFAULT_MAX_STEPS, 40)
+        );
+        c.max_steps = Some(10);
+        assert_eq!(
+            (c.horizon(None), c.horizon(Some(40)), c.horizon(Some(6))),
+            (10, 10, 6)
         );
     }
 

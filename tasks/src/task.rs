@@ -396,6 +396,18 @@ impl TryFrom<TaskSpec> for Task {
                 "the rubric checks the final answer, so the solution must end with answer(\"...\")",
             ));
         }
+        if let Some(n) = spec.max_steps
+            && !spec.reference_solution.is_empty()
+            && (n as usize) < spec.reference_solution.len()
+        {
+            errors.push(FieldError::new(
+                "max_steps",
+                format!(
+                    "{n} is shorter than the reference solution ({} steps)",
+                    spec.reference_solution.len()
+                ),
+            ));
+        }
         let id = match spec.id.as_deref() {
             Some(s) => TaskId::parse(s)
                 .map_err(|m| errors.push(FieldError::new("id", m)))

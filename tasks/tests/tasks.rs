@@ -86,6 +86,7 @@ fn every_bad_field_is_named() {
         (with("tags", json!(["ok", "has space"])), "tags[1]"),
         (with("max_steps", json!(0)), "max_steps"),
         (with("max_steps", json!(-3)), "max_steps"),
+        (with("max_steps", json!(1)), "max_steps"),
         (
             with("reference_solution", json!(["click(1)", "fly(2)"])),
             "reference_solution[1]",

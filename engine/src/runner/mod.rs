@@ -265,9 +265,7 @@ impl Runner {
                 return Ok(());
             }
         };
-        let max_steps = task
-            .max_steps
-            .map_or(config.max_steps, |m| m.min(config.max_steps));
+        let max_steps = config.horizon(task.max_steps);
         // A stuck episode (hung page, hung policy) is cut off and retried.
         let limit = Duration::from_secs(60) + Duration::from_secs(30) * max_steps;
         let heartbeat = self.spawn_heartbeat(ep.id);
