@@ -35,6 +35,37 @@ pub struct CampaignSpec {
     /// Attempts per episode before an infrastructure failure is final (default 3).
     #[serde(default)]
     pub max_attempts: Option<u32>,
+    /// `async` (default): every episode runs on its own; `lockstep`: all active episodes
+    /// step together, one batched policy call per step (the naive baseline).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Once this fraction of episodes is done (e.g. 0.95), the rest get a grace period
+    /// and then end as `timeout`; unstarted ones are not run.
+    #[serde(default)]
+    pub straggler_cutoff: Option<f64>,
+    /// The grace period after the cut-off, in seconds (default 30).
+    #[serde(default)]
+    pub straggler_grace_secs: Option<u64>,
+}
+
+/// How a campaign schedules its episodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Each episode is an independent state machine; no barriers.
+    #[default]
+    Async,
+    /// Barriers at every step (the naive synchronous baseline, for comparison).
+    Lockstep,
+}
+
+/// When to cut off the last episodes of a campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stragglers {
+    /// Fraction of episodes done that starts the grace period.
+    pub cutoff: f64,
+    /// Grace period, seconds.
+    pub grace_secs: u64,
 }
 
 /// A validated campaign configuration, stored with the campaign.
@@ -56,6 +87,12 @@ pub struct CampaignConfig {
     pub seed: u64,
     /// Attempts per episode.
     pub max_attempts: u32,
+    /// Scheduling mode.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Straggler cut-off, if any.
+    #[serde(default)]
+    pub stragglers: Option<Stragglers>,
 }
 
 /// Step limit of tasks that set none, when the campaign sets none either.
@@ -128,6 +165,40 @@ impl CampaignSpec {
             MAX_CONCURRENCY,
         );
         let max_attempts = in_range(&mut errors, "max_attempts", self.max_attempts, 3, 1, 20);
+        let mode = match self.mode.as_deref() {
+            None | Some("async") => Mode::Async,
+            Some("lockstep") => Mode::Lockstep,
+            Some(other) => {
+                errors.push(err(
+                    "mode",
+                    format!("must be async or lockstep, not `{other}`"),
+                ));
+                Mode::Async
+            }
+        };
+        let stragglers = match (self.straggler_cutoff, self.straggler_grace_secs) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                errors.push(err(
+                    "straggler_grace_secs",
+                    "only applies together with straggler_cutoff",
+                ));
+                None
+            }
+            (Some(c), grace) => {
+                if !(c > 0.0 && c <= 1.0) {
+                    errors.push(err("straggler_cutoff", "must be a fraction in (0, 1]"));
+                }
+                let grace_secs = grace.unwrap_or(30);
+                if grace_secs > 86_400 {
+                    errors.push(err("straggler_grace_secs", "at most 86400"));
+                }
+                Some(Stragglers {
+                    cutoff: c,
+                    grace_secs,
+                })
+            }
+        };
         let tasks = self.tasks.unwrap_or_default();
         if let Some(d) = &tasks.difficulty
             && Difficulty::parse(d).is_none()
@@ -166,6 +237,8 @@ impl CampaignSpec {
             concurrency,
             seed: self.seed.unwrap_or(0),
             max_attempts,
+            mode,
+            stragglers,
         })
     }
 }

@@ -13,6 +13,7 @@
 pub mod campaign;
 mod engine;
 mod error;
+pub mod metrics;
 pub mod policy;
 pub mod runner;
 pub mod sites;

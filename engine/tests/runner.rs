@@ -27,7 +27,7 @@ impl Policy for KillOnce {
     fn name(&self) -> &str {
         "kill-once"
     }
-    fn decide<'a>(&'a self, input: StepInput<'a>) -> BoxFuture<'a, Result<Decision, PolicyError>> {
+    fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async move {
             if input.step == 1 && !self.done.swap(true, Ordering::SeqCst) {
                 let pool = self.pool.get().expect("pool set before the campaign runs");
@@ -51,7 +51,7 @@ impl Policy for Down {
     fn name(&self) -> &str {
         "down"
     }
-    fn decide<'a>(&'a self, _: StepInput<'a>) -> BoxFuture<'a, Result<Decision, PolicyError>> {
+    fn decide(&self, _: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async { Err(PolicyError::Unavailable("connection refused".into())) }.boxed()
     }
 }

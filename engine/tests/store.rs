@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use engine::store::{EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictRecord};
+use engine::store::{
+    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictRecord, blob_hash,
+};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -35,10 +37,12 @@ async fn setup(pool: PgPool, tasks_n: usize) -> (Store, Uuid) {
 }
 
 fn record(id: Uuid, steps: usize) -> EpisodeRecord {
+    let shot = format!("screenshot of {id}").into_bytes();
+    let hash = blob_hash(&shot);
     let step = StepRecord {
         url: "http://x/".into(),
         title: "t".into(),
-        screenshot: None,
+        screenshot: Some(hash.clone()),
         elements: json!([]),
         action: "click(1)".into(),
         thought: None,
@@ -66,10 +70,23 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
             evidence: "e".into(),
             reason: "r".into(),
         }],
+        blobs: vec![Blob {
+            hash,
+            mime: "image/jpeg".into(),
+            bytes: shot,
+        }],
         success: true,
         score: 1.0,
         duration: Duration::from_millis(5),
     }
+}
+
+async fn blob_count(store: &Store) -> i64 {
+    sqlx::query_as::<_, (i64,)>("SELECT count(*) FROM blobs")
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+        .0
 }
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -90,7 +107,17 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
         !store.finish_episode("B", &record(a.id, 3)).await.unwrap(),
         "B does not hold A's lease"
     );
+    assert_eq!(
+        blob_count(&store).await,
+        0,
+        "a fenced-off write leaves no blobs behind"
+    );
     assert!(store.finish_episode("A", &record(a.id, 3)).await.unwrap());
+    assert_eq!(
+        blob_count(&store).await,
+        1,
+        "screenshots are stored with their episode, once"
+    );
     assert!(
         !store.finish_episode("A", &record(a.id, 3)).await.unwrap(),
         "a finished episode is never stored twice"

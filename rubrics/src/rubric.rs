@@ -552,6 +552,20 @@ impl Rubric {
         self.groups.iter().map(|g| g.facts.len()).sum()
     }
 
+    /// The CSS selectors its element checks read, deduplicated, in rubric order: what a
+    /// snapshot of the final page must capture so it can be judged after the browser is gone.
+    pub fn selectors(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for f in self.groups.iter().flat_map(|g| &g.facts) {
+            if let Check::Element { selector, .. } = &f.check
+                && !out.contains(&selector.as_str())
+            {
+                out.push(selector);
+            }
+        }
+        out
+    }
+
     /// Whether any fact needs the agent's final answer.
     pub fn needs_answer(&self) -> bool {
         self.groups

@@ -1,18 +1,23 @@
 //! Policies: what chooses the next action. The [`Policy`] trait is the seam every backend
 //! implements (scripted, random, and later ONNX and HTTP models).
 
+mod batcher;
 mod random;
 mod scripted;
+mod simulated;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use browser_pool::{Action, Observation};
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use tasks::Task;
 
+pub use batcher::{BatchBackend, BatchLimits, Batched, CloseReason, take_batch};
 pub use random::RandomPolicy;
 pub use scripted::ScriptedPolicy;
+pub use simulated::{LatencyModel, SimulatedLatency};
 
 /// A step already taken in this episode, as policies see history.
 #[derive(Debug, Clone)]
@@ -27,15 +32,16 @@ pub struct PastStep {
     pub error: Option<String>,
 }
 
-/// Everything a policy may look at to choose one action.
-#[derive(Debug, Clone, Copy)]
-pub struct StepInput<'a> {
+/// Everything a policy may look at to choose one action. Owned (cheap `Arc` clones) so a
+/// request can wait in a batching queue.
+#[derive(Debug, Clone)]
+pub struct StepInput {
     /// The task.
-    pub task: &'a Task,
+    pub task: Arc<Task>,
     /// The current observation.
-    pub observation: &'a Observation,
+    pub observation: Arc<Observation>,
     /// Earlier steps of the episode.
-    pub history: &'a [PastStep],
+    pub history: Arc<[PastStep]>,
     /// Index of this step, from 0.
     pub step: u32,
     /// The episode's step limit.
@@ -87,8 +93,19 @@ pub enum PolicyError {
 pub trait Policy: Send + Sync {
     /// The name campaigns refer to it by.
     fn name(&self) -> &str;
-    /// Chooses the next action.
-    fn decide<'a>(&'a self, input: StepInput<'a>) -> BoxFuture<'a, Result<Decision, PolicyError>>;
+
+    /// Chooses the next action of one episode.
+    fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>>;
+
+    /// Chooses for several episodes at once (lockstep rollouts make one such call per
+    /// step). Batched backends override it; by default each input is decided on its own,
+    /// concurrently.
+    fn decide_batch(
+        &self,
+        inputs: Vec<StepInput>,
+    ) -> BoxFuture<'_, Vec<Result<Decision, PolicyError>>> {
+        futures::future::join_all(inputs.into_iter().map(|i| self.decide(i))).boxed()
+    }
 }
 
 /// The policies a campaign may name.

@@ -16,7 +16,7 @@ impl Policy for ScriptedPolicy {
         "scripted"
     }
 
-    fn decide<'a>(&'a self, input: StepInput<'a>) -> BoxFuture<'a, Result<Decision, PolicyError>> {
+    fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         let solution = &input.task.reference_solution;
         let i = input.step as usize;
         let decision = match solution.get(i) {

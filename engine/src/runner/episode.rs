@@ -1,16 +1,19 @@
-//! One episode: observe → ask the policy → act, until the agent answers or stops or the
-//! step limit is reached; then judge the final page and build the record to store.
+//! One episode as a state machine: `open` (lease a context, load the start page), then
+//! `observe` → policy → `apply` until it answers, stops or runs out of steps, then `finish`
+//! (final screenshot, page snapshot for the judge, context released). The async and
+//! lockstep schedulers drive the same machine.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, BrowserPool, PoolError};
-use rubrics::{RULE_JUDGE, Trajectory};
+use browser_pool::{Action, BrowserPool, Observation, PoolError, Session};
 use tasks::Task;
 use uuid::Uuid;
 
-use super::probe::SessionProbe;
-use crate::policy::{PastStep, Policy, PolicyError, StepInput};
-use crate::store::{EndReason, EpisodeRecord, StepRecord, Store, StoreError, VerdictRecord};
+use super::snapshot::PageSnapshot;
+use crate::metrics::METRICS;
+use crate::policy::{Decision, PastStep, Policy, PolicyError, StepInput};
+use crate::store::{Blob, EndReason, StepRecord, StoreError};
 
 /// An infrastructure failure: the episode is retried, never scored.
 #[derive(Debug, thiserror::Error)]
@@ -32,9 +35,9 @@ pub enum InfraError {
         /// Why.
         message: String,
     },
-    /// The final page could not be read for judging.
-    #[error("judging: {0}")]
-    Judge(#[from] rubrics::ProbeError),
+    /// The episode exceeded its time limit.
+    #[error("watchdog: episode exceeded {0:?}")]
+    Watchdog(Duration),
 }
 
 impl InfraError {
@@ -45,7 +48,7 @@ impl InfraError {
             InfraError::Store(_) => "store",
             InfraError::Policy(_) => "policy_unavailable",
             InfraError::StartPage { .. } => "start_page",
-            InfraError::Judge(_) => "judge",
+            InfraError::Watchdog(_) => "watchdog",
         }
     }
 }
@@ -58,79 +61,156 @@ fn ms(d: Duration) -> i32 {
 }
 
 /// What an episode needs to run.
-pub struct EpisodeRun<'a> {
+#[derive(Clone)]
+pub struct EpisodeRun {
     /// Episode id.
     pub id: Uuid,
     /// The task.
-    pub task: &'a Task,
+    pub task: Arc<Task>,
     /// The policy.
-    pub policy: &'a dyn Policy,
+    pub policy: Arc<dyn Policy>,
     /// Step limit.
     pub max_steps: u32,
     /// Policy seed.
     pub seed: u64,
 }
 
-/// Runs one episode to its end and judges it. The session is always released.
-pub async fn run(
-    pool: &BrowserPool,
-    store: &Store,
-    ep: EpisodeRun<'_>,
-) -> Result<EpisodeRecord, InfraError> {
-    let started = Instant::now();
-    let mut session = pool.lease().await?;
-    let result = drive(&mut session, store, &ep, started).await;
-    session.close().await;
-    result
+/// An observation waiting for the policy's decision.
+struct Pending {
+    observation: Arc<Observation>,
+    screenshot: String,
+    observe: Duration,
 }
 
-async fn drive(
-    session: &mut browser_pool::Session,
-    store: &Store,
-    ep: &EpisodeRun<'_>,
+/// A running episode.
+pub struct Episode {
+    /// What it runs.
+    pub run: EpisodeRun,
+    session: Session,
     started: Instant,
-) -> Result<EpisodeRecord, InfraError> {
-    let start_url = ep.task.start_url.to_string();
-    let opened = session.act(&Action::Goto(start_url.clone())).await?;
-    if let Some(message) = opened.error {
-        return Err(InfraError::StartPage {
-            url: start_url,
-            message,
-        });
-    }
-    let mut steps: Vec<StepRecord> = Vec::new();
-    let mut history: Vec<PastStep> = Vec::new();
-    let mut visited: Vec<String> = Vec::new();
-    let mut policy_errors = 0;
-    let mut end = EndReason::MaxSteps;
-    let mut final_answer = None;
-    // Set when the agent answered or stopped: the page is the one last observed.
-    let mut terminal_shot: Option<String> = None;
+    steps: Vec<StepRecord>,
+    blobs: Vec<Blob>,
+    history: Vec<PastStep>,
+    visited: Vec<String>,
+    policy_errors: u32,
+    end: Option<EndReason>,
+    final_answer: Option<String>,
+    terminal_shot: Option<String>,
+    pending: Option<Pending>,
+}
 
-    for step in 0..ep.max_steps {
+/// An episode that ran to its end, ready to be judged and stored.
+pub struct Finished {
+    /// What it ran.
+    pub run: EpisodeRun,
+    /// How it ended.
+    pub end_reason: EndReason,
+    /// Its answer.
+    pub final_answer: Option<String>,
+    /// Its final page's screenshot (a hash into `blobs`).
+    pub final_screenshot: String,
+    /// Its steps.
+    pub steps: Vec<StepRecord>,
+    /// Screenshots, deduplicated by hash.
+    pub blobs: Vec<Blob>,
+    /// URLs it observed, in order.
+    pub visited: Vec<String>,
+    /// The final page, for the judge.
+    pub snapshot: PageSnapshot,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+impl Episode {
+    /// Leases a browser context and loads the task's start page.
+    pub async fn open(pool: &BrowserPool, run: EpisodeRun) -> Result<Episode, InfraError> {
+        let started = Instant::now();
+        let mut session = pool.lease().await?;
+        let url = run.task.start_url.to_string();
+        let opened = match session.act(&Action::Goto(url.clone())).await {
+            Ok(r) => r,
+            Err(e) => {
+                session.close().await;
+                return Err(e.into());
+            }
+        };
+        if let Some(message) = opened.error {
+            session.close().await;
+            return Err(InfraError::StartPage { url, message });
+        }
+        METRICS.episodes_running.add(1);
+        Ok(Episode {
+            run,
+            session,
+            started,
+            steps: Vec::new(),
+            blobs: Vec::new(),
+            history: Vec::new(),
+            visited: Vec::new(),
+            policy_errors: 0,
+            end: None,
+            final_answer: None,
+            terminal_shot: None,
+            pending: None,
+        })
+    }
+
+    /// Whether the episode has ended.
+    pub fn done(&self) -> bool {
+        self.end.is_some()
+    }
+
+    fn keep_blob(&mut self, bytes: Vec<u8>, mime: &'static str) -> String {
+        let hash = crate::store::blob_hash(&bytes);
+        if !self.blobs.iter().any(|b| b.hash == hash) {
+            self.blobs.push(Blob {
+                hash: hash.clone(),
+                mime: mime.to_string(),
+                bytes,
+            });
+        }
+        hash
+    }
+
+    /// Observes the page and returns what the policy must decide on.
+    pub async fn observe(&mut self) -> Result<StepInput, InfraError> {
         let t0 = Instant::now();
-        let obs = session.observe().await?;
-        let shot = store
-            .put_blob(&obs.screenshot.bytes, obs.screenshot.mime)
-            .await?;
-        visited.push(obs.url.clone());
-        let t1 = Instant::now();
-        let decision = ep
-            .policy
-            .decide(StepInput {
-                task: ep.task,
-                observation: &obs,
-                history: &history,
-                step,
-                max_steps: ep.max_steps,
-                seed: ep.seed,
-            })
-            .await;
-        let t2 = Instant::now();
+        let mut obs = self.session.observe().await?;
+        let observe = t0.elapsed();
+        METRICS.observe_seconds.time(observe);
+        let bytes = std::mem::take(&mut obs.screenshot.bytes);
+        let screenshot = self.keep_blob(bytes.clone(), obs.screenshot.mime);
+        // The policy still sees the image; the stored copy lives in `blobs`.
+        obs.screenshot.bytes = bytes;
+        self.visited.push(obs.url.clone());
+        let observation = Arc::new(obs);
+        self.pending = Some(Pending {
+            observation: observation.clone(),
+            screenshot,
+            observe,
+        });
+        Ok(StepInput {
+            task: self.run.task.clone(),
+            observation,
+            history: self.history.clone().into(),
+            step: self.steps.len() as u32,
+            max_steps: self.run.max_steps,
+            seed: self.run.seed,
+        })
+    }
+
+    /// Applies the policy's decision to the observed page.
+    pub async fn apply(
+        &mut self,
+        decision: Result<Decision, PolicyError>,
+        policy_time: Duration,
+    ) -> Result<(), InfraError> {
+        let pending = self.pending.take().expect("apply follows observe");
+        METRICS.policy_seconds.time(policy_time);
         let decision = match decision {
             Ok(d) => d,
             Err(e @ PolicyError::Unavailable(_)) => return Err(InfraError::Policy(e)),
-            Err(PolicyError::Failed(msg)) => crate::policy::Decision {
+            Err(PolicyError::Failed(msg)) => Decision {
                 action: Err(msg.clone()),
                 raw_output: String::new(),
                 thought: Some(format!("policy failed: {msg}")),
@@ -138,10 +218,11 @@ async fn drive(
                 token_logprobs: Vec::new(),
             },
         };
+        let obs = &pending.observation;
         let mut record = StepRecord {
             url: obs.url.clone(),
             title: obs.title.clone(),
-            screenshot: Some(shot.clone()),
+            screenshot: Some(pending.screenshot.clone()),
             elements: serde_json::to_value(&obs.elements).unwrap_or_default(),
             action: String::new(),
             thought: decision.thought.clone(),
@@ -150,30 +231,34 @@ async fn drive(
             click: None,
             logprob: decision.logprob,
             token_logprobs: decision.token_logprobs.clone(),
-            observe_ms: ms(t1 - t0),
-            policy_ms: ms(t2 - t1),
+            observe_ms: ms(pending.observe),
+            policy_ms: ms(policy_time),
             act_ms: 0,
         };
+        METRICS.steps.inc();
         match decision.action {
             Ok(action) => {
-                policy_errors = 0;
+                self.policy_errors = 0;
                 record.action = action.to_string();
                 if action.is_terminal() {
-                    if let Action::Answer(a) = &action {
-                        final_answer = Some(a.clone());
-                        end = EndReason::Answered;
-                    } else {
-                        end = EndReason::Stopped;
+                    match &action {
+                        Action::Answer(a) => {
+                            self.final_answer = Some(a.clone());
+                            self.end = Some(EndReason::Answered);
+                        }
+                        _ => self.end = Some(EndReason::Stopped),
                     }
-                    steps.push(record);
-                    terminal_shot = Some(shot);
-                    break;
+                    self.terminal_shot = Some(pending.screenshot);
+                    self.steps.push(record);
+                    return Ok(());
                 }
-                let report = session.act(&action).await?;
-                record.act_ms = ms(t2.elapsed());
+                let t = Instant::now();
+                let report = self.session.act(&action).await?;
+                METRICS.act_seconds.time(t.elapsed());
+                record.act_ms = ms(t.elapsed());
                 record.action_error = report.error.clone();
                 record.click = report.point;
-                history.push(PastStep {
+                self.history.push(PastStep {
                     action: record.action.clone(),
                     url: obs.url.clone(),
                     title: obs.title.clone(),
@@ -181,13 +266,14 @@ async fn drive(
                 });
             }
             Err(message) => {
-                policy_errors += 1;
+                METRICS.parse_failures.inc();
+                self.policy_errors += 1;
                 record.action = decision.raw_output.clone();
                 record.action_error = Some(message.clone());
-                session.report_error(format!(
+                self.session.report_error(format!(
                     "your last output was not a valid action: {message}"
                 ));
-                history.push(PastStep {
+                self.history.push(PastStep {
                     action: decision.raw_output,
                     url: obs.url.clone(),
                     title: obs.title.clone(),
@@ -195,49 +281,88 @@ async fn drive(
                 });
             }
         }
-        steps.push(record);
-        if policy_errors >= MAX_POLICY_ERRORS {
-            end = EndReason::PolicyError;
-            break;
+        self.steps.push(record);
+        if self.policy_errors >= MAX_POLICY_ERRORS {
+            self.end = Some(EndReason::PolicyError);
+        } else if self.steps.len() as u32 >= self.run.max_steps {
+            self.end = Some(EndReason::MaxSteps);
+        }
+        Ok(())
+    }
+
+    /// Ends the episode now (a straggler cut off by the campaign).
+    pub fn cut(&mut self) {
+        if self.end.is_none() {
+            self.end = Some(EndReason::Timeout);
         }
     }
 
-    // The page the episode ended on: unchanged after answer/stop, otherwise taken anew.
-    let final_screenshot = match terminal_shot {
-        Some(hash) => hash,
-        None => {
-            let shot = session.screenshot().await?;
-            store.put_blob(&shot.bytes, shot.mime).await?
+    /// Captures the final page and releases the browser context.
+    pub async fn finish(mut self) -> Result<Finished, InfraError> {
+        let result = self.capture_end().await;
+        METRICS.episodes_running.add(-1);
+        self.session.close().await;
+        let (final_screenshot, snapshot) = result?;
+        Ok(Finished {
+            run: self.run,
+            end_reason: self.end.unwrap_or(EndReason::MaxSteps),
+            final_answer: self.final_answer,
+            final_screenshot,
+            steps: self.steps,
+            blobs: self.blobs,
+            visited: self.visited,
+            snapshot,
+            duration: self.started.elapsed(),
+        })
+    }
+
+    async fn capture_end(&mut self) -> Result<(String, PageSnapshot), InfraError> {
+        // Unchanged after answer/stop: the page is the one last observed.
+        let shot = match self.terminal_shot.take() {
+            Some(hash) => hash,
+            None => {
+                let s = self.session.screenshot().await?;
+                self.keep_blob(s.bytes, s.mime)
+            }
+        };
+        let snapshot = PageSnapshot::capture(&self.session, &self.run.task.rubric).await?;
+        Ok((shot, snapshot))
+    }
+
+    /// Releases the browser context of an episode that failed.
+    pub async fn abandon(self) {
+        METRICS.episodes_running.add(-1);
+        self.session.close().await;
+    }
+}
+
+/// Runs one episode on its own, asking the policy one step at a time: the async
+/// scheduler's unit of work. `cut` ends it early as a straggler.
+pub async fn run_alone(
+    pool: &BrowserPool,
+    run: EpisodeRun,
+    cut: &tokio::sync::watch::Receiver<bool>,
+) -> Result<Finished, InfraError> {
+    let policy = run.policy.clone();
+    let mut ep = Episode::open(pool, run).await?;
+    while !ep.done() {
+        if *cut.borrow() {
+            ep.cut();
+            break;
         }
-    };
-    let probe = SessionProbe(session);
-    let traj = Trajectory {
-        final_answer: final_answer.clone(),
-        visited_urls: visited,
-    };
-    let judgement = rubrics::judge(&ep.task.rubric, &traj, &probe).await?;
-    let final_url = session.url().await.ok();
-    Ok(EpisodeRecord {
-        id: ep.id,
-        end_reason: end,
-        final_answer,
-        final_url,
-        final_screenshot: Some(final_screenshot),
-        steps,
-        verdicts: judgement
-            .verdicts
-            .into_iter()
-            .map(|v| VerdictRecord {
-                judge: RULE_JUDGE.to_string(),
-                group_id: v.group_id,
-                fact_id: v.fact_id,
-                passed: v.passed,
-                evidence: v.evidence,
-                reason: v.reason,
-            })
-            .collect(),
-        success: judgement.success,
-        score: judgement.score,
-        duration: started.elapsed(),
-    })
+        let input = match ep.observe().await {
+            Ok(i) => i,
+            Err(e) => {
+                ep.abandon().await;
+                return Err(e);
+            }
+        };
+        let t = Instant::now();
+        let decision = policy.decide(input).await;
+        if let Err(e) = ep.apply(decision, t.elapsed()).await {
+            ep.abandon().await;
+            return Err(e);
+        }
+    }
+    ep.finish().await
 }

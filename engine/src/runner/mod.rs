@@ -1,21 +1,36 @@
-//! Runs campaigns: workers claim episodes from the store, run them in the browser pool,
-//! and store each finished episode atomically. Infrastructure failures put the episode
-//! back for a retry (up to the campaign's limit) and are never scored.
+//! Runs campaigns.
+//!
+//! Episode workers claim episodes from the store (leases in Postgres, so any number of
+//! runner processes can share a campaign), drive them in the browser pool, and hand each
+//! finished episode to the [`pipeline`]: a judge queue, then a store writer. Infrastructure
+//! failures put the episode back for a retry (up to the campaign's limit) with the reason
+//! recorded, and are never scored.
+//!
+//! Two schedules: `async` (each episode its own state machine, no barriers; policy
+//! requests meet in the policy's own batching queue) and `lockstep` (every active episode
+//! steps together with one batched policy call per step: the naive baseline, kept to
+//! measure the difference).
 
 mod episode;
-mod probe;
+mod lockstep;
+mod pipeline;
+mod snapshot;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use browser_pool::BrowserPool;
-use tokio::sync::broadcast;
+use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
-pub use episode::InfraError;
+pub use episode::{Episode, EpisodeRun, Finished, InfraError};
+pub use pipeline::{LeaseGuard, Pipeline, Work};
+pub use snapshot::PageSnapshot;
 
-use crate::campaign::CampaignConfig;
+use crate::campaign::{CampaignConfig, Mode};
 use crate::error::EngineError;
+use crate::metrics::METRICS;
 use crate::policy::{Policy, PolicyRegistry};
 use crate::store::{ClaimedEpisode, Store};
 
@@ -71,6 +86,8 @@ pub struct RunnerConfig {
     pub owner: String,
     /// Lease length; a runner that dies loses its episodes after this long.
     pub lease: Duration,
+    /// Judge workers per campaign.
+    pub judges: usize,
 }
 
 impl RunnerConfig {
@@ -85,6 +102,7 @@ impl RunnerConfig {
                 Uuid::new_v4().simple()
             ),
             lease: Duration::from_secs(60),
+            judges: 2,
         }
     }
 }
@@ -101,6 +119,16 @@ pub struct Runner {
 
 const TERMINAL: &[&str] = &["completed", "cancelled", "failed"];
 
+/// One campaign's run: what every worker shares.
+struct CampaignRun {
+    id: Uuid,
+    config: CampaignConfig,
+    policy: Arc<dyn Policy>,
+    pipeline: Pipeline,
+    cut: watch::Receiver<bool>,
+    tasks: Mutex<HashMap<String, Arc<tasks::Task>>>,
+}
+
 impl Runner {
     /// A runner; events go to `events`.
     pub fn new(
@@ -110,6 +138,7 @@ impl Runner {
         cfg: RunnerConfig,
         events: broadcast::Sender<RunEvent>,
     ) -> Runner {
+        METRICS.pool_capacity.set(pool.config().capacity() as i64);
         Runner {
             store,
             pool,
@@ -158,13 +187,45 @@ impl Runner {
             0 => capacity,
             n => n.min(capacity),
         };
-        let config = Arc::new(config);
-        let results = futures::future::join_all(
-            (0..workers).map(|_| self.worker(id, &config, policy.as_ref())),
-        )
-        .await;
-        let status = self.store.campaign_status(id).await?.unwrap_or_default();
-        if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
+        let (cut_tx, cut) = watch::channel(false);
+        let monitor = config
+            .stragglers
+            .map(|s| tokio::spawn(watch_stragglers(self.store.clone(), id, s, cut_tx)));
+        let run = Arc::new(CampaignRun {
+            id,
+            pipeline: Pipeline::start(
+                self.store.clone(),
+                self.cfg.owner.clone(),
+                self.events.clone(),
+                self.cfg.judges,
+                workers,
+            ),
+            config,
+            policy,
+            cut,
+            tasks: Mutex::new(HashMap::new()),
+        });
+        let result = match run.config.mode {
+            Mode::Async => {
+                let results =
+                    futures::future::join_all((0..workers).map(|_| self.worker(&run))).await;
+                results
+                    .into_iter()
+                    .collect::<Result<Vec<()>, EngineError>>()
+                    .map(|_| ())
+            }
+            Mode::Lockstep => lockstep::run(self, &run, workers).await,
+        };
+        if let Some(m) = monitor {
+            m.abort();
+        }
+        let Ok(run) = Arc::try_unwrap(run) else {
+            return Err(EngineError::Internal(
+                "a worker outlived its campaign".into(),
+            ));
+        };
+        run.pipeline.close().await;
+        if let Err(e) = result {
             self.store
                 .set_campaign_status(id, "failed", Some(&e.to_string()))
                 .await?;
@@ -174,14 +235,20 @@ impl Runner {
             });
             return Err(e);
         }
-        let status = if status == "running" {
-            self.store
-                .set_campaign_status(id, "completed", None)
-                .await?;
-            "completed".to_string()
-        } else {
-            status
-        };
+        let mut status = self.store.campaign_status(id).await?.unwrap_or_default();
+        if status == "running" {
+            let v = self
+                .store
+                .get_campaign(id)
+                .await?
+                .ok_or(EngineError::NotFound("campaign"))?;
+            if v.counts.pending + v.counts.running == 0 {
+                self.store
+                    .set_campaign_status(id, "completed", None)
+                    .await?;
+                status = "completed".into();
+            }
+        }
         self.emit(RunEvent::CampaignEnded {
             campaign: id,
             status: status.clone(),
@@ -189,51 +256,58 @@ impl Runner {
         Ok(status)
     }
 
-    /// Claims and runs episodes until the campaign has none left or stops running.
-    async fn worker(
-        &self,
-        id: Uuid,
-        config: &CampaignConfig,
-        policy: &dyn Policy,
-    ) -> Result<(), EngineError> {
+    /// Claims and runs episodes one at a time until the campaign has none left or stops.
+    async fn worker(&self, run: &CampaignRun) -> Result<(), EngineError> {
         loop {
-            if self.store.campaign_status(id).await?.as_deref() != Some("running") {
-                return Ok(());
-            }
-            match self
-                .store
-                .claim_episode(id, &self.cfg.owner, self.cfg.lease)
-                .await?
-            {
-                Some(ep) => self.run_episode(id, config, policy, ep).await?,
-                None => {
-                    let v = self
-                        .store
-                        .get_campaign(id)
-                        .await?
-                        .ok_or(EngineError::NotFound("campaign"))?;
-                    if v.counts.pending + v.counts.running == 0 {
-                        return Ok(());
-                    }
-                    // Others hold the rest; their leases may yet expire and come back to us.
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                }
+            match self.next_claim(run).await? {
+                Claim::Episode(ep, lease) => self.run_one(run, ep, lease).await?,
+                Claim::Wait => tokio::time::sleep(Duration::from_millis(500)).await,
+                Claim::Done => return Ok(()),
             }
         }
     }
 
-    async fn run_episode(
+    /// The next episode to run, or whether to wait or stop.
+    async fn next_claim(&self, run: &CampaignRun) -> Result<Claim, EngineError> {
+        if self.store.campaign_status(run.id).await?.as_deref() != Some("running") {
+            return Ok(Claim::Done);
+        }
+        if *run.cut.borrow() {
+            return Ok(Claim::Done);
+        }
+        if let Some(ep) = self
+            .store
+            .claim_episode(run.id, &self.cfg.owner, self.cfg.lease)
+            .await?
+        {
+            let lease = LeaseGuard::start(
+                self.store.clone(),
+                self.cfg.owner.clone(),
+                self.cfg.lease,
+                ep.id,
+            );
+            return Ok(Claim::Episode(ep, lease));
+        }
+        let v = self
+            .store
+            .get_campaign(run.id)
+            .await?
+            .ok_or(EngineError::NotFound("campaign"))?;
+        // Others hold the rest; their leases may yet expire and come back to us.
+        Ok(if v.counts.pending + v.counts.running == 0 {
+            Claim::Done
+        } else {
+            Claim::Wait
+        })
+    }
+
+    /// Turns a claim into something runnable, or gives it up (returns `None`).
+    async fn prepare(
         &self,
-        campaign: Uuid,
-        config: &CampaignConfig,
-        policy: &dyn Policy,
-        ep: ClaimedEpisode,
-    ) -> Result<(), EngineError> {
-        let owner = &self.cfg.owner;
-        let give_up = |store: Store, reason: String| async move {
-            store.release_episode(ep.id, owner, &reason, true).await
-        };
-        if ep.attempts > config.max_attempts as i32 {
+        run: &CampaignRun,
+        ep: &ClaimedEpisode,
+    ) -> Result<Option<EpisodeRun>, EngineError> {
+        if ep.attempts > run.config.max_attempts as i32 {
             let reason = format!(
                 "gave up after {} attempts; last error: {}",
                 ep.attempts - 1,
@@ -241,94 +315,168 @@ impl Runner {
                     .as_deref()
                     .unwrap_or("lease expired (runner died?)")
             );
-            give_up(self.store.clone(), reason.clone()).await?;
-            self.emit(RunEvent::EpisodeFailed {
-                campaign,
-                episode: ep.id,
-                error: reason,
-                gave_up: true,
-            });
-            return Ok(());
+            self.give_up(run.id, ep.id, reason).await?;
+            return Ok(None);
         }
-        let task = match self.store.load_task(&ep.task_id).await {
-            Ok(Some(t)) => t,
-            Ok(None) => {
-                give_up(
-                    self.store.clone(),
-                    format!("task {} no longer exists", ep.task_id),
-                )
-                .await?;
-                return Ok(());
-            }
-            Err(e) => {
-                give_up(self.store.clone(), e.to_string()).await?;
-                return Ok(());
+        let task = {
+            let mut cache = run.tasks.lock().await;
+            match cache.get(&ep.task_id) {
+                Some(t) => Some(t.clone()),
+                None => match self.store.load_task(&ep.task_id).await {
+                    Ok(Some(t)) => {
+                        let t = Arc::new(t);
+                        cache.insert(ep.task_id.clone(), t.clone());
+                        Some(t)
+                    }
+                    Ok(None) => None,
+                    Err(e) => {
+                        self.give_up(run.id, ep.id, format!("task {}: {e}", ep.task_id))
+                            .await?;
+                        return Ok(None);
+                    }
+                },
             }
         };
-        let max_steps = config.horizon(task.max_steps);
-        // A stuck episode (hung page, hung policy) is cut off and retried.
-        let limit = Duration::from_secs(60) + Duration::from_secs(30) * max_steps;
-        let heartbeat = self.spawn_heartbeat(ep.id);
-        let span = tracing::info_span!("episode", campaign = %campaign, episode = %ep.id, task = %ep.task_id, attempt = ep.attempts);
-        let run = episode::run(
-            &self.pool,
-            &self.store,
-            episode::EpisodeRun {
-                id: ep.id,
-                task: &task,
-                policy,
-                max_steps,
-                seed: ep.seed as u64,
-            },
-        );
-        let outcome = tracing::Instrument::instrument(tokio::time::timeout(limit, run), span).await;
-        heartbeat.abort();
-        let failure = match outcome {
-            Ok(Ok(record)) => {
-                let (success, steps) = (record.success, record.steps.len());
-                if self.store.finish_episode(owner, &record).await? {
-                    self.emit(RunEvent::EpisodeFinished {
-                        campaign,
-                        episode: ep.id,
-                        task_id: ep.task_id.clone(),
-                        success,
-                        steps,
-                    });
-                } else {
-                    tracing::warn!(episode = %ep.id, "lost the lease before storing; another runner owns the episode");
-                }
-                return Ok(());
-            }
-            Ok(Err(e)) => format!("{}: {e}", e.kind()),
-            Err(_) => format!("watchdog: episode exceeded {limit:?}"),
+        let Some(task) = task else {
+            self.give_up(
+                run.id,
+                ep.id,
+                format!("task {} no longer exists", ep.task_id),
+            )
+            .await?;
+            return Ok(None);
         };
-        let gave_up = ep.attempts >= config.max_attempts as i32;
-        tracing::warn!(episode = %ep.id, attempt = ep.attempts, gave_up, error = %failure, "episode failed (infrastructure)");
+        Ok(Some(EpisodeRun {
+            id: ep.id,
+            max_steps: run.config.horizon(task.max_steps),
+            task,
+            policy: run.policy.clone(),
+            seed: ep.seed as u64,
+        }))
+    }
+
+    /// A watchdog limit for one episode: generous, but finite.
+    fn time_limit(max_steps: u32) -> Duration {
+        Duration::from_secs(60) + Duration::from_secs(30) * max_steps
+    }
+
+    async fn run_one(
+        &self,
+        run: &CampaignRun,
+        ep: ClaimedEpisode,
+        lease: LeaseGuard,
+    ) -> Result<(), EngineError> {
+        let Some(er) = self.prepare(run, &ep).await? else {
+            return Ok(());
+        };
+        let limit = Self::time_limit(er.max_steps);
+        let span = tracing::info_span!("episode", campaign = %run.id, episode = %ep.id, task = %ep.task_id, attempt = ep.attempts);
+        let outcome = tracing::Instrument::instrument(
+            tokio::time::timeout(limit, episode::run_alone(&self.pool, er, &run.cut)),
+            span,
+        )
+        .await;
+        match outcome {
+            Ok(Ok(finished)) => {
+                run.pipeline
+                    .submit(Work {
+                        campaign: run.id,
+                        finished,
+                        lease,
+                    })
+                    .await
+            }
+            Ok(Err(e)) => self.failed(run, &ep, &e.to_string(), e.kind()).await?,
+            Err(_) => {
+                let e = InfraError::Watchdog(limit);
+                self.failed(run, &ep, &e.to_string(), e.kind()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records an infrastructure failure: back to pending, or failed when out of attempts.
+    async fn failed(
+        &self,
+        run: &CampaignRun,
+        ep: &ClaimedEpisode,
+        error: &str,
+        kind: &str,
+    ) -> Result<(), EngineError> {
+        let gave_up = ep.attempts >= run.config.max_attempts as i32;
+        let reason = format!("{kind}: {error}");
+        tracing::warn!(episode = %ep.id, attempt = ep.attempts, gave_up, error = %reason, "episode failed (infrastructure)");
+        METRICS.retries.inc(kind);
+        if gave_up {
+            METRICS.episodes_failed.inc();
+        }
         self.store
-            .release_episode(ep.id, owner, &failure, gave_up)
+            .release_episode(ep.id, &self.cfg.owner, &reason, gave_up)
             .await?;
         self.emit(RunEvent::EpisodeFailed {
-            campaign,
+            campaign: run.id,
             episode: ep.id,
-            error: failure,
+            error: reason,
             gave_up,
         });
         Ok(())
     }
 
-    fn spawn_heartbeat(&self, episode: Uuid) -> tokio::task::JoinHandle<()> {
-        let (store, owner, lease) = (self.store.clone(), self.cfg.owner.clone(), self.cfg.lease);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(lease / 3).await;
-                match store.heartbeat(episode, &owner, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(e) => {
-                        tracing::warn!(episode = %episode, error = %e, "lease heartbeat failed")
-                    }
-                }
-            }
-        })
+    async fn give_up(
+        &self,
+        campaign: Uuid,
+        episode: Uuid,
+        reason: String,
+    ) -> Result<(), EngineError> {
+        METRICS.episodes_failed.inc();
+        self.store
+            .release_episode(episode, &self.cfg.owner, &reason, true)
+            .await?;
+        self.emit(RunEvent::EpisodeFailed {
+            campaign,
+            episode,
+            error: reason,
+            gave_up: true,
+        });
+        Ok(())
+    }
+}
+
+enum Claim {
+    Episode(ClaimedEpisode, LeaseGuard),
+    Wait,
+    Done,
+}
+
+/// Once enough of the campaign is done, waits out the grace period, then cuts the rest:
+/// running episodes end as `timeout` at their next step, unstarted ones are not run.
+async fn watch_stragglers(
+    store: Store,
+    id: Uuid,
+    s: crate::campaign::Stragglers,
+    cut: watch::Sender<bool>,
+) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let Ok(Some(v)) = store.get_campaign(id).await else {
+            continue;
+        };
+        let done = (v.counts.finished + v.counts.failed) as f64;
+        if v.total_episodes > 0 && done / v.total_episodes as f64 >= s.cutoff {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(s.grace_secs)).await;
+    tracing::info!(campaign = %id, "straggler cut-off: ending the remaining episodes");
+    let _ = cut.send(true);
+    match store
+        .fail_pending(id, "not started: cut off as a straggler")
+        .await
+    {
+        Ok(n) if n > 0 => {
+            tracing::info!(campaign = %id, episodes = n, "unstarted stragglers not run")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not mark unstarted stragglers"),
     }
 }

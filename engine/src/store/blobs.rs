@@ -5,6 +5,17 @@ use sha2::{Digest, Sha256};
 
 use super::{Store, StoreError};
 
+/// A blob waiting to be stored with its episode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// Its content address.
+    pub hash: String,
+    /// MIME type.
+    pub mime: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
 /// The content address of some bytes.
 pub fn hash(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

@@ -122,6 +122,8 @@ pub struct EpisodeRecord {
     pub steps: Vec<StepRecord>,
     /// Verdicts in rubric order.
     pub verdicts: Vec<VerdictRecord>,
+    /// Screenshots the steps and final page refer to.
+    pub blobs: Vec<super::Blob>,
     /// Judged successful.
     pub success: bool,
     /// Partial credit.
@@ -342,6 +344,17 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         }
+        // A few MB per statement at most: an episode's screenshots.
+        for chunk in rec.blobs.chunks(16) {
+            let mut q = QueryBuilder::new("INSERT INTO blobs (hash, mime, bytes) ");
+            q.push_values(chunk, |mut b, blob| {
+                b.push_bind(&blob.hash)
+                    .push_bind(&blob.mime)
+                    .push_bind(&blob.bytes);
+            });
+            q.push(" ON CONFLICT (hash) DO NOTHING");
+            q.build().execute(&mut *tx).await?;
+        }
         if !rec.steps.is_empty() {
             let mut q = QueryBuilder::new(
                 "INSERT INTO steps (episode_id, idx, url, title, screenshot, elements, action, thought, raw_output,
@@ -491,6 +504,31 @@ impl Store {
             steps,
             verdicts,
         }))
+    }
+
+    /// Ends every still-pending episode of a campaign as `failed` with a reason (a
+    /// straggler cut-off: never started, so never scored). Returns how many.
+    pub async fn fail_pending(&self, campaign: Uuid, reason: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE episodes SET status = 'failed', last_error = $2, finished_at = now()
+             WHERE campaign_id = $1 AND status = 'pending'",
+        )
+        .bind(campaign)
+        .bind(reason)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Who stored each finished episode of a campaign, and how many.
+    pub async fn finished_by(&self, campaign: Uuid) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT coalesce(finished_by, ''), count(*) FROM episodes
+             WHERE campaign_id = $1 AND status = 'finished' GROUP BY 1 ORDER BY 1",
+        )
+        .bind(campaign)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Counts rows for a campaign: (episodes, steps, distinct screenshots, verdicts).

@@ -16,6 +16,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
+pub use blobs::{Blob, hash as blob_hash};
 pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode};
 pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeRecord, EpisodeSummary,

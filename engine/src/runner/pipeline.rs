@@ -1,0 +1,212 @@
+//! The stages after the browser: finished episodes are judged on their own queue and
+//! stored by a writer, each stage behind a bounded channel (backpressure, no unbounded
+//! queues). An episode's lease keeps heartbeating until it is stored, so a crash anywhere
+//! in the pipeline hands the episode to another runner instead of losing it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rubrics::{RULE_JUDGE, Trajectory};
+use tokio::sync::{Mutex, broadcast, mpsc};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use super::RunEvent;
+use super::episode::Finished;
+use crate::metrics::METRICS;
+use crate::store::{EpisodeRecord, Store, VerdictRecord};
+
+/// Keeps an episode's lease alive until dropped.
+pub struct LeaseGuard(JoinHandle<()>);
+
+impl LeaseGuard {
+    /// Starts heartbeating `episode`'s lease every third of its length.
+    pub fn start(store: Store, owner: String, lease: Duration, episode: Uuid) -> LeaseGuard {
+        LeaseGuard(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(lease / 3).await;
+                match store.heartbeat(episode, &owner, lease).await {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => {
+                        tracing::warn!(episode = %episode, error = %e, "lease heartbeat failed")
+                    }
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A finished episode on its way to the store.
+pub struct Work {
+    /// The campaign.
+    pub campaign: Uuid,
+    /// The episode.
+    pub finished: Finished,
+    /// Its lease, held until stored.
+    pub lease: LeaseGuard,
+}
+
+struct Judged {
+    campaign: Uuid,
+    record: EpisodeRecord,
+    task_id: String,
+    _lease: LeaseGuard,
+}
+
+/// The running judge and store stages.
+pub struct Pipeline {
+    tx: mpsc::Sender<Work>,
+    stages: Vec<JoinHandle<()>>,
+}
+
+impl Pipeline {
+    /// Starts `judges` judge workers and one writer; `depth` bounds each queue.
+    pub fn start(
+        store: Store,
+        owner: String,
+        events: broadcast::Sender<RunEvent>,
+        judges: usize,
+        depth: usize,
+    ) -> Pipeline {
+        let (tx, rx) = mpsc::channel::<Work>(depth.max(1));
+        let (store_tx, store_rx) = mpsc::channel::<Judged>(depth.max(1));
+        let rx = Arc::new(Mutex::new(rx));
+        let mut stages = Vec::new();
+        for _ in 0..judges.max(1) {
+            let (rx, store_tx) = (rx.clone(), store_tx.clone());
+            stages.push(tokio::spawn(async move {
+                loop {
+                    let Some(work) = rx.lock().await.recv().await else {
+                        return;
+                    };
+                    METRICS.judge_queue.add(-1);
+                    let judged = judge(work).await;
+                    METRICS.store_queue.add(1);
+                    if store_tx.send(judged).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        drop(store_tx);
+        stages.push(tokio::spawn(write(store, owner, events, store_rx)));
+        Pipeline { tx, stages }
+    }
+
+    /// Hands a finished episode to the judge queue (waits when the queue is full).
+    pub async fn submit(&self, work: Work) {
+        METRICS.judge_queue.add(1);
+        if self.tx.send(work).await.is_err() {
+            METRICS.judge_queue.add(-1);
+            tracing::error!(
+                "the judge queue is closed; the episode's lease will expire and it will be rerun"
+            );
+        }
+    }
+
+    /// Waits until everything submitted is judged and stored.
+    pub async fn close(self) {
+        drop(self.tx);
+        for s in self.stages {
+            let _ = s.await;
+        }
+    }
+}
+
+async fn judge(work: Work) -> Judged {
+    let t = Instant::now();
+    let f = work.finished;
+    let traj = Trajectory {
+        final_answer: f.final_answer.clone(),
+        visited_urls: f.visited,
+    };
+    // The snapshot holds every selector the rubric reads, so this cannot fail on I/O.
+    let judgement = rubrics::judge(&f.run.task.rubric, &traj, &f.snapshot).await;
+    let (success, score, verdicts) = match judgement {
+        Ok(j) => (
+            j.success,
+            j.score,
+            j.verdicts
+                .into_iter()
+                .map(|v| VerdictRecord {
+                    judge: RULE_JUDGE.to_string(),
+                    group_id: v.group_id,
+                    fact_id: v.fact_id,
+                    passed: v.passed,
+                    evidence: v.evidence,
+                    reason: v.reason,
+                })
+                .collect(),
+        ),
+        Err(e) => {
+            tracing::error!(episode = %f.run.id, error = %e, "judging a snapshot failed");
+            (false, 0.0, Vec::new())
+        }
+    };
+    METRICS.judge_seconds.time(t.elapsed());
+    Judged {
+        campaign: work.campaign,
+        task_id: f.run.task.id.to_string(),
+        record: EpisodeRecord {
+            id: f.run.id,
+            end_reason: f.end_reason,
+            final_answer: f.final_answer,
+            final_url: Some(f.snapshot.url.clone()),
+            final_screenshot: Some(f.final_screenshot),
+            steps: f.steps,
+            verdicts,
+            blobs: f.blobs,
+            success,
+            score,
+            duration: f.duration,
+        },
+        _lease: work.lease,
+    }
+}
+
+async fn write(
+    store: Store,
+    owner: String,
+    events: broadcast::Sender<RunEvent>,
+    mut rx: mpsc::Receiver<Judged>,
+) {
+    while let Some(j) = rx.recv().await {
+        METRICS.store_queue.add(-1);
+        let t = Instant::now();
+        let id = j.record.id;
+        match store.finish_episode(&owner, &j.record).await {
+            Ok(true) => {
+                METRICS.store_seconds.time(t.elapsed());
+                METRICS.episodes_finished.inc(if j.record.success {
+                    "success"
+                } else {
+                    "failure"
+                });
+                let _ = events.send(RunEvent::EpisodeFinished {
+                    campaign: j.campaign,
+                    episode: id,
+                    task_id: j.task_id,
+                    success: j.record.success,
+                    steps: j.record.steps.len(),
+                });
+            }
+            Ok(false) => {
+                tracing::warn!(episode = %id, "lost the lease before storing; another runner owns the episode")
+            }
+            Err(e) => {
+                tracing::error!(episode = %id, error = %e, "storing an episode failed; it will be retried");
+                METRICS.retries.inc("store");
+                let _ = store
+                    .release_episode(id, &owner, &format!("store: {e}"), false)
+                    .await;
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! What the rule judge needs of an episode's final page, captured before the browser
+//! context is released, so that judging runs on its own queue, off the rollout hot path.
+
+use std::collections::BTreeMap;
+
+use browser_pool::{PoolError, Session};
+use rubrics::{ElementSnapshot, PageProbe, ProbeError, Rubric};
+
+/// The final page as the rubric will read it.
+#[derive(Debug, Clone, Default)]
+pub struct PageSnapshot {
+    /// Final URL.
+    pub url: String,
+    /// Visible text.
+    pub text: String,
+    /// Every selector the rubric's element checks use, with what it found.
+    pub elements: BTreeMap<String, Result<Option<ElementSnapshot>, String>>,
+}
+
+impl PageSnapshot {
+    /// Captures what `rubric` needs from the session's current page.
+    pub async fn capture(session: &Session, rubric: &Rubric) -> Result<PageSnapshot, PoolError> {
+        let mut elements = BTreeMap::new();
+        for selector in rubric.selectors() {
+            let found = session.query_selector(selector).await?.map(|o| {
+                o.map(|s| ElementSnapshot {
+                    text: s.text,
+                    value: s.value,
+                    checked: s.checked,
+                })
+            });
+            elements.insert(selector.to_string(), found);
+        }
+        Ok(PageSnapshot {
+            url: session.url().await?,
+            text: session.page_text().await?,
+            elements,
+        })
+    }
+}
+
+impl PageProbe for PageSnapshot {
+    async fn url(&self) -> Result<String, ProbeError> {
+        Ok(self.url.clone())
+    }
+
+    async fn text(&self) -> Result<String, ProbeError> {
+        Ok(self.text.clone())
+    }
+
+    async fn element(
+        &self,
+        selector: &str,
+    ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
+        self.elements
+            .get(selector)
+            .cloned()
+            .ok_or_else(|| ProbeError(format!("selector `{selector}` was not captured")))
+    }
+}
