@@ -1,6 +1,8 @@
 //! `surfgym`: the command line. Glue only: parsing, set-up, progress display; the work is
 //! done by the `engine` and `web` crates.
 
+mod bench;
+mod bench_rollout;
 mod db;
 mod progress;
 mod run;
@@ -49,6 +51,16 @@ pub struct Common {
     /// Concurrent browser contexts (episodes) per browser.
     #[arg(long, default_value_t = 4, global = true)]
     pub contexts: usize,
+    /// Episode lease length in seconds: how long until a dead runner's episodes are
+    /// reclaimed by others.
+    #[arg(long, default_value_t = 60, global = true)]
+    pub lease_secs: u64,
+    /// Median latency of the simulated policies (`scripted-sim`, `random-sim`), in ms.
+    #[arg(long, default_value_t = 800, global = true)]
+    pub sim_latency_ms: u64,
+    /// Log-space spread of the simulated latency (0.7: p99 about 5x the median).
+    #[arg(long, default_value_t = 0.7, global = true)]
+    pub sim_sigma: f64,
 }
 
 #[derive(Subcommand)]
@@ -60,6 +72,15 @@ enum Command {
     Serve(run::ServeArgs),
     /// Create a campaign over registered tasks and run it here, with a progress bar.
     Run(run::RunArgs),
+    /// A rollout worker: runs episodes of queued and running campaigns from the database,
+    /// beside any number of other workers, until stopped.
+    Worker(run::WorkerArgs),
+    /// Campaigns: list, show, pause, resume, cancel, run an existing one here.
+    #[command(subcommand)]
+    Campaign(run::CampaignCommand),
+    /// Benchmarks that print figures.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Task suites.
     #[command(subcommand)]
     Tasks(TasksCommand),
@@ -114,6 +135,9 @@ fn main() -> ExitCode {
             Command::Demo(a) => run::demo(&cli.common, a).await,
             Command::Serve(a) => run::serve(&cli.common, a).await,
             Command::Run(a) => run::run(&cli.common, a).await,
+            Command::Worker(a) => run::worker(&cli.common, a).await,
+            Command::Campaign(c) => run::campaign(&cli.common, c).await,
+            Command::Bench(b) => bench::run(&cli.common, b).await,
             Command::Tasks(TasksCommand::Verify(a)) => run::verify(&cli.common, a).await,
             Command::Tasks(TasksCommand::Import(a)) => run::import(&cli.common, a).await,
             Command::Db(DbCommand::Start) => db::start(&cli.common).await,

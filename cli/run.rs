@@ -3,11 +3,12 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use browser_pool::PoolConfig;
 use clap::Args;
-use engine::policy::PolicyRegistry;
+use engine::policy::{LatencyModel, PolicyRegistry};
 use engine::runner::RunnerConfig;
 use engine::sites::SitesServer;
 use engine::store::TaskFilter;
@@ -114,6 +115,53 @@ pub struct RunArgs {
     pub sites_port: u16,
 }
 
+/// `surfgym worker`.
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// Also serve the bundled practice sites (on --sites-port and up) and register the
+    /// bundled tasks with those URLs; without it, tasks must be reachable as registered.
+    #[arg(long)]
+    pub serve_sites: bool,
+    /// First port of the practice sites, with --serve-sites.
+    #[arg(long, default_value_t = 8701)]
+    pub sites_port: u16,
+}
+
+/// `surfgym campaign ...`.
+#[derive(clap::Subcommand)]
+pub enum CampaignCommand {
+    /// List campaigns, newest first.
+    List,
+    /// Show one campaign's counts and outcome table.
+    Show {
+        /// Campaign id.
+        id: Uuid,
+    },
+    /// Stop starting episodes (running ones finish).
+    Pause {
+        /// Campaign id.
+        id: Uuid,
+    },
+    /// Queue a paused campaign again.
+    Resume {
+        /// Campaign id.
+        id: Uuid,
+    },
+    /// Cancel: unfinished episodes are not run.
+    Cancel {
+        /// Campaign id.
+        id: Uuid,
+    },
+    /// Run (or resume) an existing campaign here, with a progress bar.
+    Run {
+        /// Campaign id.
+        id: Uuid,
+        /// First port of the practice sites.
+        #[arg(long, default_value_t = 8701)]
+        sites_port: u16,
+    },
+}
+
 /// `surfgym tasks verify`.
 #[derive(Args)]
 pub struct VerifyArgs {
@@ -147,6 +195,18 @@ fn pool_config(common: &Common) -> anyhow::Result<PoolConfig> {
     Ok(cfg)
 }
 
+/// A pool for `concurrency` sessions: whole browsers of `per_browser` contexts each.
+pub fn pool_config_for(
+    common: &Common,
+    concurrency: usize,
+    per_browser: usize,
+) -> anyhow::Result<PoolConfig> {
+    let mut cfg = pool_config(common)?;
+    cfg.contexts_per_browser = per_browser.max(1);
+    cfg.browsers = concurrency.div_ceil(cfg.contexts_per_browser).max(1);
+    Ok(cfg)
+}
+
 /// The database, the practice sites, and an engine with the bundled tasks registered.
 struct Env {
     db: Database,
@@ -154,18 +214,31 @@ struct Env {
     engine: Engine,
 }
 
+/// The engine every command uses: the pool from the common options, the built-in and
+/// simulated policies, this process's runner identity.
+fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
+    let model = LatencyModel {
+        median: Duration::from_millis(common.sim_latency_ms),
+        sigma: common.sim_sigma,
+        batch_overhead: Duration::from_millis(20),
+    };
+    let mut runner = RunnerConfig::for_this_process();
+    runner.lease = Duration::from_secs(common.lease_secs.max(1));
+    Ok(Engine::new(
+        db.store.clone(),
+        pool_config(common)?,
+        runner,
+        PolicyRegistry::with_simulated(model),
+    ))
+}
+
 async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
-    let pool_cfg = pool_config(common)?;
+    pool_config(common)?;
     let db = db::open(common).await?;
     let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), Some(sites_port))
         .await
         .context("serving the practice sites")?;
-    let engine = Engine::new(
-        db.store.clone(),
-        pool_cfg,
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::builtin(),
-    );
+    let engine = engine(common, &db)?;
     let report = engine.register_bundled(sites.bases()).await?;
     for e in &report.errors {
         tracing::warn!("bundled task rejected: {e}");
@@ -358,4 +431,105 @@ pub async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCod
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+async fn stopped() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// `surfgym worker`.
+pub async fn worker(common: &Common, args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    let (engine, _sites) = if args.serve_sites {
+        let env = environment(common, args.sites_port).await?;
+        (env.engine, Some(env.sites))
+    } else {
+        pool_config(common)?;
+        let db = db::open(common).await?;
+        (engine(common, &db)?, None)
+    };
+    engine.start_scheduler().await;
+    println!(
+        "worker running; Ctrl-C or SIGTERM stops it (its unfinished episodes go back to the queue)"
+    );
+    stopped().await;
+    // Closing the browsers fails the in-flight episodes, which puts them back as pending.
+    engine.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `surfgym campaign ...`.
+pub async fn campaign(common: &Common, cmd: CampaignCommand) -> anyhow::Result<ExitCode> {
+    if let CampaignCommand::Run { id, sites_port } = cmd {
+        let env = environment(common, sites_port).await?;
+        let engine = env.engine.clone();
+        let runner = tokio::spawn(async move { engine.run_campaign(id).await });
+        progress::watch(&env.db.store, &[id]).await?;
+        runner.await.context("campaign task panicked")??;
+        summary::print(&env.db.store, &[id]).await?;
+        finish(env).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let db = db::open(common).await?;
+    let engine = engine(common, &db)?;
+    let store = &db.store;
+    match cmd {
+        CampaignCommand::List => {
+            let (list, total) = store.list_campaigns(100, 0).await?;
+            println!(
+                "{:<36}  {:<10} {:<13} {:>9} {:>8}  name",
+                "id", "status", "policy", "done", "success"
+            );
+            for c in list {
+                let rate = c
+                    .success_rate
+                    .map_or("-".to_string(), |r| format!("{:.0}%", r * 100.0));
+                let done = format!(
+                    "{}/{}",
+                    c.counts.finished + c.counts.failed,
+                    c.total_episodes
+                );
+                println!(
+                    "{}  {:<10} {:<13} {:>9} {:>8}  {}",
+                    c.id, c.status, c.policy, done, rate, c.name
+                );
+            }
+            println!("{total} campaign(s)");
+        }
+        CampaignCommand::Show { id } => {
+            let c = store
+                .get_campaign(id)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no campaign {id}"))?;
+            println!("{}", serde_json::to_string_pretty(&c)?);
+            summary::print(store, &[id]).await?;
+        }
+        CampaignCommand::Pause { id } => {
+            engine.pause_campaign(id).await?;
+            println!("paused {id}: running episodes finish, no new ones start");
+        }
+        CampaignCommand::Resume { id } => {
+            engine.resume_campaign(id).await?;
+            println!(
+                "queued {id} again: a running `surfgym serve` or `surfgym worker` picks it up"
+            );
+        }
+        CampaignCommand::Cancel { id } => {
+            engine.cancel_campaign(id).await?;
+            println!("cancelled {id}");
+        }
+        CampaignCommand::Run { .. } => unreachable!("handled above"),
+    }
+    Ok(ExitCode::SUCCESS)
 }

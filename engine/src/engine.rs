@@ -207,7 +207,7 @@ impl Engine {
                 }
                 // Sleep until a new campaign is queued (or re-scan now and then).
                 if let Ok(None) =
-                    tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await
+                    tokio::time::timeout(std::time::Duration::from_secs(2), rx.recv()).await
                 {
                     return;
                 }

@@ -182,3 +182,236 @@ async fn an_unavailable_policy_fails_episodes_with_a_reason_and_the_campaign_end
     }
     engine.shutdown().await;
 }
+
+/// Fails every fifth call as if its server were down, otherwise plays the reference.
+struct Flaky {
+    calls: std::sync::atomic::AtomicU64,
+}
+
+impl Policy for Flaky {
+    fn name(&self) -> &str {
+        "flaky"
+    }
+    fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
+        async move {
+            if self.calls.fetch_add(1, Ordering::SeqCst) % 5 == 4 {
+                return Err(PolicyError::Unavailable(
+                    "503 from the policy server".into(),
+                ));
+            }
+            ScriptedPolicy.decide(input).await
+        }
+        .boxed()
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_policy_failing_a_fifth_of_calls_is_retried_until_the_campaign_completes(pool: PgPool) {
+    let flaky = Arc::new(Flaky {
+        calls: Default::default(),
+    });
+    let (engine, _sites) = engine(pool, vec![flaky]).await;
+    let mut spec = wiki_easy("flaky");
+    spec.max_attempts = Some(20);
+    let id = engine.create_campaign(spec).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let view = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(
+        (view.counts.finished, view.counts.failed),
+        (view.total_episodes, 0)
+    );
+    assert_eq!(
+        view.success_rate,
+        Some(1.0),
+        "retried episodes are judged on their clean run"
+    );
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            100,
+            0,
+        )
+        .await
+        .unwrap();
+    let retried: Vec<_> = eps.iter().filter(|e| e.attempts > 1).collect();
+    assert!(!retried.is_empty());
+    for e in retried {
+        assert!(
+            e.last_error.as_deref().unwrap().contains("503"),
+            "{:?}",
+            e.last_error
+        );
+    }
+    assert!(engine::metrics::METRICS.retries.get("policy_unavailable") > 0);
+    engine.shutdown().await;
+}
+
+fn slow(model_ms: u64) -> Arc<dyn Policy> {
+    Arc::new(engine::policy::SimulatedLatency::new(
+        "slow",
+        Arc::new(ScriptedPolicy),
+        engine::policy::LatencyModel {
+            median: std::time::Duration::from_millis(model_ms),
+            sigma: 0.0,
+            batch_overhead: std::time::Duration::ZERO,
+        },
+    ))
+}
+
+async fn wait_finished(engine: &Engine, id: uuid::Uuid, n: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+        if v.counts.finished >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} episodes never finished"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn pause_stops_new_episodes_resume_finishes_and_cancel_leaves_the_rest_unrun(pool: PgPool) {
+    let (engine, _sites) = engine(pool, vec![slow(200)]).await;
+    let spec = || CampaignSpec {
+        policy: Some("slow".into()),
+        concurrency: Some(2),
+        tasks: Some(TaskFilter {
+            site: Some("wiki".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let id = engine.create_campaign(spec()).await.unwrap();
+    let run = tokio::spawn({
+        let e = engine.clone();
+        async move { e.run_campaign(id).await }
+    });
+    wait_finished(&engine, id, 2).await;
+    engine.pause_campaign(id).await.unwrap();
+    assert_eq!(
+        run.await.unwrap().unwrap(),
+        "paused",
+        "workers stop once paused"
+    );
+    let paused = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(
+        paused.counts.running, 0,
+        "in-flight episodes finished and were stored"
+    );
+    assert!(paused.counts.pending > 0);
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let later = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(
+        later.counts.finished, paused.counts.finished,
+        "nothing runs while paused"
+    );
+    assert_eq!(
+        engine.run_campaign(id).await.unwrap(),
+        "paused",
+        "a paused campaign does not run"
+    );
+
+    engine.resume_campaign(id).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let done = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(done.counts.finished, done.total_episodes);
+    assert!(
+        engine.resume_campaign(id).await.is_err(),
+        "a completed campaign cannot be resumed"
+    );
+
+    let id = engine.create_campaign(spec()).await.unwrap();
+    let run = tokio::spawn({
+        let e = engine.clone();
+        async move { e.run_campaign(id).await }
+    });
+    wait_finished(&engine, id, 1).await;
+    engine.cancel_campaign(id).await.unwrap();
+    assert_eq!(run.await.unwrap().unwrap(), "cancelled");
+    let cancelled = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert!(
+        cancelled.counts.pending > 0,
+        "unfinished episodes are not run"
+    );
+    assert_eq!(cancelled.counts.running, 0);
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "cancelled");
+    engine.shutdown().await;
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn lockstep_runs_the_same_episodes_to_the_same_results(pool: PgPool) {
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let mut results = Vec::new();
+    for mode in ["async", "lockstep"] {
+        let mut spec = wiki_easy("scripted");
+        spec.mode = Some(mode.into());
+        let id = engine.create_campaign(spec).await.unwrap();
+        assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+        let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+        assert_eq!(v.success_rate, Some(1.0), "{mode}");
+        results.push((v.counts.finished, v.steps));
+    }
+    assert_eq!(results[0], results[1], "same episodes, same steps");
+    engine.shutdown().await;
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn stragglers_are_cut_after_the_grace_period(pool: PgPool) {
+    let (engine, _sites) = engine(pool, vec![slow(300)]).await;
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("slow".into()),
+            concurrency: Some(2),
+            tasks: Some(TaskFilter {
+                site: Some("wiki".into()),
+                ..Default::default()
+            }),
+            straggler_cutoff: Some(0.2),
+            straggler_grace_secs: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(
+        v.counts.finished + v.counts.failed,
+        v.total_episodes,
+        "every episode accounted for"
+    );
+    assert!(v.counts.failed > 0, "unstarted episodes were cut");
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            100,
+            0,
+        )
+        .await
+        .unwrap();
+    assert!(
+        eps.iter().filter(|e| e.status == "failed").all(|e| e
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("straggler"))
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    engine.shutdown().await;
+}

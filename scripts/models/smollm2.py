@@ -185,7 +185,7 @@ def main() -> None:
     tok.post_processor = processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True)
     control = [tokens[i] for i, t in enumerate(token_types) if int(t) == int(gguf.TokenType.CONTROL)]
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in control])
-    tok.save(os.path.join(out, "tokenizer.json"), pretty=True)
+    llama_onnx.save_tokenizer(tok, os.path.join(out, "tokenizer.json"))
 
     chat_template = meta("tokenizer.chat_template") or (
         "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"

@@ -263,7 +263,7 @@ def main() -> None:
     tok = build_tokenizer()
     ids = {t: tok.token_to_id(t) for t in BASE_SPECIALS + ADDED_SPECIALS}
     bos, eos, pad, unk = ids["<|im_start|>"], ids["<end_of_utterance>"], ids["<|im_end|>"], ids["<|endoftext|>"]
-    tok.save(os.path.join(out, "tokenizer.json"), pretty=True)
+    llama_onnx.save_tokenizer(tok, os.path.join(out, "tokenizer.json"))
 
     text_config = {
         "model_type": "llama",

@@ -123,6 +123,23 @@ impl PolicyRegistry {
         r
     }
 
+    /// The built-in policies plus `scripted-sim` and `random-sim`: the same choices behind
+    /// a simulated model server's latency (for measuring the engine without a GPU).
+    pub fn with_simulated(model: LatencyModel) -> PolicyRegistry {
+        let mut r = PolicyRegistry::builtin();
+        r.register(Arc::new(SimulatedLatency::new(
+            "scripted-sim",
+            Arc::new(ScriptedPolicy),
+            model,
+        )));
+        r.register(Arc::new(SimulatedLatency::new(
+            "random-sim",
+            Arc::new(RandomPolicy),
+            model,
+        )));
+        r
+    }
+
     /// Adds (or replaces) a policy under its name.
     pub fn register(&mut self, policy: Arc<dyn Policy>) {
         self.policies.insert(policy.name().to_string(), policy);

@@ -520,6 +520,22 @@ impl Store {
         Ok(done.rows_affected())
     }
 
+    /// Step-time totals of a campaign's finished episodes: (steps, observe ms, policy ms,
+    /// act ms).
+    pub async fn campaign_step_times(
+        &self,
+        campaign: Uuid,
+    ) -> Result<(i64, i64, i64, i64), StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT count(*), coalesce(sum(s.observe_ms), 0)::bigint, coalesce(sum(s.policy_ms), 0)::bigint,
+                coalesce(sum(s.act_ms), 0)::bigint
+             FROM steps s JOIN episodes e ON e.id = s.episode_id WHERE e.campaign_id = $1",
+        )
+        .bind(campaign)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Who stored each finished episode of a campaign, and how many.
     pub async fn finished_by(&self, campaign: Uuid) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(sqlx::query_as(

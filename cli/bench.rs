@@ -1,0 +1,21 @@
+//! `surfgym bench ...`: benchmarks that print figures.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use crate::Common;
+
+/// Benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Async vs lockstep rollouts with a simulated heavy-tailed policy server.
+    Rollout(crate::bench_rollout::RolloutArgs),
+}
+
+/// Runs a benchmark.
+pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BenchCommand::Rollout(a) => crate::bench_rollout::run(common, a).await,
+    }
+}
