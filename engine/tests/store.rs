@@ -129,6 +129,11 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
     assert_eq!(detail.steps.len(), 3);
     assert_eq!(detail.steps[2].idx, 2);
     assert_eq!(detail.steps[0].logprob, Some(-0.5));
+    assert_eq!(
+        store.finished_by(c).await.unwrap(),
+        vec![("A".to_string(), 1)],
+        "the runner that stored it"
+    );
 
     // An infrastructure failure goes back to pending with its reason, then to a retry.
     assert!(

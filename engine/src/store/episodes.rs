@@ -325,7 +325,7 @@ impl Store {
         let done = sqlx::query(
             "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
-                finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+                finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
