@@ -328,3 +328,97 @@ async fn random_policy_scores_clearly_lower(pool: PgPool) {
     );
     engine.shutdown().await;
 }
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn live_progress_is_pushed_and_metrics_count_the_work(pool: PgPool) {
+    let (engine, _sites, _) = setup(pool).await;
+    let addr = serve_web(&engine).await;
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            tasks: Some(TaskFilter {
+                site: Some("wiki".into()),
+                difficulty: Some("easy".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let mut resp = client
+        .get(format!("http://{addr}/api/campaigns/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    engine.start_scheduler().await;
+
+    // Read the stream until the server ends it with the finished campaign.
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while let Some(chunk) = tokio::time::timeout_at(deadline.into(), resp.chunk())
+        .await
+        .expect("stream ended in time")
+        .unwrap()
+    {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter(|e| e.contains("event: campaign"))
+        .map(|e| {
+            serde_json::from_str(e.lines().find_map(|l| l.strip_prefix("data: ")).unwrap()).unwrap()
+        })
+        .collect();
+    assert!(
+        events.len() >= 3,
+        "several progress updates: {}",
+        events.len()
+    );
+    let progress: Vec<f64> = events
+        .iter()
+        .map(|e| e["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        progress.windows(2).all(|w| w[0] <= w[1]),
+        "progress only grows: {progress:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["status"].as_str(), last["progress"].as_f64()),
+        (Some("completed"), Some(1.0))
+    );
+
+    let metrics = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(name) && !l.starts_with('#'))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or_else(|| panic!("{name} in /metrics"))
+            .parse()
+            .unwrap()
+    };
+    let episodes = last["total_episodes"].as_f64().unwrap();
+    assert!(value("surfgym_episodes_finished_total{outcome=\"success\"}") >= episodes);
+    assert!(value("surfgym_steps_total") >= last["steps"].as_f64().unwrap());
+    assert!(value("surfgym_step_policy_seconds_count") >= last["steps"].as_f64().unwrap());
+    assert!(value("surfgym_episode_store_seconds_count") >= episodes);
+    assert!(value("surfgym_pool_capacity") >= 1.0);
+    assert!(metrics.contains("surfgym_step_act_seconds_bucket{le=\"0.5\"}"));
+    engine.shutdown().await;
+}

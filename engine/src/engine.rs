@@ -90,6 +90,11 @@ impl Engine {
         Ok(pool.clone())
     }
 
+    /// The pool's occupancy, once it has been launched.
+    pub fn pool_stats(&self) -> Option<browser_pool::PoolStats> {
+        self.inner.pool.get().map(BrowserPool::stats)
+    }
+
     async fn runner(&self) -> Result<Runner, EngineError> {
         Ok(Runner::new(
             self.inner.store.clone(),

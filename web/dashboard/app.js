@@ -739,7 +739,21 @@
       setLive(live);
       if (first) ready();
       first = false;
-      if (live) schedule(v, load, POLL_MS);
+      if (live) watchLive();
+      else if (source) { source.close(); source = null; }
+    };
+    // Live campaigns push their progress (server-sent events); polling is the fallback.
+    let source = null;
+    const watchLive = () => {
+      if (source) return;
+      if (!window.EventSource) { schedule(v, load, POLL_MS); return; }
+      source = new EventSource(`/api/campaigns/${enc(id)}/events`);
+      v.cleanups.push(() => { if (source) source.close(); });
+      source.addEventListener('campaign', () => { if (alive(v)) load(); });
+      source.onerror = () => {
+        if (source) { source.close(); source = null; }
+        schedule(v, load, POLL_MS);
+      };
     };
     await load();
   }

@@ -14,6 +14,7 @@ mod dashboard;
 mod episodes;
 mod error;
 mod extract;
+mod live;
 pub mod openapi;
 mod page;
 mod tasks;
@@ -81,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/campaigns/{id}/pause", post(campaigns::pause))
         .route("/api/campaigns/{id}/resume", post(campaigns::resume))
         .route("/api/campaigns/{id}/cancel", post(campaigns::cancel))
+        .route("/api/campaigns/{id}/events", get(live::campaign_events))
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
@@ -89,6 +91,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::app_js))
         .route("/assets/style.css", get(dashboard::style))
+        .route("/metrics", get(live::metrics))
         .merge(api)
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
         .layer(TimeoutLayer::with_status_code(

@@ -1,0 +1,75 @@
+//! Live views: server-sent events for a running campaign, and `/metrics` for Prometheus.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use uuid::Uuid;
+
+use crate::AppState;
+use crate::error::{ApiError, field};
+
+const TERMINAL: &[&str] = &["completed", "cancelled", "failed"];
+
+/// `GET /api/campaigns/{id}/events`: a `campaign` event with the campaign's JSON whenever
+/// it changes (checked every second), ending after the campaign does.
+pub async fn campaign_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let id = Uuid::parse_str(&id).map_err(|_| field("id", "is not a campaign id (a UUID)"))?;
+    let store = state.engine.store().clone();
+    if store.get_campaign(id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no campaign {id}")));
+    }
+    let stream = futures::stream::unfold(
+        (store, None::<String>, false),
+        move |(store, last, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                let view = match store.get_campaign(id).await {
+                    Ok(Some(v)) => v,
+                    // Gone or unreadable: end the stream; the client falls back to polling.
+                    _ => return None,
+                };
+                let json = serde_json::to_string(&view).unwrap_or_default();
+                let ended = TERMINAL.contains(&view.status.as_str());
+                if last.as_deref() != Some(json.as_str()) {
+                    let event = Event::default().event("campaign").data(json.clone());
+                    return Some((Ok(event), (store, Some(json), ended)));
+                }
+                if ended {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// `GET /metrics`: the engine's counters, gauges and latency histograms.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    if let Some(stats) = state.engine.pool_stats() {
+        engine::metrics::METRICS
+            .pool_leased
+            .set(stats.leased as i64);
+        engine::metrics::METRICS
+            .pool_capacity
+            .set(stats.capacity as i64);
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        engine::metrics::METRICS.render(),
+    )
+        .into_response()
+}
