@@ -11,11 +11,14 @@ use crate::Common;
 pub enum BenchCommand {
     /// Async vs lockstep rollouts with a simulated heavy-tailed policy server.
     Rollout(crate::bench_rollout::RolloutArgs),
+    /// ONNX policy throughput: tokens/s and latency per action by batch size.
+    Policy(crate::bench_policy::PolicyArgs),
 }
 
 /// Runs a benchmark.
 pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         BenchCommand::Rollout(a) => crate::bench_rollout::run(common, a).await,
+        BenchCommand::Policy(a) => crate::bench_policy::run(common, a).await,
     }
 }

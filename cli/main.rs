@@ -2,8 +2,10 @@
 //! done by the `engine` and `web` crates.
 
 mod bench;
+mod bench_policy;
 mod bench_rollout;
 mod db;
+mod models;
 mod progress;
 mod run;
 mod summary;
@@ -61,6 +63,8 @@ pub struct Common {
     /// Log-space spread of the simulated latency (0.7: p99 about 5x the median).
     #[arg(long, default_value_t = 0.7, global = true)]
     pub sim_sigma: f64,
+    #[command(flatten)]
+    pub models: models::ModelArgs,
 }
 
 #[derive(Subcommand)]
@@ -81,6 +85,8 @@ enum Command {
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Serve the ONNX policy as an OpenAI-compatible /v1/chat/completions endpoint.
+    ServePolicy(models::ServePolicyArgs),
     /// Task suites.
     #[command(subcommand)]
     Tasks(TasksCommand),
@@ -138,6 +144,7 @@ fn main() -> ExitCode {
             Command::Worker(a) => run::worker(&cli.common, a).await,
             Command::Campaign(c) => run::campaign(&cli.common, c).await,
             Command::Bench(b) => bench::run(&cli.common, b).await,
+            Command::ServePolicy(a) => models::serve_policy(&cli.common, a).await,
             Command::Tasks(TasksCommand::Verify(a)) => run::verify(&cli.common, a).await,
             Command::Tasks(TasksCommand::Import(a)) => run::import(&cli.common, a).await,
             Command::Db(DbCommand::Start) => db::start(&cli.common).await,

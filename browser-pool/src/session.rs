@@ -185,6 +185,31 @@ impl Session {
         self.eval_within(expression, self.cfg.cdp_timeout).await
     }
 
+    /// Evaluates an expression whose script must finish within `limit` (a busy loop is
+    /// terminated by the page's VM, not just abandoned).
+    pub async fn evaluate_limited(
+        &self,
+        expression: &str,
+        limit: Duration,
+    ) -> Result<Result<Value, String>, PoolError> {
+        let mut params = EvaluateParams::new(expression);
+        params.return_by_value = Some(true);
+        params.await_promise = Some(true);
+        params.timeout = Some(chromiumoxide::cdp::js_protocol::runtime::TimeDelta::new(
+            limit.as_millis() as f64,
+        ));
+        let ret = self
+            .call_within("Runtime.evaluate", params, limit + self.cfg.cdp_timeout)
+            .await?;
+        if let Some(ex) = ret.exception_details {
+            return Ok(Err(ex
+                .exception
+                .and_then(|e| e.description)
+                .unwrap_or(ex.text)));
+        }
+        Ok(Ok(ret.result.value.unwrap_or(Value::Null)))
+    }
+
     async fn eval_within(
         &self,
         expression: &str,

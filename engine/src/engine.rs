@@ -14,6 +14,9 @@ use crate::policy::PolicyRegistry;
 use crate::runner::{RunEvent, Runner, RunnerConfig};
 use crate::store::{PlannedEpisode, Store};
 
+/// The tag every bundled task carries, so campaigns can select the bundled suite.
+pub const BUNDLED_TAG: &str = "bundled";
+
 /// A handle on the engine. Cloning is cheap.
 #[derive(Clone)]
 pub struct Engine {
@@ -228,7 +231,10 @@ impl Engine {
         let mut report = BundledReport::default();
         for line in tasks::bundled_tasks(bases) {
             match line.line.result {
-                Ok(task) => {
+                Ok(mut task) => {
+                    if !task.tags.iter().any(|t| t == BUNDLED_TAG) {
+                        task.tags.push(BUNDLED_TAG.to_string());
+                    }
                     self.inner.store.upsert_task(&task).await?;
                     report.registered += 1;
                 }
@@ -239,6 +245,27 @@ impl Engine {
                             .push(format!("{}:{}: {e}", line.file, line.line.line));
                     }
                 }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Registers the MiniWoB++ suite (every page in `html_dir`) served at `base`.
+    pub async fn register_miniwob(
+        &self,
+        html_dir: &std::path::Path,
+        base: &str,
+    ) -> Result<BundledReport, EngineError> {
+        let mut report = BundledReport::default();
+        for name in crate::sites::miniwob_task_names(html_dir) {
+            match tasks::miniwob_task(&name, base) {
+                Ok(task) => {
+                    self.inner.store.upsert_task(&task).await?;
+                    report.registered += 1;
+                }
+                Err(errors) => report
+                    .errors
+                    .extend(errors.iter().map(|e| format!("miniwob {name}: {e}"))),
             }
         }
         Ok(report)

@@ -12,6 +12,7 @@
 
 pub mod campaign;
 mod engine;
+mod environments;
 mod error;
 pub mod metrics;
 pub mod policy;
@@ -20,5 +21,5 @@ pub mod sites;
 pub mod store;
 
 pub use campaign::{CampaignConfig, CampaignSpec};
-pub use engine::{BundledReport, Engine};
+pub use engine::{BUNDLED_TAG, BundledReport, Engine};
 pub use error::EngineError;

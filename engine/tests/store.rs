@@ -57,6 +57,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
     };
     EpisodeRecord {
         id,
+        instruction: None,
         end_reason: EndReason::Stopped,
         final_answer: None,
         final_url: Some("http://x/".into()),
@@ -231,4 +232,29 @@ async fn blobs_are_content_addressed(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(n, 1);
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool) {
+    let (store, c) = setup(pool, 1).await;
+    let a = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let mut rec = record(a.id, 2);
+    rec.steps[0].raw_output = Some("Action: click(\0 3)".into());
+    rec.steps[1].title = "Tab\0Title".into();
+    rec.steps[1].elements = json!([{"label": "a\0b"}]);
+    rec.final_answer = Some("x\0".into());
+    assert!(store.finish_episode("A", &rec).await.unwrap());
+    let d = store.get_episode(a.id).await.unwrap().unwrap();
+    assert_eq!(
+        d.steps[0].raw_output.as_deref(),
+        Some("Action: click(\u{FFFD} 3)")
+    );
+    assert_eq!(d.steps[1].title, "Tab\u{FFFD}Title");
+    assert_eq!(d.steps[1].elements, json!([{"label": "a\u{FFFD}b"}]));
+    assert_eq!(d.summary.final_answer.as_deref(), Some("x\u{FFFD}"));
+    assert_eq!(
+        blob_count(&store).await,
+        1,
+        "screenshots stored with the cleaned record"
+    );
 }

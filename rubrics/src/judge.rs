@@ -3,6 +3,10 @@
 use std::future::Future;
 
 use crate::normalize;
+
+fn rubric_miniwob() -> &'static str {
+    crate::rubric::MINIWOB_REWARD_JS
+}
 use crate::rubric::{AnswerMatch, Check, ElementExpect, Rubric, TextMatch, UrlMatch, UrlScope};
 
 /// What the judge may ask of the page an episode ended on. The engine implements it over
@@ -17,6 +21,11 @@ pub trait PageProbe {
         &self,
         selector: &str,
     ) -> impl Future<Output = Result<Result<Option<ElementSnapshot>, String>, ProbeError>> + Send;
+    /// The value of a JavaScript expression (time-limited). `Ok(Err(_))` is a script error.
+    fn eval(
+        &self,
+        expression: &str,
+    ) -> impl Future<Output = Result<Result<serde_json::Value, String>, ProbeError>> + Send;
 }
 
 /// An element as the judge sees it.
@@ -258,6 +267,38 @@ async fn verdict<P: PageProbe>(
                     (ok, short(&el.text, 160), reason)
                 }
             },
+        },
+        Check::Js { expression, equals } => match page.probe.eval(expression).await? {
+            Err(e) => (false, String::new(), format!("the expression failed: {e}")),
+            Ok(v) => {
+                let ok = &v == equals;
+                let evidence = short(&v.to_string(), 200);
+                (
+                    ok,
+                    evidence,
+                    format!(
+                        "the expression {} {equals}",
+                        if ok { "equals" } else { "does not equal" }
+                    ),
+                )
+            }
+        },
+        Check::MiniWob => match page.probe.eval(rubric_miniwob()).await? {
+            Err(e) => (
+                false,
+                String::new(),
+                format!("MiniWoB's reward could not be read: {e}"),
+            ),
+            Ok(v) => {
+                let raw = v.get("raw").and_then(serde_json::Value::as_f64);
+                let ok = raw.is_some_and(|r| r > 0.0);
+                let reason = match (raw, v.get("reason").and_then(|r| r.as_str())) {
+                    (None, _) => "no MiniWoB episode ran on this page".to_string(),
+                    (Some(r), Some(why)) => format!("MiniWoB raw reward {r}: {why}"),
+                    (Some(r), None) => format!("MiniWoB raw reward {r}"),
+                };
+                (ok, short(&v.to_string(), 200), reason)
+            }
         },
         Check::Answer(m) => match &traj.final_answer {
             None => (

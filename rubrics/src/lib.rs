@@ -20,7 +20,7 @@ pub use judge::{
     ElementSnapshot, FactVerdict, Judgement, PageProbe, ProbeError, RULE_JUDGE, Trajectory, judge,
 };
 pub use rubric::{
-    AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, RubricError, TextMatch, UrlMatch,
-    UrlScope,
+    AnswerMatch, Check, ElementExpect, Fact, Group, MINIWOB_REWARD_JS, Rubric, RubricError,
+    TextMatch, UrlMatch, UrlScope,
 };
 pub use spec::{CheckSpec, FactSpec, GroupSpec, RubricSpec, TextMatchSpec};

@@ -146,7 +146,23 @@ pub enum Check {
     },
     /// The final answer.
     Answer(AnswerMatch),
+    /// A JavaScript expression on the final page (time-limited) equals a JSON value.
+    Js {
+        /// The expression.
+        expression: String,
+        /// The value it must equal.
+        equals: serde_json::Value,
+    },
+    /// MiniWoB++'s own reward, read from the page as BrowserGym does: the fact holds when
+    /// the raw reward is positive.
+    MiniWob,
 }
+
+/// The expression the `miniwob` check reads: MiniWoB++'s reward globals.
+pub const MINIWOB_REWARD_JS: &str = "(() => ({raw: typeof WOB_RAW_REWARD_GLOBAL === 'number' ? WOB_RAW_REWARD_GLOBAL : null, \
+reward: typeof WOB_REWARD_GLOBAL === 'number' ? WOB_REWARD_GLOBAL : null, \
+done: typeof WOB_DONE_GLOBAL === 'boolean' ? WOB_DONE_GLOBAL : null, \
+reason: typeof WOB_REWARD_REASON === 'undefined' ? null : String(WOB_REWARD_REASON)}))()";
 
 impl Check {
     /// The check kind's name, as written in the rubric.
@@ -156,6 +172,8 @@ impl Check {
             Check::PageText(_) => "page_text",
             Check::Element { .. } => "element",
             Check::Answer(_) => "answer",
+            Check::Js { .. } => "js",
+            Check::MiniWob => "miniwob",
         }
     }
 }
@@ -279,6 +297,8 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
         ("any_of", spec.any_of.is_some()),
         ("number", spec.number.is_some()),
         ("tolerance", spec.tolerance.is_some()),
+        ("expression", spec.expression.is_some()),
+        ("value_equals", spec.value_equals.is_some()),
     ];
     for (name, present) in given {
         if present && !allowed.contains(&name) {
@@ -459,19 +479,40 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             };
             Some(Check::Answer(m))
         }
+        "js" => {
+            unused(errors, path, spec, &["expression", "value_equals"]);
+            match spec.expression.as_deref().map(str::trim) {
+                Some(e) if !e.is_empty() => Some(Check::Js {
+                    expression: e.to_string(),
+                    equals: spec
+                        .value_equals
+                        .clone()
+                        .unwrap_or(serde_json::Value::Bool(true)),
+                }),
+                _ => {
+                    errors.push(
+                        format!("{path}.expression"),
+                        "a js check needs a JavaScript expression",
+                    );
+                    None
+                }
+            }
+        }
+        "miniwob" => {
+            unused(errors, path, spec, &[]);
+            Some(Check::MiniWob)
+        }
         "" => {
             errors.push(
                 format!("{path}.type"),
-                "missing check type (url, page_text, element, answer)",
+                "missing check type (url, page_text, element, answer, js, miniwob)",
             );
             None
         }
         other => {
             errors.push(
                 format!("{path}.type"),
-                format!(
-                    "unknown check type `{other}` (expected url, page_text, element or answer)"
-                ),
+                format!("unknown check type `{other}` (expected url, page_text, element, answer, js or miniwob)"),
             );
             None
         }
@@ -561,6 +602,23 @@ impl Rubric {
                 && !out.contains(&selector.as_str())
             {
                 out.push(selector);
+            }
+        }
+        out
+    }
+
+    /// The JavaScript expressions its `js` and `miniwob` checks evaluate, deduplicated:
+    /// what a snapshot of the final page must capture.
+    pub fn expressions(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for f in self.groups.iter().flat_map(|g| &g.facts) {
+            let e = match &f.check {
+                Check::Js { expression, .. } => expression.as_str(),
+                Check::MiniWob => MINIWOB_REWARD_JS,
+                _ => continue,
+            };
+            if !out.contains(&e) {
+                out.push(e);
             }
         }
         out

@@ -115,4 +115,15 @@ pub struct CheckSpec {
     /// answer: allowed absolute difference for `number`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<f64>,
+    /// js: a JavaScript expression evaluated on the final page; the fact holds when it is
+    /// `true` (or, with `equals`, equal to that JSON value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expression: Option<String>,
+    /// js: the JSON value the expression must equal (default `true`).
+    #[serde(
+        default,
+        rename = "value_equals",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub value_equals: Option<serde_json::Value>,
 }

@@ -29,6 +29,17 @@ impl PageProbe for RecordedPage {
         }
         Ok(Ok(self.elements.get(selector).cloned()))
     }
+    async fn eval(&self, expression: &str) -> Result<Result<Value, String>, ProbeError> {
+        Ok(match expression {
+            "document.title" => Ok(json!("Order confirmed")),
+            "items.length" => Ok(json!(3)),
+            "throw" => Err("ReferenceError: boom".into()),
+            e if e == rubrics::MINIWOB_REWARD_JS => {
+                Ok(json!({"raw": 1.0, "reward": 0.8, "done": true, "reason": "correct"}))
+            }
+            _ => Ok(Value::Null),
+        })
+    }
 }
 
 fn page() -> RecordedPage {
@@ -264,6 +275,28 @@ async fn every_check_kind_passes_and_fails() {
             false,
         ),
         (json!({"type": "answer", "number": 3}), Some("three"), false),
+        (
+            json!({"type": "js", "expression": "items.length", "value_equals": 3}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "js", "expression": "items.length", "value_equals": 4}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "js", "expression": "document.title", "value_equals": "Order confirmed"}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "js", "expression": "undefinedThing"}),
+            None,
+            false,
+        ),
+        (json!({"type": "js", "expression": "throw"}), None, false),
+        (json!({"type": "miniwob"}), None, true),
     ];
     for (c, answer, want) in cases {
         assert_eq!(
@@ -424,6 +457,14 @@ fn malformed_rubrics_are_rejected_with_the_path() {
         (
             fact(json!({"type": "page_text", "contains": "  "})),
             "groups[0].facts[0].check.contains: must not be empty",
+        ),
+        (
+            fact(json!({"type": "js"})),
+            "groups[0].facts[0].check.expression: a js check needs a JavaScript expression",
+        ),
+        (
+            fact(json!({"type": "miniwob", "contains": "x"})),
+            "groups[0].facts[0].check.contains: not used by a `miniwob` check",
         ),
         (
             json!({"groups": [{"facts": [{"weight": 0, "check": {"type": "url", "prefix": "x"}}]}]}),

@@ -33,3 +33,22 @@ pub fn parse_task(json: &str) -> Result<Task, Vec<FieldError>> {
     })?;
     Task::try_from(TaskSpec::from_json(value)?)
 }
+
+/// The MiniWoB++ importer: one task per MiniWoB++ page, started as a seeded MiniWoB
+/// episode (its utterance becomes the instruction) and judged by MiniWoB's own reward.
+/// `base` is the URL where MiniWoB++'s `html/` directory is served.
+pub fn miniwob_task(name: &str, base: &str) -> Result<Task, Vec<FieldError>> {
+    let spec = serde_json::json!({
+        "id": format!("miniwob.{name}"),
+        "site": "miniwob",
+        "instruction": format!("MiniWoB++ {name}: the page states the goal."),
+        "start_url": format!("{}/miniwob/{name}.html", base.trim_end_matches('/')),
+        "tags": ["miniwob"],
+        "split": "test",
+        "max_steps": 20,
+        "setup": {"type": "miniwob"},
+        "rubric": {"groups": [{"id": "reward", "facts": [{"id": "miniwob.reward",
+            "description": "MiniWoB++ reports a positive reward", "check": {"type": "miniwob"}}]}]}
+    });
+    Task::try_from(TaskSpec::from_json(spec)?)
+}

@@ -17,6 +17,8 @@ mod sites;
 mod task;
 
 pub use bundled::{BundledLine, bundled_tasks};
-pub use import::{ImportLine, parse_jsonl, parse_task};
+pub use import::{ImportLine, miniwob_task, parse_jsonl, parse_task};
 pub use sites::{SiteFile, site_file, site_names};
-pub use task::{Difficulty, FieldError, MAX_STEPS_LIMIT, Split, Task, TaskId, TaskSpec};
+pub use task::{
+    Difficulty, FieldError, MAX_STEPS_LIMIT, Setup, Split, Task, TaskId, TaskSpec, find_nul,
+};

@@ -171,6 +171,19 @@ pub struct TaskSpec {
     /// The expected final answer, for tasks that ask a question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_answer: Option<String>,
+    /// An environment to start on the start page: `{"type": "miniwob"}` starts a seeded
+    /// MiniWoB++ episode, whose utterance becomes the instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<serde_json::Value>,
+}
+
+/// What the runner starts on the start page before the first observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// A MiniWoB++ page: `core.startEpisodeReal()` with the episode's seed; the page's
+    /// utterance replaces the task's instruction, and the page's `WOB_DONE_GLOBAL` ends the
+    /// episode.
+    MiniWob,
 }
 
 /// A validated task.
@@ -198,6 +211,8 @@ pub struct Task {
     pub reference_solution: Vec<Action>,
     /// Expected final answer.
     pub reference_answer: Option<String>,
+    /// Environment started on the start page.
+    pub setup: Option<Setup>,
 }
 
 /// A problem with one field of a task.
@@ -227,6 +242,9 @@ impl TaskSpec {
     pub fn from_json(value: serde_json::Value) -> Result<TaskSpec, Vec<FieldError>> {
         if !value.is_object() {
             return Err(vec![FieldError::new("", "a task is a JSON object")]);
+        }
+        if let Some(path) = find_nul(&value, "") {
+            return Err(vec![FieldError::new(path, "contains a NUL character")]);
         }
         serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
@@ -408,6 +426,35 @@ impl TryFrom<TaskSpec> for Task {
                 ),
             ));
         }
+        let setup = match &spec.setup {
+            None => None,
+            Some(v) => match v.get("type").and_then(|t| t.as_str()) {
+                Some("miniwob") if v.as_object().is_some_and(|o| o.len() == 1) => {
+                    Some(Setup::MiniWob)
+                }
+                Some("miniwob") => {
+                    errors.push(FieldError::new(
+                        "setup",
+                        "a miniwob setup takes no other fields",
+                    ));
+                    None
+                }
+                Some(other) => {
+                    errors.push(FieldError::new(
+                        "setup.type",
+                        format!("unknown setup `{other}` (known: miniwob)"),
+                    ));
+                    None
+                }
+                None => {
+                    errors.push(FieldError::new(
+                        "setup.type",
+                        "is required (known: miniwob)",
+                    ));
+                    None
+                }
+            },
+        };
         let id = match spec.id.as_deref() {
             Some(s) => TaskId::parse(s)
                 .map_err(|m| errors.push(FieldError::new("id", m)))
@@ -436,6 +483,7 @@ impl TryFrom<TaskSpec> for Task {
             max_steps: spec.max_steps,
             reference_solution: solution,
             reference_answer: spec.reference_answer,
+            setup,
         })
     }
 }
@@ -473,11 +521,40 @@ impl Task {
                 .map(ToString::to_string)
                 .collect(),
             reference_answer: self.reference_answer.clone(),
+            setup: self.setup.map(|s| match s {
+                Setup::MiniWob => serde_json::json!({"type": "miniwob"}),
+            }),
         }
     }
 
     /// The rubric spec as stored.
     pub fn rubric_spec(&self) -> &RubricSpec {
         self.rubric.spec()
+    }
+}
+
+/// The path of the first string (or key) containing a NUL character, which no database
+/// text column accepts.
+pub fn find_nul(v: &serde_json::Value, path: &str) -> Option<String> {
+    use serde_json::Value;
+    match v {
+        Value::String(s) if s.contains('\0') => Some(path.to_string()),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find_nul(v, &format!("{path}[{i}]"))),
+        Value::Object(o) => o.iter().find_map(|(k, v)| {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            if k.contains('\0') {
+                Some(p)
+            } else {
+                find_nul(v, &p)
+            }
+        }),
+        _ => None,
     }
 }

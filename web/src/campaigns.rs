@@ -25,6 +25,9 @@ pub async fn create(
     if !body.is_object() {
         return Err(field("", "a campaign request is a JSON object"));
     }
+    if let Some(path) = tasks::find_nul(&body, "") {
+        return Err(field(&path, "contains a NUL character"));
+    }
     let spec: CampaignSpec = serde_path_to_error::deserialize(body).map_err(|e| {
         let path = e.path().to_string();
         field(

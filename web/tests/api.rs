@@ -193,6 +193,17 @@ async fn bad_tasks_get_a_400_naming_the_field_and_nothing_is_stored(pool: PgPool
             "reference_solution[0]",
         ),
         (with("unexpected", json!(1)), "unexpected"),
+        (
+            with("instruction", json!("find \u{0000} it")),
+            "instruction",
+        ),
+        (
+            with(
+                "rubric",
+                json!({"groups": [{"facts": [{"check": {"type": "page_text", "contains": "a\u{0000}"}}]}]}),
+            ),
+            "rubric.groups[0].facts[0].check.contains",
+        ),
     ];
     for (body, field) in cases {
         let (s, resp) = call(&app, Method::POST, "/api/tasks", Some(&body)).await;

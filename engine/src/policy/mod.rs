@@ -2,6 +2,9 @@
 //! implements (scripted, random, and later ONNX and HTTP models).
 
 mod batcher;
+pub mod http;
+pub mod onnx;
+pub mod output;
 mod random;
 mod scripted;
 mod simulated;
@@ -22,6 +25,12 @@ pub use simulated::{LatencyModel, SimulatedLatency};
 /// A step already taken in this episode, as policies see history.
 #[derive(Debug, Clone)]
 pub struct PastStep {
+    /// What the policy saw at that step (kept for the last few steps only).
+    pub observation: Option<Arc<Observation>>,
+    /// Content hash of that step's screenshot (to tell whether the page changed).
+    pub screenshot: String,
+    /// The policy's reasoning at that step.
+    pub thought: Option<String>,
     /// The action line.
     pub action: String,
     /// URL when it was chosen.
@@ -38,6 +47,9 @@ pub struct PastStep {
 pub struct StepInput {
     /// The task.
     pub task: Arc<Task>,
+    /// What the agent is asked to do: the task's instruction, or the one its environment
+    /// generated for this episode (MiniWoB++ utterances).
+    pub instruction: Arc<str>,
     /// The current observation.
     pub observation: Arc<Observation>,
     /// Earlier steps of the episode.

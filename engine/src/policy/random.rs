@@ -63,7 +63,7 @@ fn choose(input: &StepInput) -> (Action, String) {
     if input.step >= 2 && roll < 0.06 {
         let text = match usable.choose(&mut rng) {
             Some(e) if !e.label.is_empty() => e.label.clone(),
-            _ => word(&mut rng, &input.task.instruction),
+            _ => word(&mut rng, &input.instruction),
         };
         return (Action::Answer(text), "random answer".into());
     }
@@ -84,7 +84,7 @@ fn choose(input: &StepInput) -> (Action, String) {
     let el = usable.choose(&mut rng).expect("usable is not empty");
     let target = Target::Element(el.id);
     if is_textbox(el) {
-        let text = word(&mut rng, &input.task.instruction);
+        let text = word(&mut rng, &input.instruction);
         return (
             Action::Type {
                 target,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use browser_pool::{Action, BrowserPool, Observation, PoolError, Session};
-use tasks::Task;
+use tasks::{Setup, Task};
 use uuid::Uuid;
 
 use super::snapshot::PageSnapshot;
@@ -38,6 +38,9 @@ pub enum InfraError {
     /// The episode exceeded its time limit.
     #[error("watchdog: episode exceeded {0:?}")]
     Watchdog(Duration),
+    /// The task's environment did not start on its page.
+    #[error("setup: {0}")]
+    Setup(String),
 }
 
 impl InfraError {
@@ -49,9 +52,13 @@ impl InfraError {
             InfraError::Policy(_) => "policy_unavailable",
             InfraError::StartPage { .. } => "start_page",
             InfraError::Watchdog(_) => "watchdog",
+            InfraError::Setup(_) => "setup",
         }
     }
 }
+
+/// Past steps whose observation (screenshot included) policies may still look at.
+const KEEP_OBSERVATIONS: usize = 4;
 
 /// Consecutive unusable policy outputs that end an episode.
 const MAX_POLICY_ERRORS: u32 = 3;
@@ -86,6 +93,8 @@ struct Pending {
 pub struct Episode {
     /// What it runs.
     pub run: EpisodeRun,
+    /// The instruction in force: the task's, or the one its environment generated.
+    instruction: Arc<str>,
     session: Session,
     started: Instant,
     steps: Vec<StepRecord>,
@@ -103,6 +112,8 @@ pub struct Episode {
 pub struct Finished {
     /// What it ran.
     pub run: EpisodeRun,
+    /// The instruction its environment generated, if it did.
+    pub instruction: Option<String>,
     /// How it ended.
     pub end_reason: EndReason,
     /// Its answer.
@@ -138,9 +149,22 @@ impl Episode {
             session.close().await;
             return Err(InfraError::StartPage { url, message });
         }
+        let instruction: Arc<str> = match run.task.setup {
+            None => run.task.instruction.as_str().into(),
+            Some(Setup::MiniWob) => {
+                match crate::environments::miniwob_start(&session, run.seed).await {
+                    Ok(utterance) => utterance.into(),
+                    Err(e) => {
+                        session.close().await;
+                        return Err(e);
+                    }
+                }
+            }
+        };
         METRICS.episodes_running.add(1);
         Ok(Episode {
             run,
+            instruction,
             session,
             started,
             steps: Vec::new(),
@@ -191,6 +215,7 @@ impl Episode {
         });
         Ok(StepInput {
             task: self.run.task.clone(),
+            instruction: self.instruction.clone(),
             observation,
             history: self.history.clone().into(),
             step: self.steps.len() as u32,
@@ -258,7 +283,15 @@ impl Episode {
                 record.act_ms = ms(t.elapsed());
                 record.action_error = report.error.clone();
                 record.click = report.point;
+                if self.run.task.setup == Some(Setup::MiniWob)
+                    && crate::environments::miniwob_done(&self.session).await?
+                {
+                    self.end = Some(EndReason::EnvDone);
+                }
                 self.history.push(PastStep {
+                    observation: Some(pending.observation.clone()),
+                    screenshot: pending.screenshot.clone(),
+                    thought: record.thought.clone(),
                     action: record.action.clone(),
                     url: obs.url.clone(),
                     title: obs.title.clone(),
@@ -274,6 +307,9 @@ impl Episode {
                     "your last output was not a valid action: {message}"
                 ));
                 self.history.push(PastStep {
+                    observation: Some(pending.observation.clone()),
+                    screenshot: pending.screenshot.clone(),
+                    thought: record.thought.clone(),
                     action: decision.raw_output,
                     url: obs.url.clone(),
                     title: obs.title.clone(),
@@ -282,6 +318,18 @@ impl Episode {
             }
         }
         self.steps.push(record);
+        // Only the last few steps keep their observation (screenshots are large).
+        let n = self.history.len();
+        for old in self
+            .history
+            .iter_mut()
+            .take(n.saturating_sub(KEEP_OBSERVATIONS))
+        {
+            old.observation = None;
+        }
+        if self.end.is_some() {
+            return Ok(());
+        }
         if self.policy_errors >= MAX_POLICY_ERRORS {
             self.end = Some(EndReason::PolicyError);
         } else if self.steps.len() as u32 >= self.run.max_steps {
@@ -303,8 +351,10 @@ impl Episode {
         METRICS.episodes_running.add(-1);
         self.session.close().await;
         let (final_screenshot, snapshot) = result?;
+        let instruction = self.run.task.setup.map(|_| self.instruction.to_string());
         Ok(Finished {
             run: self.run,
+            instruction,
             end_reason: self.end.unwrap_or(EndReason::MaxSteps),
             final_answer: self.final_answer,
             final_screenshot,

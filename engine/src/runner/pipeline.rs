@@ -156,6 +156,7 @@ async fn judge(work: Work) -> Judged {
         task_id: f.run.task.id.to_string(),
         record: EpisodeRecord {
             id: f.run.id,
+            instruction: f.instruction,
             end_reason: f.end_reason,
             final_answer: f.final_answer,
             final_url: Some(f.snapshot.url.clone()),

@@ -2,6 +2,7 @@
 //! context is released, so that judging runs on its own queue, off the rollout hot path.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use browser_pool::{PoolError, Session};
 use rubrics::{ElementSnapshot, PageProbe, ProbeError, Rubric};
@@ -15,7 +16,12 @@ pub struct PageSnapshot {
     pub text: String,
     /// Every selector the rubric's element checks use, with what it found.
     pub elements: BTreeMap<String, Result<Option<ElementSnapshot>, String>>,
+    /// Every expression the rubric's `js` and `miniwob` checks evaluate, with its value.
+    pub values: BTreeMap<String, Result<serde_json::Value, String>>,
 }
+
+/// How long a rubric's JavaScript predicate may run.
+const JS_CHECK_LIMIT: Duration = Duration::from_secs(2);
 
 impl PageSnapshot {
     /// Captures what `rubric` needs from the session's current page.
@@ -31,10 +37,18 @@ impl PageSnapshot {
             });
             elements.insert(selector.to_string(), found);
         }
+        let mut values = BTreeMap::new();
+        for expression in rubric.expressions() {
+            values.insert(
+                expression.to_string(),
+                session.evaluate_limited(expression, JS_CHECK_LIMIT).await?,
+            );
+        }
         Ok(PageSnapshot {
             url: session.url().await?,
             text: session.page_text().await?,
             elements,
+            values,
         })
     }
 }
@@ -56,5 +70,15 @@ impl PageProbe for PageSnapshot {
             .get(selector)
             .cloned()
             .ok_or_else(|| ProbeError(format!("selector `{selector}` was not captured")))
+    }
+
+    async fn eval(
+        &self,
+        expression: &str,
+    ) -> Result<Result<serde_json::Value, String>, ProbeError> {
+        self.values
+            .get(expression)
+            .cloned()
+            .ok_or_else(|| ProbeError(format!("expression `{expression}` was not captured")))
     }
 }

@@ -23,6 +23,8 @@ pub enum EndReason {
     PolicyError,
     /// Cut off by the campaign's time limit.
     Timeout,
+    /// The environment (e.g. MiniWoB++) declared the episode done.
+    EnvDone,
 }
 
 impl EndReason {
@@ -34,6 +36,7 @@ impl EndReason {
             EndReason::MaxSteps => "max_steps",
             EndReason::PolicyError => "policy_error",
             EndReason::Timeout => "timeout",
+            EndReason::EnvDone => "env_done",
         }
     }
 }
@@ -112,6 +115,8 @@ pub struct EpisodeRecord {
     pub id: Uuid,
     /// How it ended.
     pub end_reason: EndReason,
+    /// The instruction the episode ran with, when the environment generated it.
+    pub instruction: Option<String>,
     /// Final answer.
     pub final_answer: Option<String>,
     /// Last URL.
@@ -266,8 +271,8 @@ fn ms(d: Duration) -> i32 {
 }
 
 impl Store {
-    /// Leases the next runnable episode of a campaign: pending ones, and running ones whose
-    /// lease expired (their runner died). `SKIP LOCKED` lets any number of runners claim
+    /// Leases the next runnable episode of a campaign, longest expected first: pending
+    /// ones, and running ones whose lease expired (their runner died). `SKIP LOCKED` lets any number of runners claim
     /// concurrently without handing one episode to two of them.
     pub async fn claim_episode(
         &self,
@@ -280,11 +285,13 @@ impl Store {
                 lease_expires_at = now() + make_interval(secs => $3), attempts = e.attempts + 1,
                 started_at = now()
              WHERE e.id = (
-                SELECT id FROM episodes
-                WHERE campaign_id = $1
-                  AND (status = 'pending' OR (status = 'running' AND lease_expires_at < now()))
-                ORDER BY rollout, task_id
-                FOR UPDATE SKIP LOCKED
+                SELECT p.id FROM episodes p JOIN tasks t ON t.id = p.task_id
+                WHERE p.campaign_id = $1
+                  AND (p.status = 'pending' OR (p.status = 'running' AND p.lease_expires_at < now()))
+                -- Longest expected first (a task's step limit is the proxy): long episodes
+                -- started last would otherwise run alone at the end of the campaign.
+                ORDER BY coalesce((t.spec->>'max_steps')::int, 15) DESC, p.rollout, p.task_id
+                FOR UPDATE OF p SKIP LOCKED
                 LIMIT 1)
              RETURNING e.id, e.task_id, e.rollout, e.seed, e.attempts, e.last_error",
         )
@@ -314,18 +321,34 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Stores a finished episode (outcome, steps, verdicts) atomically. Returns false, and
-    /// stores nothing, when `owner` no longer holds the lease.
+    /// Stores a finished episode (outcome, screenshots, steps, verdicts) atomically.
+    /// Returns false, and stores nothing, when `owner` no longer holds the lease.
     pub async fn finish_episode(
         &self,
         owner: &str,
         rec: &EpisodeRecord,
     ) -> Result<bool, StoreError> {
+        // Postgres refuses NUL in text; pages and models produce it.
+        if super::sanitize::needs_cleaning(rec) {
+            return self
+                .write_finished(owner, &super::sanitize::cleaned(rec), &rec.blobs)
+                .await;
+        }
+        self.write_finished(owner, rec, &rec.blobs).await
+    }
+
+    async fn write_finished(
+        &self,
+        owner: &str,
+        rec: &EpisodeRecord,
+        blobs: &[super::Blob],
+    ) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
-                finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL
+                finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
+                instruction = $11
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -338,6 +361,7 @@ impl Store {
         .bind(&rec.final_screenshot)
         .bind(i32::try_from(rec.steps.len()).unwrap_or(i32::MAX))
         .bind(ms(rec.duration))
+        .bind(&rec.instruction)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -345,7 +369,7 @@ impl Store {
             return Ok(false);
         }
         // A few MB per statement at most: an episode's screenshots.
-        for chunk in rec.blobs.chunks(16) {
+        for chunk in blobs.chunks(16) {
             let mut q = QueryBuilder::new("INSERT INTO blobs (hash, mime, bytes) ");
             q.push_values(chunk, |mut b, blob| {
                 b.push_bind(&blob.hash)
@@ -471,12 +495,14 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (instruction, final_url, final_screenshot): (String, Option<String>, Option<String>) = sqlx::query_as(
-            "SELECT t.instruction, e.final_url, e.final_screenshot FROM episodes e JOIN tasks t ON t.id = e.task_id WHERE e.id = $1",
-        )
-        .bind(id)
-        .fetch_one(&self.pool)
-        .await?;
+        let (instruction, final_url, final_screenshot): (String, Option<String>, Option<String>) =
+            sqlx::query_as(
+                "SELECT coalesce(e.instruction, t.instruction), e.final_url, e.final_screenshot
+             FROM episodes e JOIN tasks t ON t.id = e.task_id WHERE e.id = $1",
+            )
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
         let steps = sqlx::query_as(
             "SELECT idx, url, title, screenshot, elements, action, thought, raw_output, action_error, click_x, click_y,
                 logprob, observe_ms, policy_ms, act_ms

@@ -9,6 +9,7 @@ mod blobs;
 mod campaigns;
 pub mod cluster;
 mod episodes;
+mod sanitize;
 mod tasks;
 
 use std::time::Duration;

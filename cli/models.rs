@@ -1,0 +1,212 @@
+//! Model policies from the command line: `--onnx-model` (ONNX Runtime, in this process)
+//! and `--policy-url` (an OpenAI-compatible server), and `surfgym serve-policy`.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use engine::policy::http::{HttpOptions, HttpPolicy};
+use engine::policy::onnx::{self, Device, OnnxOptions, PromptConfig, PromptStyle};
+use engine::policy::output::Grounding;
+use engine::policy::{BatchLimits, PolicyRegistry};
+
+use crate::Common;
+
+/// Grounding mode.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GroundingArg {
+    /// Numbered elements, drawn on the screenshot (set-of-marks).
+    Marks,
+    /// x, y on a 0-1000 grid over a plain screenshot.
+    Coords,
+}
+
+/// Prompt style.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PromptArg {
+    /// Context, then one action.
+    Plain,
+    /// Memory, progress, intention, action (WebGym).
+    Structured,
+}
+
+/// Inference device.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DeviceArg {
+    /// CPU.
+    Cpu,
+    /// CUDA, falling back to CPU.
+    Cuda,
+}
+
+/// Options of the model policies.
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// An ONNX model directory (onnx-community layout): registers the `onnx` policy.
+    #[arg(long, global = true)]
+    pub onnx_model: Option<PathBuf>,
+    /// ONNX Runtime library (default: $ORT_DYLIB_PATH, or the wheel in the data dir's venv).
+    #[arg(long, global = true)]
+    pub ort_dylib: Option<PathBuf>,
+    /// Where the ONNX policy runs.
+    #[arg(long, value_enum, default_value = "cpu", global = true)]
+    pub device: DeviceArg,
+    /// How the model names what to act on.
+    #[arg(long, value_enum, default_value = "marks", global = true)]
+    pub grounding: GroundingArg,
+    /// Prompt style.
+    #[arg(long, value_enum, default_value = "plain", global = true)]
+    pub prompt: PromptArg,
+    /// Screenshots in a prompt (the current one and earlier ones).
+    #[arg(long, default_value_t = 1, global = true)]
+    pub prompt_images: usize,
+    /// Sampling temperature (0: greedy).
+    #[arg(long, default_value_t = 0.0, global = true)]
+    pub temperature: f32,
+    /// Nucleus sampling mass.
+    #[arg(long, default_value_t = 1.0, global = true)]
+    pub top_p: f32,
+    /// Most tokens generated per action.
+    #[arg(long, default_value_t = 96, global = true)]
+    pub max_new_tokens: usize,
+    /// Largest batch of concurrent requests the ONNX policy runs together.
+    #[arg(long, default_value_t = 8, global = true)]
+    pub max_batch: usize,
+    /// Longest a request waits for companions, ms.
+    #[arg(long, default_value_t = 20, global = true)]
+    pub max_wait_ms: u64,
+    /// An OpenAI-compatible server: registers the `http` policy.
+    #[arg(long, global = true)]
+    pub policy_url: Option<String>,
+    /// The `model` name sent to that server.
+    #[arg(long, default_value = "default", global = true)]
+    pub policy_model: String,
+    /// Bearer token for that server.
+    #[arg(
+        long,
+        env = "SURFGYM_POLICY_API_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub policy_api_key: Option<String>,
+}
+
+impl ModelArgs {
+    fn prompt(&self) -> PromptConfig {
+        PromptConfig {
+            style: match self.prompt {
+                PromptArg::Plain => PromptStyle::Plain,
+                PromptArg::Structured => PromptStyle::Structured,
+            },
+            grounding: match self.grounding {
+                GroundingArg::Marks => Grounding::Marks,
+                GroundingArg::Coords => Grounding::Coordinates,
+            },
+            images: self.prompt_images.max(1),
+            ..PromptConfig::default()
+        }
+    }
+
+    /// ONNX options for `dir`.
+    pub fn onnx_options(&self, common: &Common, dir: PathBuf) -> anyhow::Result<OnnxOptions> {
+        let dylib = match &self.ort_dylib {
+            Some(p) => p.clone(),
+            None => onnx::find_ort_dylib(&common.data_dir).context(
+                "ONNX Runtime not found: run ./scripts/setup-python.sh (installs the onnxruntime wheel), or set ORT_DYLIB_PATH",
+            )?,
+        };
+        let mut o = OnnxOptions::new(dir, dylib);
+        o.device = match self.device {
+            DeviceArg::Cpu => Device::Cpu,
+            DeviceArg::Cuda => Device::Cuda,
+        };
+        o.generation.max_new_tokens = self.max_new_tokens;
+        o.generation.temperature = self.temperature;
+        o.generation.top_p = self.top_p;
+        o.prompt = self.prompt();
+        Ok(o)
+    }
+}
+
+/// Registers the model policies the options name.
+pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Result<()> {
+    let m = &common.models;
+    if let Some(dir) = &m.onnx_model {
+        let opts = m.onnx_options(common, dir.clone())?;
+        let limits = BatchLimits {
+            max_batch: m.max_batch.max(1),
+            max_wait: Duration::from_millis(m.max_wait_ms),
+        };
+        let (policy, backend) = onnx::policy("onnx", opts, limits)
+            .with_context(|| format!("loading the ONNX model in {}", dir.display()))?;
+        let (provider, fallback) = backend.provider();
+        println!(
+            "onnx policy: {} on {provider}{}",
+            dir.display(),
+            fallback.map(|f| format!(" ({f})")).unwrap_or_default()
+        );
+        policies.register(Arc::new(policy));
+    }
+    if let Some(url) = &m.policy_url {
+        let mut opts = HttpOptions::new(url.clone(), m.policy_model.clone());
+        opts.api_key = m.policy_api_key.clone();
+        opts.max_tokens = m.max_new_tokens as u32;
+        opts.temperature = m.temperature;
+        opts.top_p = m.top_p;
+        opts.prompt = m.prompt();
+        policies.register(Arc::new(
+            HttpPolicy::new("http", opts).map_err(|e| anyhow::anyhow!("{e}"))?,
+        ));
+    }
+    Ok(())
+}
+
+/// `surfgym serve-policy`.
+#[derive(Args)]
+pub struct ServePolicyArgs {
+    /// The ONNX model directory to serve.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The name it is listed under.
+    #[arg(long, default_value = "surfgym-onnx")]
+    pub name: String,
+    /// Address to serve on.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// Port (0: a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+}
+
+/// `surfgym serve-policy`.
+pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Result<ExitCode> {
+    let opts = common.models.onnx_options(common, args.model.clone())?;
+    let backend = onnx::OnnxBackend::load(opts)
+        .with_context(|| format!("loading {}", args.model.display()))?;
+    let (provider, fallback) = backend.provider();
+    let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
+    println!(
+        "serving {} on {provider}{} at http://{}/v1/chat/completions",
+        args.model.display(),
+        fallback.map(|f| format!(" ({f})")).unwrap_or_default(),
+        listener.local_addr()?
+    );
+    let app = web::policy_server::router(web::policy_server::PolicyServer {
+        model: backend.model(),
+        name: args.name,
+    });
+    let server = tokio::spawn(async move { axum_serve(listener, app).await });
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        r = server => { r??; }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
+    axum::serve(listener, app).await
+}

@@ -1,0 +1,253 @@
+//! A vision-language policy served by ONNX Runtime, in the onnx-community export layout
+//! (SmolVLM / Idefics3: `vision_encoder`, `embed_tokens`, `decoder_model_merged`; text-only
+//! Llama exports such as the converted SmolLM2 work without the vision part).
+//!
+//! [`OnnxBackend`] is a [`BatchBackend`]: wrapped in [`Batched`], concurrent episodes'
+//! requests are padded and generated as one batch on a blocking thread (ONNX Runtime's
+//! `run` is synchronous and needs `&mut` on its session).
+
+pub mod config;
+pub mod image;
+pub mod model;
+pub mod prompt;
+mod som;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+pub use model::{Device, Finish, GenParams, Generation, Model, Prompt};
+pub use prompt::{PromptConfig, PromptStyle};
+
+use super::output::{Grounding, parse_output};
+use super::{BatchBackend, BatchLimits, Batched, Decision, PolicyError, StepInput};
+
+/// Why a model could not be loaded or run.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum OnnxError {
+    /// The model directory is incomplete or inconsistent.
+    #[error("model: {0}")]
+    Model(String),
+    /// ONNX Runtime failed.
+    #[error("ONNX Runtime: {0}")]
+    Runtime(String),
+    /// A prompt could not be built.
+    #[error("prompt: {0}")]
+    Prompt(String),
+}
+
+/// How to load and run the policy.
+#[derive(Debug, Clone)]
+pub struct OnnxOptions {
+    /// The model directory.
+    pub model_dir: PathBuf,
+    /// `libonnxruntime.so`.
+    pub dylib: PathBuf,
+    /// CPU or CUDA (with CPU fallback).
+    pub device: Device,
+    /// Intra-op threads.
+    pub threads: usize,
+    /// Sampling.
+    pub generation: GenParams,
+    /// Prompting.
+    pub prompt: PromptConfig,
+    /// Viewport the coordinates grid maps to.
+    pub viewport: (u32, u32),
+}
+
+impl OnnxOptions {
+    /// Defaults for a model directory: greedy, 96 new tokens, plain prompt, set-of-marks.
+    pub fn new(model_dir: impl Into<PathBuf>, dylib: impl Into<PathBuf>) -> OnnxOptions {
+        OnnxOptions {
+            model_dir: model_dir.into(),
+            dylib: dylib.into(),
+            device: Device::Cpu,
+            threads: 2,
+            generation: GenParams {
+                max_new_tokens: 96,
+                temperature: 0.0,
+                top_p: 1.0,
+                stop: vec!["\n\n\n".into()],
+            },
+            prompt: PromptConfig::default(),
+            viewport: (1280, 720),
+        }
+    }
+}
+
+/// `libonnxruntime.so.*`: `$ORT_DYLIB_PATH`, else the onnxruntime wheel in the project's
+/// Python venv (`scripts/setup-python.sh` installs it).
+pub fn find_ort_dylib(data_dir: &Path) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from) {
+        return p.exists().then_some(p);
+    }
+    let lib = data_dir.join("venv/lib");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(lib)
+        .ok()?
+        .filter_map(Result::ok)
+        .flat_map(|e| {
+            std::fs::read_dir(e.path().join("site-packages/onnxruntime/capi"))
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libonnxruntime.so."))
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// The ONNX model behind the batching queue.
+pub struct OnnxBackend {
+    model: Arc<Mutex<Model>>,
+    opts: OnnxOptions,
+    vision: bool,
+    template: String,
+}
+
+/// A step's seed for sampling: a function of the episode seed and step only.
+fn request_seed(input: &StepInput) -> u64 {
+    input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl OnnxBackend {
+    /// Loads the model.
+    pub fn load(opts: OnnxOptions) -> Result<OnnxBackend, OnnxError> {
+        let model = Model::load(&opts.model_dir, &opts.dylib, opts.device, opts.threads)?;
+        let vision = model.has_vision();
+        let template = model.config().chat_template.clone();
+        Ok(OnnxBackend {
+            model: Arc::new(Mutex::new(model)),
+            opts,
+            vision,
+            template,
+        })
+    }
+
+    /// The execution provider in use, and why CUDA was not, if it was asked for.
+    pub fn provider(&self) -> (String, Option<String>) {
+        let m = self.model.lock().expect("model lock");
+        (m.provider().to_string(), m.fallback().map(str::to_string))
+    }
+
+    /// Whether the model reads screenshots.
+    pub fn has_vision(&self) -> bool {
+        self.vision
+    }
+
+    /// The shared model (for the OpenAI-compatible server).
+    pub fn model(&self) -> Arc<Mutex<Model>> {
+        self.model.clone()
+    }
+
+    /// Builds the prompt of one step: template-rendered text with images expanded.
+    pub fn prompt_for(&self, input: &StepInput) -> Result<Prompt, OnnxError> {
+        let built = prompt::build(input, &self.opts.prompt, self.vision);
+        let text = prompt::render(&self.template, &built.text, built.images.len(), self.vision)
+            .map_err(OnnxError::Prompt)?;
+        let model = self.model.lock().expect("model lock");
+        expand_images(&text, &built.images, model.config())
+    }
+
+    fn decide_all(
+        &self,
+        inputs: &[StepInput],
+    ) -> Result<Vec<Result<Decision, PolicyError>>, PolicyError> {
+        let prompts: Vec<Prompt> = inputs
+            .iter()
+            .map(|i| self.prompt_for(i))
+            .collect::<Result<_, _>>()
+            .map_err(|e| PolicyError::Failed(e.to_string()))?;
+        let seeds: Vec<u64> = inputs.iter().map(request_seed).collect();
+        let outputs = self
+            .model
+            .lock()
+            .expect("model lock")
+            .generate(&prompts, &self.opts.generation, &seeds)
+            .map_err(|e| PolicyError::Failed(e.to_string()))?;
+        let grounding = if self.vision {
+            self.opts.prompt.grounding
+        } else {
+            Grounding::Marks
+        };
+        Ok(outputs
+            .into_iter()
+            .map(|g| {
+                let (thought, action) = parse_output(&g.text, grounding, self.opts.viewport);
+                Ok(Decision {
+                    action,
+                    thought,
+                    logprob: Some(g.logprobs.iter().map(|l| f64::from(*l)).sum()),
+                    token_logprobs: g.logprobs,
+                    raw_output: g.text,
+                })
+            })
+            .collect())
+    }
+}
+
+/// Replaces each `<image>` the template wrote with the processor's expansion of that image.
+pub fn expand_images(
+    text: &str,
+    images: &[::image::DynamicImage],
+    cfg: &config::ModelConfig,
+) -> Result<Prompt, OnnxError> {
+    let pieces: Vec<&str> = text.split("<image>").collect();
+    if pieces.len() - 1 != images.len() {
+        return Err(OnnxError::Prompt(format!(
+            "the template wrote {} image placeholders for {} images",
+            pieces.len() - 1,
+            images.len()
+        )));
+    }
+    let prepared: Vec<image::Prepared> = images
+        .iter()
+        .map(|i| image::prepare(i, &cfg.image))
+        .collect();
+    let mut out = String::from(pieces[0]);
+    for (p, rest) in prepared.iter().zip(&pieces[1..]) {
+        out.push_str(&image::prompt_tokens(p.grid, cfg.image_seq_len));
+        out.push_str(rest);
+    }
+    Ok(Prompt {
+        text: out,
+        images: prepared,
+    })
+}
+
+impl BatchBackend for OnnxBackend {
+    fn run_batch(
+        &self,
+        inputs: Vec<StepInput>,
+    ) -> BoxFuture<'_, Result<Vec<Result<Decision, PolicyError>>, PolicyError>> {
+        async move {
+            let this = OnnxBackend {
+                model: self.model.clone(),
+                opts: self.opts.clone(),
+                vision: self.vision,
+                template: self.template.clone(),
+            };
+            tokio::task::spawn_blocking(move || this.decide_all(&inputs))
+                .await
+                .map_err(|e| PolicyError::Failed(format!("inference thread failed: {e}")))?
+        }
+        .boxed()
+    }
+}
+
+/// The `onnx` policy: the model behind a batching queue.
+pub fn policy(
+    name: &str,
+    opts: OnnxOptions,
+    limits: BatchLimits,
+) -> Result<(Batched, Arc<OnnxBackend>), OnnxError> {
+    let backend = Arc::new(OnnxBackend::load(opts)?);
+    Ok((Batched::new(name, backend.clone(), limits), backend))
+}

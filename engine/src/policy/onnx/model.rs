@@ -1,0 +1,585 @@
+//! The model: three ONNX Runtime sessions in the onnx-community VLM layout
+//! (`vision_encoder`, `embed_tokens`, `decoder_model_merged`) and the tokenizer, with batched
+//! KV-cache generation.
+//!
+//! A batch is left-padded; the prompt is embedded, the `<image>` rows are overwritten with
+//! the vision encoder's features in order, the decoder prefills with an empty past, then
+//! decodes one token per step for every sequence still running. Past/present tensors are
+//! handed back to the decoder as ONNX Runtime returned them, so fp16 exports work unchanged.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use half::f16;
+use ort::session::Session;
+use ort::value::{DynValue, Tensor, TensorElementType, ValueType};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::OnnxError;
+use super::config::ModelConfig;
+use super::image::Prepared;
+
+/// Where inference runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// The CPU execution provider.
+    Cpu,
+    /// CUDA, when built with the `cuda` feature and a GPU is there; else CPU (logged).
+    Cuda,
+}
+
+/// One prompt: chat-templated text with its images expanded, and those images.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    /// The text, `<image>` tokens included.
+    pub text: String,
+    /// The images, in the order their tokens appear.
+    pub images: Vec<Prepared>,
+}
+
+/// Sampling settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenParams {
+    /// Most tokens to generate.
+    pub max_new_tokens: usize,
+    /// 0: greedy; otherwise softmax temperature.
+    pub temperature: f32,
+    /// Nucleus sampling mass (1.0: off).
+    pub top_p: f32,
+    /// Texts that end a generation (not included in the output).
+    pub stop: Vec<String>,
+}
+
+/// Why a generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// An end-of-sequence token.
+    Eos,
+    /// A stop text.
+    Stop,
+    /// `max_new_tokens`.
+    Length,
+}
+
+/// One sequence's output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// Decoded text (special tokens and the stop text removed).
+    pub text: String,
+    /// Generated token ids.
+    pub tokens: Vec<u32>,
+    /// Log-probability of each generated token under the model (temperature 1).
+    pub logprobs: Vec<f32>,
+    /// Why it ended.
+    pub finish: Finish,
+}
+
+/// The decoder's key/value cache: `(input name, tensor)` per layer and kind.
+type Past = Vec<(String, DynValue)>;
+
+static ORT_ENV: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+fn environment(dylib: &Path) -> Result<&'static ort::environment::Environment, OnnxError> {
+    ORT_ENV
+        .get_or_init(|| {
+            ort::init_from(dylib)
+                .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", dylib.display()))?
+                .with_name("surfgym")
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| OnnxError::Runtime(e.clone()))
+}
+
+/// A loaded model.
+pub struct Model {
+    cfg: ModelConfig,
+    tokenizer: tokenizers::Tokenizer,
+    vision: Option<Session>,
+    embed: Session,
+    decoder: Session,
+    decoder_inputs: Vec<String>,
+    kv_type: TensorElementType,
+    embeds_type: TensorElementType,
+    pixels_type: TensorElementType,
+    provider: String,
+    fallback: Option<String>,
+}
+
+fn input_type(session: &Session, name: &str) -> Option<TensorElementType> {
+    session
+        .inputs()
+        .iter()
+        .find(|o| o.name() == name)
+        .and_then(|o| match o.dtype() {
+            ValueType::Tensor { ty, .. } => Some(*ty),
+            _ => None,
+        })
+}
+
+fn rt(e: impl std::fmt::Display) -> OnnxError {
+    OnnxError::Runtime(e.to_string())
+}
+
+impl Model {
+    /// Loads a model directory (`config.json`, `tokenizer.json`, `onnx/*.onnx`).
+    pub fn load(
+        dir: &Path,
+        dylib: &Path,
+        device: Device,
+        threads: usize,
+    ) -> Result<Model, OnnxError> {
+        let cfg = ModelConfig::load(dir)?;
+        let tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| OnnxError::Model(format!("tokenizer.json: {e}")))?;
+        let env = environment(dylib)?;
+        let (provider, fallback) = match device {
+            Device::Cpu => ("CPU".to_string(), None),
+            Device::Cuda => cuda_or_cpu(),
+        };
+        if let Some(why) = &fallback {
+            tracing::warn!(reason = %why, "CUDA execution provider unavailable; falling back to CPU");
+        }
+        let open = |file: &str| -> Result<Session, OnnxError> {
+            let path = cfg.onnx_dir.join(file);
+            let mut builder = Session::builder(env).map_err(rt)?;
+            builder = builder
+                .with_intra_threads(threads.max(1))
+                .map_err(|e| rt(e.to_string()))?;
+            #[cfg(feature = "cuda")]
+            if provider == "CUDA" {
+                builder = builder
+                    .with_execution_providers([ort::ep::CUDA::default().build()])
+                    .map_err(|e| rt(e.to_string()))?;
+            }
+            builder
+                .commit_from_file(&path)
+                .map_err(|e| OnnxError::Model(format!("{}: {e}", path.display())))
+        };
+        let embed = open("embed_tokens.onnx")?;
+        let decoder = open("decoder_model_merged.onnx")?;
+        let vision = if cfg.onnx_dir.join("vision_encoder.onnx").exists() {
+            Some(open("vision_encoder.onnx")?)
+        } else {
+            None
+        };
+        let decoder_inputs: Vec<String> = decoder
+            .inputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        let kv_type = input_type(&decoder, "past_key_values.0.key")
+            .ok_or_else(|| OnnxError::Model("decoder has no past_key_values.0.key input".into()))?;
+        let embeds_type = input_type(&decoder, "inputs_embeds")
+            .ok_or_else(|| OnnxError::Model("decoder has no inputs_embeds input".into()))?;
+        let pixels_type = vision
+            .as_ref()
+            .and_then(|v| input_type(v, "pixel_values"))
+            .unwrap_or(TensorElementType::Float32);
+        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, "ONNX policy model loaded");
+        Ok(Model {
+            cfg,
+            tokenizer,
+            vision,
+            embed,
+            decoder,
+            decoder_inputs,
+            kv_type,
+            embeds_type,
+            pixels_type,
+            provider,
+            fallback,
+        })
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// The execution provider in use (`CPU`, `CUDA`).
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// Why CUDA was not used, when it was asked for.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// Whether the model has a vision encoder.
+    pub fn has_vision(&self) -> bool {
+        self.vision.is_some() && self.cfg.image_token_id.is_some()
+    }
+
+    /// Token ids of a text (special tokens in the text are recognised).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, OnnxError> {
+        Ok(self
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| rt(e.to_string()))?
+            .get_ids()
+            .to_vec())
+    }
+
+    fn embed(&mut self, ids: Vec<i64>, batch: usize, len: usize) -> Result<Vec<f32>, OnnxError> {
+        let input = Tensor::from_array(([batch, len], ids)).map_err(rt)?;
+        let outputs = self
+            .embed
+            .run(ort::inputs!["input_ids" => input])
+            .map_err(rt)?;
+        to_f32(&outputs[0])
+    }
+
+    fn image_features(&mut self, tiles: &[&Prepared]) -> Result<Vec<f32>, OnnxError> {
+        let n: usize = tiles.iter().map(|p| p.tiles.len()).sum();
+        let t = self.cfg.image.tile as usize;
+        let mut pixels = Vec::with_capacity(n * 3 * t * t);
+        let mut mask = Vec::with_capacity(n * t * t);
+        for p in tiles {
+            for (tile, m) in p.tiles.iter().zip(&p.masks) {
+                pixels.extend_from_slice(tile);
+                mask.extend_from_slice(m);
+            }
+        }
+        let pixel_values: DynValue = match self.pixels_type {
+            TensorElementType::Float16 => Tensor::from_array((
+                [1, n, 3, t, t],
+                pixels.iter().map(|v| f16::from_f32(*v)).collect::<Vec<_>>(),
+            ))
+            .map_err(rt)?
+            .into_dyn(),
+            _ => Tensor::from_array(([1, n, 3, t, t], pixels))
+                .map_err(rt)?
+                .into_dyn(),
+        };
+        let mask = Tensor::from_array(([1, n, t, t], mask)).map_err(rt)?;
+        let vision = self
+            .vision
+            .as_mut()
+            .ok_or_else(|| OnnxError::Model("this model has no vision encoder".into()))?;
+        let outputs = vision
+            .run(ort::inputs!["pixel_values" => pixel_values, "pixel_attention_mask" => mask])
+            .map_err(rt)?;
+        to_f32(&outputs[0])
+    }
+
+    fn embeds_value(
+        &self,
+        data: Vec<f32>,
+        batch: usize,
+        len: usize,
+        hidden: usize,
+    ) -> Result<DynValue, OnnxError> {
+        Ok(match self.embeds_type {
+            TensorElementType::Float16 => Tensor::from_array((
+                [batch, len, hidden],
+                data.into_iter().map(f16::from_f32).collect::<Vec<_>>(),
+            ))
+            .map_err(rt)?
+            .into_dyn(),
+            _ => Tensor::from_array(([batch, len, hidden], data))
+                .map_err(rt)?
+                .into_dyn(),
+        })
+    }
+
+    fn empty_past(&self, batch: usize) -> Result<Past, OnnxError> {
+        let shape = [batch, self.cfg.kv_heads, 0, self.cfg.head_dim];
+        let mut out = Vec::new();
+        for i in 0..self.cfg.layers {
+            for kind in ["key", "value"] {
+                let v: DynValue = match self.kv_type {
+                    TensorElementType::Float16 => Tensor::<f16>::from_array((shape, Vec::new()))
+                        .map_err(rt)?
+                        .into_dyn(),
+                    _ => Tensor::<f32>::from_array((shape, Vec::new()))
+                        .map_err(rt)?
+                        .into_dyn(),
+                };
+                out.push((format!("past_key_values.{i}.{kind}"), v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// One decoder call: returns the last position's logits per row and the new past.
+    fn decode(
+        &mut self,
+        embeds: DynValue,
+        mask: &[i64],
+        positions: Vec<i64>,
+        past: Past,
+        batch: usize,
+        len: usize,
+    ) -> Result<(Vec<Vec<f32>>, Past), OnnxError> {
+        let total = mask.len() / batch;
+        let mut inputs: Vec<(
+            std::borrow::Cow<'_, str>,
+            ort::session::SessionInputValue<'_>,
+        )> = vec![
+            ("inputs_embeds".into(), embeds.into()),
+            (
+                "attention_mask".into(),
+                Tensor::from_array(([batch, total], mask.to_vec()))
+                    .map_err(rt)?
+                    .into_dyn()
+                    .into(),
+            ),
+        ];
+        if self.decoder_inputs.iter().any(|n| n == "position_ids") {
+            inputs.push((
+                "position_ids".into(),
+                Tensor::from_array(([batch, len], positions))
+                    .map_err(rt)?
+                    .into_dyn()
+                    .into(),
+            ));
+        }
+        let past_len = total - len;
+        if self.decoder_inputs.iter().any(|n| n == "use_cache_branch") {
+            inputs.push((
+                "use_cache_branch".into(),
+                Tensor::from_array(([1], vec![past_len > 0]))
+                    .map_err(rt)?
+                    .into_dyn()
+                    .into(),
+            ));
+        }
+        for (name, v) in past {
+            inputs.push((name.into(), v.into()));
+        }
+        let mut outputs = self.decoder.run(inputs).map_err(rt)?;
+        let logits = outputs
+            .remove("logits")
+            .ok_or_else(|| OnnxError::Model("decoder has no logits output".into()))?;
+        let all = to_f32(&logits)?;
+        let vocab = all.len() / (batch * len);
+        let rows = (0..batch)
+            .map(|b| all[(b * len + len - 1) * vocab..(b * len + len) * vocab].to_vec())
+            .collect();
+        let mut next = Vec::with_capacity(self.cfg.layers * 2);
+        for i in 0..self.cfg.layers {
+            for kind in ["key", "value"] {
+                let v = outputs
+                    .remove(format!("present.{i}.{kind}"))
+                    .ok_or_else(|| {
+                        OnnxError::Model(format!("decoder has no present.{i}.{kind} output"))
+                    })?;
+                next.push((format!("past_key_values.{i}.{kind}"), v));
+            }
+        }
+        Ok((rows, next))
+    }
+
+    /// Generates for a batch of prompts; `seeds[i]` drives prompt i's sampling, so a
+    /// sequence's output does not depend on its batch companions.
+    pub fn generate(
+        &mut self,
+        prompts: &[Prompt],
+        params: &GenParams,
+        seeds: &[u64],
+    ) -> Result<Vec<Generation>, OnnxError> {
+        let batch = prompts.len();
+        if batch == 0 {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Vec<u32>> = prompts
+            .iter()
+            .map(|p| self.encode(&p.text))
+            .collect::<Result<_, _>>()?;
+        if let Some(image_id) = self.cfg.image_token_id {
+            for (p, ids) in prompts.iter().zip(&ids) {
+                let slots = ids.iter().filter(|t| **t == image_id).count();
+                let want: usize =
+                    p.images.iter().map(|i| i.tiles.len()).sum::<usize>() * self.cfg.image_seq_len;
+                if slots != want {
+                    return Err(OnnxError::Prompt(format!(
+                        "the prompt has {slots} image tokens for {want} image features"
+                    )));
+                }
+            }
+        }
+        let len = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let mut flat = Vec::with_capacity(batch * len);
+        let mut mask = Vec::with_capacity(batch * len);
+        let mut positions = Vec::with_capacity(batch * len);
+        for row in &ids {
+            let pad = len - row.len();
+            flat.extend(std::iter::repeat_n(i64::from(self.cfg.pad_id), pad));
+            flat.extend(row.iter().map(|t| i64::from(*t)));
+            mask.extend(std::iter::repeat_n(0i64, pad));
+            mask.extend(std::iter::repeat_n(1i64, row.len()));
+            // Padded positions get 1 (their value is masked out anyway), real ones count from 0.
+            positions.extend(std::iter::repeat_n(1i64, pad));
+            positions.extend(0..row.len() as i64);
+        }
+        let mut embeds = self.embed(flat.clone(), batch, len)?;
+        let hidden = embeds.len() / (batch * len);
+        if let Some(image_id) = self.cfg.image_token_id {
+            let images: Vec<&Prepared> = prompts.iter().flat_map(|p| &p.images).collect();
+            if !images.is_empty() {
+                let features = self.image_features(&images)?;
+                let mut rows = features.chunks_exact(hidden);
+                for (i, t) in flat.iter().enumerate() {
+                    if *t == i64::from(image_id) {
+                        let row = rows.next().ok_or_else(|| {
+                            OnnxError::Prompt("fewer image features than image tokens".into())
+                        })?;
+                        embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
+                    }
+                }
+            }
+        }
+        let embeds = self.embeds_value(embeds, batch, len, hidden)?;
+        let past = self.empty_past(batch)?;
+        let (mut logits, mut past) = self.decode(embeds, &mask, positions, past, batch, len)?;
+        let mut next_pos: Vec<i64> = ids.iter().map(|r| r.len() as i64).collect();
+        let mut rngs: Vec<StdRng> = seeds.iter().map(|s| StdRng::seed_from_u64(*s)).collect();
+        let mut out: Vec<Generation> = (0..batch)
+            .map(|_| Generation {
+                text: String::new(),
+                tokens: Vec::new(),
+                logprobs: Vec::new(),
+                finish: Finish::Length,
+            })
+            .collect();
+        let mut running = vec![true; batch];
+        for _ in 0..params.max_new_tokens {
+            let mut step_ids = Vec::with_capacity(batch);
+            for b in 0..batch {
+                if !running[b] {
+                    step_ids.push(i64::from(self.cfg.pad_id));
+                    continue;
+                }
+                let (token, logprob) = choose(&logits[b], params, &mut rngs[b]);
+                if self.cfg.eos_ids.contains(&token) {
+                    running[b] = false;
+                    out[b].finish = Finish::Eos;
+                    step_ids.push(i64::from(self.cfg.pad_id));
+                    continue;
+                }
+                out[b].tokens.push(token);
+                out[b].logprobs.push(logprob);
+                if !params.stop.is_empty() {
+                    let text = self
+                        .tokenizer
+                        .decode(&out[b].tokens, true)
+                        .unwrap_or_default();
+                    if params.stop.iter().any(|s| text.contains(s.as_str())) {
+                        running[b] = false;
+                        out[b].finish = Finish::Stop;
+                    }
+                }
+                step_ids.push(i64::from(token));
+            }
+            if !running.iter().any(|r| *r) {
+                break;
+            }
+            let e = self.embed(step_ids, batch, 1)?;
+            let e = self.embeds_value(e, batch, 1, hidden)?;
+            // Every row attends to the new position (finished rows are ignored anyway).
+            let old = mask.len() / batch;
+            let mut grown = Vec::with_capacity(batch * (old + 1));
+            for b in 0..batch {
+                grown.extend_from_slice(&mask[b * old..(b + 1) * old]);
+                grown.push(1);
+            }
+            mask = grown;
+            let positions: Vec<i64> = next_pos.clone();
+            let (l, p) = self.decode(e, &mask, positions, past, batch, 1)?;
+            logits = l;
+            past = p;
+            for p in &mut next_pos {
+                *p += 1;
+            }
+        }
+        for g in &mut out {
+            let mut text = self.tokenizer.decode(&g.tokens, true).unwrap_or_default();
+            if g.finish == Finish::Stop
+                && let Some(cut) = params
+                    .stop
+                    .iter()
+                    .filter_map(|s| text.find(s.as_str()))
+                    .min()
+            {
+                text.truncate(cut);
+            }
+            g.text = text;
+        }
+        Ok(out)
+    }
+}
+
+/// Picks the next token and its log-probability under the model (temperature 1).
+fn choose(logits: &[f32], p: &GenParams, rng: &mut StdRng) -> (u32, f32) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let log_z = max + logits.iter().map(|l| (l - max).exp()).sum::<f32>().ln();
+    let token = if p.temperature <= 0.0 {
+        logits
+            .iter()
+            .enumerate()
+            .fold((0, f32::NEG_INFINITY), |best, (i, l)| {
+                if *l > best.1 { (i, *l) } else { best }
+            })
+            .0
+    } else {
+        let t = p.temperature;
+        let mut probs: Vec<(usize, f32)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i, ((l - max) / t).exp()))
+            .collect();
+        probs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let total: f32 = probs.iter().map(|x| x.1).sum();
+        let mut kept = Vec::new();
+        let mut mass = 0.0;
+        for (i, w) in probs {
+            kept.push((i, w));
+            mass += w / total;
+            if mass >= p.top_p.clamp(0.0, 1.0) {
+                break;
+            }
+        }
+        let kept_total: f32 = kept.iter().map(|x| x.1).sum();
+        let mut r = rng.random::<f32>() * kept_total;
+        let mut pick = kept[kept.len() - 1].0;
+        for (i, w) in kept {
+            if r < w {
+                pick = i;
+                break;
+            }
+            r -= w;
+        }
+        pick
+    };
+    (token as u32, logits[token] - log_z)
+}
+
+fn to_f32(v: &DynValue) -> Result<Vec<f32>, OnnxError> {
+    if let Ok((_, data)) = v.try_extract_tensor::<f32>() {
+        return Ok(data.to_vec());
+    }
+    let (_, data) = v.try_extract_tensor::<f16>().map_err(rt)?;
+    Ok(data.iter().map(|x| x.to_f32()).collect())
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_or_cpu() -> (String, Option<String>) {
+    use ort::ep::ExecutionProvider;
+    match ort::ep::CUDA::default().is_available() {
+        Ok(true) => ("CUDA".into(), None),
+        Ok(false) => ("CPU".into(), Some("ONNX Runtime reports no usable CUDA device or library (install onnxruntime-gpu and the CUDA libraries)".into())),
+        Err(e) => ("CPU".into(), Some(format!("checking for CUDA failed: {e}"))),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_or_cpu() -> (String, Option<String>) {
+    (
+        "CPU".into(),
+        Some("this build of surfgym has no `cuda` feature (rebuild with --features cuda)".into()),
+    )
+}

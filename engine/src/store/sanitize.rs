@@ -1,0 +1,110 @@
+//! Postgres `text` and `jsonb` reject the NUL character, which pages and model outputs can
+//! contain. What the store writes is cleaned here (NUL becomes U+FFFD), so such an episode
+//! is stored instead of failing forever.
+
+use serde_json::Value;
+
+use super::episodes::EpisodeRecord;
+
+const NUL: char = '\0';
+const REPLACEMENT: &str = "\u{FFFD}";
+
+fn has_nul_json(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains(NUL),
+        Value::Array(a) => a.iter().any(has_nul_json),
+        Value::Object(o) => o.iter().any(|(k, v)| k.contains(NUL) || has_nul_json(v)),
+        _ => false,
+    }
+}
+
+fn clean_json(v: &mut Value) {
+    match v {
+        Value::String(s) => clean(s),
+        Value::Array(a) => a.iter_mut().for_each(clean_json),
+        Value::Object(o) => {
+            let old = std::mem::take(o);
+            for (k, mut v) in old {
+                clean_json(&mut v);
+                o.insert(k.replace(NUL, REPLACEMENT), v);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn clean(s: &mut String) {
+    if s.contains(NUL) {
+        *s = s.replace(NUL, REPLACEMENT);
+    }
+}
+
+fn clean_opt(s: &mut Option<String>) {
+    if let Some(s) = s {
+        clean(s);
+    }
+}
+
+fn nul(s: &str) -> bool {
+    s.contains(NUL)
+}
+
+fn nul_opt(s: &Option<String>) -> bool {
+    s.as_deref().is_some_and(nul)
+}
+
+/// Whether any text of the record contains NUL.
+pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
+    nul_opt(&r.final_answer)
+        || nul_opt(&r.final_url)
+        || nul_opt(&r.instruction)
+        || r.steps.iter().any(|s| {
+            nul(&s.url)
+                || nul(&s.title)
+                || nul(&s.action)
+                || nul_opt(&s.thought)
+                || nul_opt(&s.raw_output)
+                || nul_opt(&s.action_error)
+                || has_nul_json(&s.elements)
+        })
+        || r.verdicts
+            .iter()
+            .any(|v| nul(&v.evidence) || nul(&v.reason) || nul(&v.group_id) || nul(&v.fact_id))
+}
+
+/// A copy of the record's text with NUL replaced; its blobs are left out (bytes are fine).
+pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
+    let mut c = EpisodeRecord {
+        id: r.id,
+        end_reason: r.end_reason,
+        instruction: r.instruction.clone(),
+        final_answer: r.final_answer.clone(),
+        final_url: r.final_url.clone(),
+        final_screenshot: r.final_screenshot.clone(),
+        steps: r.steps.clone(),
+        verdicts: r.verdicts.clone(),
+        blobs: Vec::new(),
+        success: r.success,
+        score: r.score,
+        duration: r.duration,
+    };
+    clean_opt(&mut c.final_answer);
+    clean_opt(&mut c.final_url);
+    clean_opt(&mut c.instruction);
+    for s in &mut c.steps {
+        clean(&mut s.url);
+        clean(&mut s.title);
+        clean(&mut s.action);
+        clean_opt(&mut s.thought);
+        clean_opt(&mut s.raw_output);
+        clean_opt(&mut s.action_error);
+        clean_json(&mut s.elements);
+    }
+    for v in &mut c.verdicts {
+        clean(&mut v.evidence);
+        clean(&mut v.reason);
+        clean(&mut v.group_id);
+        clean(&mut v.fact_id);
+    }
+    c
+}

@@ -1,0 +1,223 @@
+//! The ONNX policy on the tiny generated VLM (same files and signatures as the
+//! onnx-community SmolVLM exports) through a real ONNX Runtime session: deterministic
+//! generation, batched equals unbatched, consistent log-probabilities, CPU fallback.
+//! `scripts/setup-python.sh` generates the model and installs ONNX Runtime.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
+use engine::policy::onnx::{Device, GenParams, OnnxBackend, OnnxOptions, Prompt};
+use engine::policy::{Policy, StepInput};
+use image::{Rgb, RgbImage};
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../.surfgym").into()),
+    )
+}
+
+fn options() -> OnnxOptions {
+    let data = data_dir();
+    let dylib = engine::policy::onnx::find_ort_dylib(&data)
+        .expect("ONNX Runtime: run ./scripts/setup-python.sh");
+    let model = data.join("models/tiny-vlm");
+    assert!(
+        model.join("onnx/decoder_model_merged.onnx").exists(),
+        "tiny model missing: run ./scripts/setup-python.sh"
+    );
+    let mut o = OnnxOptions::new(model, dylib);
+    o.generation.max_new_tokens = 12;
+    o
+}
+
+fn observation(shade: u8, labels: usize) -> Observation {
+    let img = RgbImage::from_fn(1280, 720, |x, y| {
+        Rgb([shade, (x % 256) as u8, (y % 256) as u8])
+    });
+    let mut jpeg = Vec::new();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut jpeg),
+        image::ImageFormat::Jpeg,
+    )
+    .unwrap();
+    Observation {
+        url: "http://127.0.0.1:1/".into(),
+        title: "Page".into(),
+        screenshot: Screenshot {
+            bytes: jpeg,
+            mime: "image/jpeg",
+            width: 1280,
+            height: 720,
+        },
+        elements: (1..=labels as u32)
+            .map(|n| Element {
+                id: n,
+                tag: "button".into(),
+                role: "button".into(),
+                label: format!("Button number {n}"),
+                value: None,
+                placeholder: None,
+                checked: None,
+                disabled: false,
+                options: vec![],
+                href: None,
+                input_type: None,
+                bbox: Rect {
+                    x: 10.0 * n as f64,
+                    y: 20.0 * n as f64,
+                    width: 80.0,
+                    height: 20.0,
+                },
+                in_viewport: true,
+            })
+            .collect(),
+        scroll: ScrollState {
+            x: 0.0,
+            y: 0.0,
+            page_height: 720.0,
+            viewport_height: 720.0,
+        },
+        last_action_error: None,
+    }
+}
+
+fn input(seed: u64, shade: u8, labels: usize) -> StepInput {
+    let task = tasks::parse_task(
+        r#"{"id": "t", "instruction": "Press the third button", "start_url": "http://127.0.0.1:1/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
+    )
+    .unwrap();
+    StepInput {
+        instruction: task.instruction.as_str().into(),
+        task: Arc::new(task),
+        observation: Arc::new(observation(shade, labels)),
+        history: Arc::from(Vec::new()),
+        step: 0,
+        max_steps: 5,
+        seed,
+    }
+}
+
+fn prompts(backend: &OnnxBackend) -> Vec<Prompt> {
+    // Different element lists give prompts of different lengths: the batch is left-padded.
+    vec![
+        backend.prompt_for(&input(1, 10, 2)).unwrap(),
+        backend.prompt_for(&input(2, 200, 9)).unwrap(),
+        backend.prompt_for(&input(3, 90, 5)).unwrap(),
+    ]
+}
+
+#[test]
+fn generation_is_deterministic_and_batched_equals_unbatched() {
+    let backend = OnnxBackend::load(options()).unwrap();
+    let ps = prompts(&backend);
+    let model = backend.model();
+    let mut m = model.lock().unwrap();
+    assert!(m.has_vision());
+    let lens: Vec<usize> = ps
+        .iter()
+        .map(|p| m.encode(&p.text).unwrap().len())
+        .collect();
+    assert!(
+        lens[0] != lens[1] && lens[1] != lens[2],
+        "prompt lengths differ: {lens:?}"
+    );
+    for params in [
+        GenParams {
+            max_new_tokens: 12,
+            temperature: 0.0,
+            top_p: 1.0,
+            stop: vec![],
+        },
+        GenParams {
+            max_new_tokens: 12,
+            temperature: 0.9,
+            top_p: 0.9,
+            stop: vec![],
+        },
+    ] {
+        let seeds = [11, 22, 33];
+        let batched = m.generate(&ps, &params, &seeds).unwrap();
+        let again = m.generate(&ps, &params, &seeds).unwrap();
+        assert_eq!(
+            batched, again,
+            "same inputs and seeds, same output ({params:?})"
+        );
+        for (i, p) in ps.iter().enumerate() {
+            let alone = m
+                .generate(std::slice::from_ref(p), &params, &seeds[i..=i])
+                .unwrap()
+                .remove(0);
+            assert_eq!(
+                alone.tokens, batched[i].tokens,
+                "prompt {i}: batched tokens equal unbatched ({params:?})"
+            );
+            for (a, b) in alone.logprobs.iter().zip(&batched[i].logprobs) {
+                assert!((a - b).abs() < 1e-3, "prompt {i}: logprobs {a} vs {b}");
+            }
+        }
+        for g in &batched {
+            assert_eq!(g.logprobs.len(), g.tokens.len());
+            assert!(
+                g.logprobs.iter().all(|l| l.is_finite() && *l <= 0.0),
+                "{:?}",
+                g.logprobs
+            );
+        }
+    }
+    let sampled = GenParams {
+        max_new_tokens: 12,
+        temperature: 1.5,
+        top_p: 1.0,
+        stop: vec![],
+    };
+    let outs: std::collections::HashSet<Vec<u32>> = (0..6)
+        .map(|s| {
+            m.generate(&ps[..1], &sampled, &[s])
+                .unwrap()
+                .remove(0)
+                .tokens
+        })
+        .collect();
+    assert!(outs.len() > 1, "different seeds sample differently");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_carry_text_and_consistent_logprobs() {
+    let backend = Arc::new(OnnxBackend::load(options()).unwrap());
+    let policy = engine::policy::Batched::new(
+        "onnx",
+        backend.clone(),
+        engine::policy::BatchLimits {
+            max_batch: 4,
+            max_wait: Duration::from_millis(10),
+        },
+    );
+    let decisions = futures::future::join_all((0..3).map(|i| policy.decide(input(i, 50, 3)))).await;
+    for d in decisions {
+        let d = d.unwrap();
+        let sum: f64 = d.token_logprobs.iter().map(|l| f64::from(*l)).sum();
+        assert!(
+            (d.logprob.unwrap() - sum).abs() < 1e-6,
+            "the action's logprob is the sum of its tokens'"
+        );
+        assert!(!d.token_logprobs.is_empty());
+        // A random-weight model writes nonsense: that must be an error message, not a panic.
+        if let Err(e) = &d.action {
+            assert!(!e.is_empty());
+        }
+    }
+}
+
+#[test]
+fn asking_for_cuda_without_a_gpu_falls_back_to_cpu_with_a_reason() {
+    let mut o = options();
+    o.device = Device::Cuda;
+    let backend = OnnxBackend::load(o).unwrap();
+    let (provider, reason) = backend.provider();
+    assert_eq!(provider, "CPU");
+    assert!(reason.unwrap().to_lowercase().contains("cuda"));
+}

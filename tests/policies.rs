@@ -1,0 +1,222 @@
+//! Model policies in real campaigns on a bundled site: the ONNX policy (tiny generated VLM,
+//! real ONNX Runtime, batched through the engine's queue), the HTTP policy against
+//! `serve-policy` (a real OpenAI-compatible server over the same model), and the HTTP
+//! policy against a server that is down. `scripts/setup-python.sh` provides the model.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browser_pool::PoolConfig;
+use engine::policy::http::{HttpOptions, HttpPolicy};
+use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
+use engine::policy::{BatchLimits, PolicyRegistry};
+use engine::runner::RunnerConfig;
+use engine::sites::SitesServer;
+use engine::store::{EpisodeFilter, Store, TaskFilter};
+use engine::{CampaignSpec, Engine};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+fn onnx_options() -> OnnxOptions {
+    let data = PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
+    );
+    let dylib = onnx::find_ort_dylib(&data).expect("ONNX Runtime: run ./scripts/setup-python.sh");
+    let mut o = OnnxOptions::new(data.join("models/tiny-vlm"), dylib);
+    o.generation.max_new_tokens = 16;
+    o
+}
+
+async fn steps_with_logprobs(store: &Store, campaign: Uuid) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT count(*), count(s.logprob), count(*) FILTER (WHERE cardinality(s.token_logprobs) > 0)
+         FROM steps s JOIN episodes e ON e.id = s.episode_id WHERE e.campaign_id = $1",
+    )
+    .bind(campaign)
+    .fetch_one(store.pool())
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap();
+
+    // serve-policy over the tiny model.
+    let server_backend = OnnxBackend::load(onnx_options()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = web::policy_server::router(web::policy_server::PolicyServer {
+        model: server_backend.model(),
+        name: "tiny".into(),
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut policies = PolicyRegistry::builtin();
+    let (onnx_policy, _) = onnx::policy(
+        "onnx",
+        onnx_options(),
+        BatchLimits {
+            max_batch: 4,
+            max_wait: Duration::from_millis(20),
+        },
+    )
+    .unwrap();
+    policies.register(Arc::new(onnx_policy));
+    let mut http = HttpOptions::new(format!("http://{addr}"), "tiny");
+    http.max_tokens = 16;
+    policies.register(Arc::new(HttpPolicy::new("http", http).unwrap()));
+    let mut down = HttpOptions::new("http://127.0.0.1:9", "nothing");
+    down.retries = 1;
+    down.timeout = Duration::from_secs(2);
+    policies.register(Arc::new(HttpPolicy::new("http-down", down).unwrap()));
+
+    let engine = Engine::new(
+        Store::from_pool(pool),
+        PoolConfig::new(PoolConfig::default_chromium()),
+        RunnerConfig::for_this_process(),
+        policies,
+    );
+    engine.register_bundled(sites.bases()).await.unwrap();
+    let spec = |policy: &str| CampaignSpec {
+        policy: Some(policy.into()),
+        max_steps: Some(3),
+        max_attempts: Some(1),
+        tasks: Some(TaskFilter {
+            site: Some("wiki".into()),
+            difficulty: Some("easy".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+
+    for policy in ["onnx", "http"] {
+        let id = engine.create_campaign(spec(policy)).await.unwrap();
+        assert_eq!(
+            engine.run_campaign(id).await.unwrap(),
+            "completed",
+            "{policy}"
+        );
+        let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+        assert_eq!(
+            (v.counts.finished, v.counts.failed),
+            (v.total_episodes, 0),
+            "{policy}: every episode ran and was judged"
+        );
+        let (steps, with_logprob, with_tokens) = steps_with_logprobs(engine.store(), id).await;
+        assert!(steps > 0);
+        assert_eq!(
+            (with_logprob, with_tokens),
+            (steps, steps),
+            "{policy}: every step stores the action's log-probabilities"
+        );
+        let (eps, _) = engine
+            .store()
+            .list_episodes(
+                &EpisodeFilter {
+                    campaign: Some(id),
+                    ..Default::default()
+                },
+                100,
+                0,
+            )
+            .await
+            .unwrap();
+        let detail = engine
+            .store()
+            .get_episode(eps[0].id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            detail.steps.iter().all(|s| s.raw_output.is_some()),
+            "{policy}: the model's text is kept"
+        );
+        // A random-weight model writes nonsense: each unusable output is an error observation.
+        for s in &detail.steps {
+            assert!(
+                s.action_error.is_some() || browser_pool::parse_action(&s.action).is_ok(),
+                "{policy}: {:?}",
+                s.action
+            );
+        }
+    }
+
+    let id = engine.create_campaign(spec("http-down")).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(
+        (v.counts.failed, v.counts.finished),
+        (v.total_episodes, 0),
+        "a dead policy server is an infrastructure failure"
+    );
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            100,
+            0,
+        )
+        .await
+        .unwrap();
+    assert!(eps.iter().all(|e| {
+        e.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("policy_unavailable")
+    }));
+
+    // The server answers malformed requests as OpenAI does, naming the parameter.
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/chat/completions");
+    let bad = client
+        .post(&url)
+        .json(&serde_json::json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: serde_json::Value = bad.json().await.unwrap();
+    assert_eq!(
+        body["error"]["param"],
+        "messages[0].content[0].image_url.url"
+    );
+    for (body, param) in [
+        (serde_json::json!({"messages": []}), "messages"),
+        (
+            serde_json::json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}),
+            "max_tokens",
+        ),
+        (
+            serde_json::json!({"messages": [{"role": "robot", "content": "hi"}]}),
+            "messages[0].role",
+        ),
+    ] {
+        let r = client.post(&url).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 400, "{body}");
+        assert_eq!(
+            r.json::<serde_json::Value>().await.unwrap()["error"]["param"],
+            param
+        );
+    }
+    let ok: serde_json::Value = client
+        .post(&url)
+        .json(&serde_json::json!({"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 5, "logprobs": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ok["object"], "chat.completion");
+    assert!(ok["usage"]["completion_tokens"].as_u64().unwrap() <= 5);
+    engine.shutdown().await;
+}
