@@ -162,7 +162,7 @@ pub enum Check {
 pub const MINIWOB_REWARD_JS: &str = "(() => ({raw: typeof WOB_RAW_REWARD_GLOBAL === 'number' ? WOB_RAW_REWARD_GLOBAL : null, \
 reward: typeof WOB_REWARD_GLOBAL === 'number' ? WOB_REWARD_GLOBAL : null, \
 done: typeof WOB_DONE_GLOBAL === 'boolean' ? WOB_DONE_GLOBAL : null, \
-reason: typeof WOB_REWARD_REASON === 'undefined' ? null : String(WOB_REWARD_REASON)}))()";
+reason: typeof WOB_REWARD_REASON === 'undefined' || WOB_REWARD_REASON === null ? null : String(WOB_REWARD_REASON)}))()";
 
 impl Check {
     /// The check kind's name, as written in the rubric.
