@@ -7,7 +7,7 @@ use crate::normalize;
 fn rubric_miniwob() -> &'static str {
     crate::rubric::MINIWOB_REWARD_JS
 }
-use crate::rubric::{AnswerMatch, Check, ElementExpect, Rubric, TextMatch, UrlMatch, UrlScope};
+use crate::rubric::{AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, TextMatch, UrlMatch, UrlScope};
 
 /// What the judge may ask of the page an episode ended on. The engine implements it over
 /// a live browser session; tests may implement it over a recorded page.
@@ -66,6 +66,8 @@ pub struct FactVerdict {
     pub evidence: String,
     /// Why it passed or failed, in words.
     pub reason: String,
+    /// Which judge decided (`rules`, or a model judge's name).
+    pub judge: String,
 }
 
 /// The judge's result for an episode.
@@ -75,8 +77,12 @@ pub struct Judgement {
     pub success: bool,
     /// Weighted fraction of passing facts, in [0, 1].
     pub score: f64,
-    /// One verdict per fact, in rubric order.
+    /// One verdict per verified fact, in rubric order.
     pub verdicts: Vec<FactVerdict>,
+    /// Calls made to the model judge.
+    pub model_calls: usize,
+    /// Facts left unverified (the outcome was settled without them).
+    pub unverified: Vec<String>,
 }
 
 /// The judge's name, stored with its verdicts.
@@ -300,6 +306,8 @@ async fn verdict<P: PageProbe>(
                 (ok, short(&v.to_string(), 200), reason)
             }
         },
+        // Model facts are verified by the judge's FactVerifier, never here.
+        Check::Judge => (false, String::new(), "needs a model judge".into()),
         Check::Answer(m) => match &traj.final_answer {
             None => (
                 false,
@@ -334,50 +342,132 @@ async fn verdict<P: PageProbe>(
     })
 }
 
-/// Judges an episode: every fact of every group, in order.
-pub async fn judge<P: PageProbe>(
+/// Verifies facts written in words: a model judge (see `engine::judge`). It knows the
+/// episode it judges (answer, screenshots, pages) on its own.
+pub trait FactVerifier: Sync {
+    /// The judge's name, stored with its verdicts (e.g. `model:smolvlm`).
+    fn name(&self) -> &str;
+    /// Verifies one fact, with its group as context: `(holds, evidence, reason)`.
+    fn verify(&self, group: &Group, fact: &Fact) -> impl Future<Output = Result<(bool, String, String), ProbeError>> + Send;
+}
+
+/// A verifier for rubrics that need none: asking it is a bug in the caller.
+pub struct NoModel;
+
+impl FactVerifier for NoModel {
+    fn name(&self) -> &str {
+        "none"
+    }
+    async fn verify(&self, _: &Group, fact: &Fact) -> Result<(bool, String, String), ProbeError> {
+        Err(ProbeError(format!("fact `{}` needs a model judge and none is configured", fact.id)))
+    }
+}
+
+/// How facts that need a model are verified.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeOptions {
+    /// Stop verifying once a required group has failed: the success label is known, the
+    /// remaining model facts are left unverified (no verdict), and calls are saved. For
+    /// binary rewards; partial credit needs every fact.
+    pub stop_at_first_failure: bool,
+    /// Model facts to verify first, by fact id (a critic's guess of the likeliest failures);
+    /// the others follow in rubric order.
+    pub order: Vec<String>,
+}
+
+/// Judges an episode: every rule fact, then the model facts (through `model`) in the order
+/// the options give, stopping early when asked.
+pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     rubric: &Rubric,
     traj: &Trajectory,
     probe: &P,
+    model: &V,
+    opts: &JudgeOptions,
 ) -> Result<Judgement, ProbeError> {
     let mut page = Page { probe, text: None };
     let final_url = probe.url().await?;
-    let mut verdicts = Vec::new();
-    let mut success = true;
-    let (mut passed_weight, mut total_weight) = (0.0, 0.0);
-    for group in rubric.groups() {
-        let mut passes = Vec::new();
-        for fact in &group.facts {
-            let (passed, evidence, reason) =
-                verdict(&fact.check, traj, &mut page, &final_url).await?;
-            total_weight += fact.weight;
-            if passed {
-                passed_weight += fact.weight;
+    let groups = rubric.groups();
+    // (group, fact) -> verdict, filled rules first.
+    let mut verdicts: Vec<Vec<Option<FactVerdict>>> = groups.iter().map(|g| vec![None; g.facts.len()]).collect();
+    for (gi, group) in groups.iter().enumerate() {
+        for (fi, fact) in group.facts.iter().enumerate() {
+            if matches!(fact.check, Check::Judge) {
+                continue;
             }
-            passes.push(passed);
-            verdicts.push(FactVerdict {
+            let (passed, evidence, reason) = verdict(&fact.check, traj, &mut page, &final_url).await?;
+            verdicts[gi][fi] = Some(FactVerdict {
                 group_id: group.id.clone(),
                 fact_id: fact.id.clone(),
                 passed,
                 evidence,
                 reason,
+                judge: RULE_JUDGE.to_string(),
             });
         }
-        let satisfied = if group.any {
-            passes.iter().any(|p| *p)
+    }
+    let mut pending: Vec<(usize, usize)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, g)| g.facts.iter().enumerate().filter(|(_, f)| matches!(f.check, Check::Judge)).map(move |(fi, _)| (gi, fi)))
+        .collect();
+    let rank = |gi: usize, fi: usize| opts.order.iter().position(|id| *id == groups[gi].facts[fi].id).unwrap_or(usize::MAX);
+    pending.sort_by_key(|(gi, fi)| (rank(*gi, *fi), *gi, *fi));
+    let mut model_calls = 0;
+    for (gi, fi) in pending {
+        if opts.stop_at_first_failure && (0..groups.len()).any(|g| group_failed(&groups[g], &verdicts[g])) {
+            break;
+        }
+        let (group, fact) = (&groups[gi], &groups[gi].facts[fi]);
+        if opts.stop_at_first_failure && group.any && verdicts[gi].iter().flatten().any(|v| v.passed) {
+            continue;
+        }
+        let (passed, evidence, reason) = model.verify(group, fact).await?;
+        model_calls += 1;
+        verdicts[gi][fi] = Some(FactVerdict {
+            group_id: group.id.clone(),
+            fact_id: fact.id.clone(),
+            passed,
+            evidence,
+            reason,
+            judge: model.name().to_string(),
+        });
+    }
+    let mut success = true;
+    let (mut passed_weight, mut total_weight) = (0.0, 0.0);
+    for (g, vs) in groups.iter().zip(&verdicts) {
+        for (f, v) in g.facts.iter().zip(vs) {
+            total_weight += f.weight;
+            if v.as_ref().is_some_and(|v| v.passed) {
+                passed_weight += f.weight;
+            }
+        }
+        let satisfied = if g.any {
+            vs.iter().flatten().any(|v| v.passed)
         } else {
-            passes.iter().all(|p| *p)
+            vs.iter().all(|v| v.as_ref().is_some_and(|v| v.passed))
         };
         success &= satisfied;
     }
-    let score = if total_weight > 0.0 {
-        passed_weight / total_weight
+    let score = if total_weight > 0.0 { passed_weight / total_weight } else { 0.0 };
+    let unverified = groups
+        .iter()
+        .zip(&verdicts)
+        .flat_map(|(g, vs)| g.facts.iter().zip(vs).filter(|(_, v)| v.is_none()).map(|(f, _)| f.id.clone()))
+        .collect();
+    Ok(Judgement { success, score, verdicts: verdicts.into_iter().flatten().flatten().collect(), model_calls, unverified })
+}
+
+/// A required group whose outcome is already a failure.
+fn group_failed(group: &Group, verdicts: &[Option<FactVerdict>]) -> bool {
+    if group.any {
+        // Fails only when every fact is in and none passed.
+        verdicts.iter().all(|v| v.as_ref().is_some_and(|v| !v.passed))
     } else {
-        0.0
-    };
-    Ok(Judgement {
-        success,
-        score,
-        verdicts,
-    })
+        verdicts.iter().flatten().any(|v| !v.passed)
+    }
+}
+
+/// Judges an episode whose rubric has only rule checks (a model fact is an error).
+pub async fn judge<P: PageProbe>(rubric: &Rubric, traj: &Trajectory, probe: &P) -> Result<Judgement, ProbeError> {
+    judge_with(rubric, traj, probe, &NoModel, &JudgeOptions::default()).await
 }

@@ -156,6 +156,9 @@ pub enum Check {
     /// MiniWoB++'s own reward, read from the page as BrowserGym does: the fact holds when
     /// the raw reward is positive.
     MiniWob,
+    /// A fact in words (the fact's description), verified by a model judge looking at the
+    /// trajectory (WebGym's rubrics).
+    Judge,
 }
 
 /// The expression the `miniwob` check reads: MiniWoB++'s reward globals.
@@ -174,6 +177,7 @@ impl Check {
             Check::Answer(_) => "answer",
             Check::Js { .. } => "js",
             Check::MiniWob => "miniwob",
+            Check::Judge => "judge",
         }
     }
 }
@@ -502,17 +506,21 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             unused(errors, path, spec, &[]);
             Some(Check::MiniWob)
         }
+        "judge" => {
+            unused(errors, path, spec, &[]);
+            Some(Check::Judge)
+        }
         "" => {
             errors.push(
                 format!("{path}.type"),
-                "missing check type (url, page_text, element, answer, js, miniwob)",
+                "missing check type (url, page_text, element, answer, js, miniwob, judge)",
             );
             None
         }
         other => {
             errors.push(
                 format!("{path}.type"),
-                format!("unknown check type `{other}` (expected url, page_text, element, answer, js or miniwob)"),
+                format!("unknown check type `{other}` (expected url, page_text, element, answer, js, miniwob or judge)"),
             );
             None
         }
@@ -624,6 +632,11 @@ impl Rubric {
         out
     }
 
+    /// Whether any fact needs a model judge.
+    pub fn needs_model(&self) -> bool {
+        self.groups.iter().flat_map(|g| &g.facts).any(|f| matches!(f.check, Check::Judge))
+    }
+
     /// Whether any fact needs the agent's final answer.
     pub fn needs_answer(&self) -> bool {
         self.groups
@@ -659,6 +672,10 @@ fn fact(
         errors.push(format!("{path}.weight"), "must be a number > 0");
     }
     let check = check(errors, &format!("{path}.check"), &spec.check)?;
+    if matches!(check, Check::Judge) && spec.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+        errors.push(format!("{path}.description"), "a judge check verifies the fact's description, which is missing");
+        return None;
+    }
     Some(Fact {
         id,
         description: spec.description.clone().unwrap_or_default(),

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod bundled;
+pub mod formats;
 mod import;
 mod sites;
 mod task;

@@ -136,7 +136,7 @@ async fn judge(work: Work) -> Judged {
             j.verdicts
                 .into_iter()
                 .map(|v| VerdictRecord {
-                    judge: RULE_JUDGE.to_string(),
+                    judge: v.judge,
                     group_id: v.group_id,
                     fact_id: v.fact_id,
                     passed: v.passed,
