@@ -85,14 +85,21 @@ pub struct ModelArgs {
     /// The `model` name sent to that server.
     #[arg(long, default_value = "default", global = true)]
     pub policy_model: String,
-    /// Bearer token for that server.
-    #[arg(
-        long,
-        env = "SURFGYM_POLICY_API_KEY",
-        hide_env_values = true,
-        global = true
-    )]
+        /// Bearer token for that server.
+    #[arg(long, env = "SURFGYM_POLICY_API_KEY", hide_env_values = true, global = true)]
     pub policy_api_key: Option<String>,
+    /// An ONNX model directory for the model judge (facts written in words).
+    #[arg(long, global = true)]
+    pub judge_onnx_model: Option<PathBuf>,
+    /// An OpenAI-compatible server for the model judge.
+    #[arg(long, global = true)]
+    pub judge_url: Option<String>,
+    /// The `model` name sent to the judge server.
+    #[arg(long, default_value = "default", global = true)]
+    pub judge_model: String,
+    /// Screenshots the judge sees per question (the last one always among them).
+    #[arg(long, default_value_t = 3, global = true)]
+    pub judge_screenshots: usize,
 }
 
 impl ModelArgs {
@@ -209,4 +216,29 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
 
 async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
     axum::serve(listener, app).await
+}
+
+/// The model judge the options name, if any.
+pub fn model_judge(common: &Common, store: &engine::store::Store) -> anyhow::Result<Option<Arc<engine::judge::ModelJudge>>> {
+    use engine::judge::{HttpJudge, JudgeBackend, JudgeConfig, ModelJudge, OnnxJudge};
+    let m = &common.models;
+    let backend: Arc<dyn JudgeBackend> = match (&m.judge_onnx_model, &m.judge_url) {
+        (Some(_), Some(_)) => anyhow::bail!("give --judge-onnx-model or --judge-url, not both"),
+        (Some(dir), None) => {
+            let opts = m.onnx_options(common, dir.clone())?;
+            let backend = onnx::OnnxBackend::load(opts).with_context(|| format!("loading the judge model in {}", dir.display()))?;
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("onnx").to_string();
+            Arc::new(OnnxJudge::new(backend.model(), name, 64))
+        }
+        (None, Some(url)) => {
+            let mut opts = HttpOptions::new(url.clone(), m.judge_model.clone());
+            opts.api_key = m.policy_api_key.clone();
+            opts.max_tokens = 64;
+            Arc::new(HttpJudge::new(opts).map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
+        (None, None) => return Ok(None),
+    };
+    let cfg = JudgeConfig { max_screenshots: m.judge_screenshots.max(1) };
+    println!("model judge: {}", backend.name());
+    Ok(Some(Arc::new(ModelJudge::new(backend, cfg, Some(store.clone())))))
 }

@@ -180,6 +180,15 @@ pub struct ImportArgs {
     /// Overwrite tasks that have the same id.
     #[arg(long)]
     pub replace: bool,
+    /// Input format: surfgym, webvoyager, webarena, webgym.
+    #[arg(long, default_value = "surfgym")]
+    pub format: String,
+    /// Base URL for a WebArena placeholder, e.g. --base SHOPPING=http://localhost:7770 (repeatable).
+    #[arg(long = "base", value_name = "KEY=URL")]
+    pub bases: Vec<String>,
+    /// WebVoyager reference answers: a JSON object from task id to answer.
+    #[arg(long)]
+    pub answers: Option<PathBuf>,
 }
 
 fn pool_config(common: &Common) -> anyhow::Result<PoolConfig> {
@@ -224,14 +233,13 @@ fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
     };
     let mut runner = RunnerConfig::for_this_process();
     runner.lease = Duration::from_secs(common.lease_secs.max(1));
-    let mut policies = PolicyRegistry::with_simulated(model);
+        let mut policies = PolicyRegistry::with_simulated(model);
     crate::models::register(common, &mut policies)?;
-    Ok(Engine::new(
-        db.store.clone(),
-        pool_config(common)?,
-        runner,
-        policies,
-    ))
+    let engine = Engine::new(db.store.clone(), pool_config(common)?, runner, policies);
+    if let Some(judge) = crate::models::model_judge(common, &db.store)? {
+        engine.set_model_judge(judge);
+    }
+    Ok(engine)
 }
 
 async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
@@ -424,9 +432,20 @@ pub async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCod
 pub async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?;
+    let format = tasks::formats::Format::parse(&args.format)
+        .with_context(|| format!("unknown format `{}` (surfgym, webvoyager, webarena, webgym)", args.format))?;
+    let mut bases = std::collections::BTreeMap::new();
+    for b in &args.bases {
+        let (k, v) = b.split_once('=').with_context(|| format!("--base {b}: use KEY=URL"))?;
+        bases.insert(k.to_string(), v.to_string());
+    }
+    let answers: std::collections::BTreeMap<String, String> = match &args.answers {
+        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?).with_context(|| format!("{}: a JSON object of id → answer", p.display()))?,
+        None => Default::default(),
+    };
     let db = db::open(common).await?;
     let (mut ok, mut bad) = (0, 0);
-    for line in tasks::parse_jsonl(&text) {
+    for line in tasks::formats::import(format, &text, &bases, &answers) {
         let stored = match line.result {
             Ok(task) => {
                 let r = if args.replace {

@@ -46,6 +46,13 @@ pub struct CampaignSpec {
     /// The grace period after the cut-off, in seconds (default 30).
     #[serde(default)]
     pub straggler_grace_secs: Option<u64>,
+    /// `exhaustive` (default): the model judge verifies every fact; `binary`: it stops at the
+    /// first failed group (same success labels, fewer calls, no partial credit).
+    #[serde(default)]
+    pub judge: Option<String>,
+    /// Order model facts by a critic's guess of the likeliest failures (default true).
+    #[serde(default)]
+    pub critic: Option<bool>,
 }
 
 /// How a campaign schedules its episodes.
@@ -93,6 +100,16 @@ pub struct CampaignConfig {
     /// Straggler cut-off, if any.
     #[serde(default)]
     pub stragglers: Option<Stragglers>,
+    /// Model judge stops at the first failed group.
+    #[serde(default)]
+    pub binary_judge: bool,
+    /// Model facts ordered by the critic.
+    #[serde(default = "yes")]
+    pub critic: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Step limit of tasks that set none, when the campaign sets none either.
@@ -199,6 +216,14 @@ impl CampaignSpec {
                 })
             }
         };
+        let binary_judge = match self.judge.as_deref() {
+            None | Some("exhaustive") => false,
+            Some("binary") => true,
+            Some(other) => {
+                errors.push(err("judge", format!("must be exhaustive or binary, not `{other}`")));
+                false
+            }
+        };
         let tasks = self.tasks.unwrap_or_default();
         if let Some(d) = &tasks.difficulty
             && Difficulty::parse(d).is_none()
@@ -239,6 +264,8 @@ impl CampaignSpec {
             max_attempts,
             mode,
             stragglers,
+            binary_judge,
+            critic: self.critic.unwrap_or(true),
         })
     }
 }

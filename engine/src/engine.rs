@@ -32,6 +32,7 @@ struct Inner {
     events: broadcast::Sender<RunEvent>,
     queue: mpsc::Sender<Uuid>,
     queue_rx: Mutex<Option<mpsc::Receiver<Uuid>>>,
+    judge: std::sync::RwLock<Option<Arc<crate::judge::ModelJudge>>>,
 }
 
 /// What a bundled-suite registration did.
@@ -64,6 +65,7 @@ impl Engine {
                 events,
                 queue,
                 queue_rx: Mutex::new(Some(rx)),
+                judge: std::sync::RwLock::new(None),
             }),
         }
     }
@@ -105,7 +107,18 @@ impl Engine {
             self.inner.policies.clone(),
             self.inner.runner_cfg.clone(),
             self.inner.events.clone(),
-        ))
+        )
+        .with_model_judge(self.model_judge()))
+    }
+
+    /// Sets the model judge that verifies facts written in words.
+    pub fn set_model_judge(&self, judge: Arc<crate::judge::ModelJudge>) {
+        *self.inner.judge.write().expect("judge lock") = Some(judge);
+    }
+
+    /// The model judge, if one is set.
+    pub fn model_judge(&self) -> Option<Arc<crate::judge::ModelJudge>> {
+        self.inner.judge.read().expect("judge lock").clone()
     }
 
     /// Validates a campaign request, plans its episodes (tasks × rollouts, each with its
@@ -119,6 +132,16 @@ impl Engine {
             return Err(EngineError::Invalid(vec![tasks::FieldError {
                 field: "tasks".into(),
                 message: "no registered task matches this filter".into(),
+            }]));
+        }
+        let judged = tasks.iter().filter(|t| t.rubric.needs_model()).count();
+        if judged > 0 && self.model_judge().is_none() {
+            return Err(EngineError::Invalid(vec![tasks::FieldError {
+                field: "tasks".into(),
+                message: format!(
+                    "{judged} of these tasks have facts only a model judge can verify, and none is configured \
+                     (start surfgym with --judge-onnx-model or --judge-url)"
+                ),
             }]));
         }
         let mut planned = Vec::with_capacity(tasks.len() * config.rollouts_per_task as usize);

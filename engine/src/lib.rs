@@ -14,6 +14,7 @@ pub mod campaign;
 mod engine;
 mod environments;
 mod error;
+pub mod judge;
 pub mod metrics;
 pub mod policy;
 pub mod runner;

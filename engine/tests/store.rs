@@ -79,6 +79,8 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         success: true,
         score: 1.0,
         duration: Duration::from_millis(5),
+        judge_calls: 0,
+        judge_facts: 0,
     }
 }
 

@@ -98,7 +98,10 @@ pub fn document() -> Value {
                     "responses": {"200": ok("a page", page_of("Task")), "400": err("bad filter")}}
             },
             "/api/tasks/import": {"post": {"summary": "import tasks from JSON Lines; good lines are stored, bad ones reported",
-                "operationId": "importTasks", "parameters": [q("replace", "overwrite tasks with the same id", json!({"type": "boolean"}))],
+                "operationId": "importTasks", "parameters": [
+                    q("replace", "overwrite tasks with the same id", json!({"type": "boolean"})),
+                    q("format", "input format", json!({"enum": ["surfgym", "webvoyager", "webarena", "webgym"]})),
+                    q("bases", "WebArena URL placeholders, KEY=URL pairs separated by commas", json!({"type": "string"}))],
                 "requestBody": {"required": true, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
                 "responses": {"200": ok("per-line report", r("ImportReport")), "400": err("empty body")}}},
             "/api/tasks/{id}": {

@@ -103,11 +103,17 @@ pub async fn delete(
     }
 }
 
-/// `?replace=true` makes an import overwrite tasks with the same id.
+/// `?replace=true` makes an import overwrite tasks with the same id; `format` picks the
+/// input format (`surfgym`, `webvoyager`, `webarena`, `webgym`); `bases` fills WebArena's
+/// URL placeholders (`SHOPPING=http://...,GITLAB=http://...`).
 #[derive(Debug, Deserialize)]
 pub struct ImportQuery {
     #[serde(default)]
     replace: bool,
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    bases: Option<String>,
 }
 
 /// One line's fate in an import.
@@ -135,7 +141,16 @@ pub async fn import(
     ApiQuery(q): ApiQuery<ImportQuery>,
     body: String,
 ) -> Result<Json<ImportReport>, ApiError> {
-    let parsed = tasks::parse_jsonl(&body);
+    let format = match q.format.as_deref() {
+        None => tasks::formats::Format::Surfgym,
+        Some(f) => tasks::formats::Format::parse(f).ok_or_else(|| field("format", "must be surfgym, webvoyager, webarena or webgym"))?,
+    };
+    let mut bases = std::collections::BTreeMap::new();
+    for pair in q.bases.as_deref().unwrap_or_default().split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = pair.split_once('=').ok_or_else(|| field("bases", "pairs are KEY=URL, separated by commas"))?;
+        bases.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let parsed = tasks::formats::import(format, &body, &bases, &std::collections::BTreeMap::new());
     if parsed.is_empty() {
         return Err(field("body", "no tasks: send one JSON task per line"));
     }

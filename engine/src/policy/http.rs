@@ -66,46 +66,38 @@ impl HttpOptions {
     }
 }
 
-/// The HTTP policy.
-pub struct HttpPolicy {
-    name: String,
+/// A client for one OpenAI-compatible chat-completions server: timeouts, retries with
+/// backoff, a limit on requests in flight. Shared by the HTTP policy and the model judge.
+pub struct ChatClient {
     client: reqwest::Client,
     opts: HttpOptions,
     slots: Arc<Semaphore>,
 }
 
-impl HttpPolicy {
-    /// A policy called `name` talking to the server in `opts`.
-    pub fn new(name: impl Into<String>, opts: HttpOptions) -> Result<HttpPolicy, PolicyError> {
+/// A JPEG as an image content part (a base64 data URL).
+pub fn image_part(jpeg: &[u8]) -> Value {
+    let url = format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(jpeg));
+    json!({"type": "image_url", "image_url": {"url": url}})
+}
+
+impl ChatClient {
+    /// A client for the server in `opts`.
+    pub fn new(opts: HttpOptions) -> Result<ChatClient, PolicyError> {
         let client = reqwest::Client::builder()
             .timeout(opts.timeout)
             .build()
             .map_err(|e| PolicyError::Failed(format!("HTTP client: {e}")))?;
-        Ok(HttpPolicy {
-            name: name.into(),
-            slots: Arc::new(Semaphore::new(opts.concurrency.max(1))),
-            client,
-            opts,
-        })
+        Ok(ChatClient { slots: Arc::new(Semaphore::new(opts.concurrency.max(1))), client, opts })
     }
 
-    fn body(&self, input: &StepInput) -> Result<Value, PolicyError> {
-        let built = prompt::build(input, &self.opts.prompt, true);
-        let mut content = Vec::new();
-        for img in &built.images {
-            let mut jpeg = Vec::new();
-            img.to_rgb8()
-                .write_to(&mut Cursor::new(&mut jpeg), image::ImageFormat::Jpeg)
-                .map_err(|e| PolicyError::Failed(format!("encoding a screenshot: {e}")))?;
-            let url = format!(
-                "data:image/jpeg;base64,{}",
-                base64::engine::general_purpose::STANDARD.encode(&jpeg)
-            );
-            content.push(json!({"type": "image_url", "image_url": {"url": url}}));
-        }
-        content.push(json!({"type": "text", "text": built.text}));
-        let seed = input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        Ok(json!({
+    /// The options it was made with.
+    pub fn options(&self) -> &HttpOptions {
+        &self.opts
+    }
+
+    /// One user turn (content parts) → the reply's text and per-token log-probabilities.
+    pub async fn complete(&self, content: Vec<Value>, seed: u64) -> Result<(String, Vec<f32>), PolicyError> {
+        let body = json!({
             "model": self.opts.model,
             "messages": [{"role": "user", "content": content}],
             "max_tokens": self.opts.max_tokens,
@@ -113,20 +105,28 @@ impl HttpPolicy {
             "top_p": self.opts.top_p,
             "seed": seed >> 11,
             "logprobs": true
-        }))
+        });
+        let _slot = self.slots.acquire().await.map_err(|_| PolicyError::Unavailable("client closed".into()))?;
+        let resp = self.call(&body).await?;
+        let choice = &resp["choices"][0];
+        let text = choice["message"]["content"]
+            .as_str()
+            .ok_or_else(|| PolicyError::Failed("the response has no choices[0].message.content".into()))?
+            .to_string();
+        let logprobs = choice["logprobs"]["content"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["logprob"].as_f64()).map(|l| l as f32).collect())
+            .unwrap_or_default();
+        Ok((text, logprobs))
     }
 
     async fn call(&self, body: &Value) -> Result<Value, PolicyError> {
-        let url = format!(
-            "{}/v1/chat/completions",
-            self.opts.base_url.trim_end_matches('/')
-        );
+        let url = format!("{}/v1/chat/completions", self.opts.base_url.trim_end_matches('/'));
         let mut last = String::new();
         for attempt in 0..=self.opts.retries {
             if attempt > 0 {
                 // 0.5 s, 1 s, 2 s, ... capped at 8 s.
-                tokio::time::sleep(Duration::from_millis(500) * 2u32.pow((attempt - 1).min(4)))
-                    .await;
+                tokio::time::sleep(Duration::from_millis(500) * 2u32.pow((attempt - 1).min(4))).await;
             }
             let mut req = self.client.post(&url).json(body);
             if let Some(key) = &self.opts.api_key {
@@ -134,29 +134,48 @@ impl HttpPolicy {
             }
             match req.send().await {
                 Ok(resp) if resp.status().is_success() => {
-                    return resp
-                        .json()
-                        .await
-                        .map_err(|e| PolicyError::Failed(format!("unreadable response: {e}")));
+                    return resp.json().await.map_err(|e| PolicyError::Failed(format!("unreadable response: {e}")));
                 }
                 Ok(resp) => {
                     let status = resp.status();
                     let text = resp.text().await.unwrap_or_default();
                     last = format!("{status}: {}", text.chars().take(300).collect::<String>());
                     if !(status.is_server_error() || status.as_u16() == 429) {
-                        return Err(PolicyError::Failed(format!(
-                            "the policy server refused the request: {last}"
-                        )));
+                        return Err(PolicyError::Failed(format!("the server refused the request: {last}")));
                     }
                 }
                 Err(e) => last = e.to_string(),
             }
-            tracing::debug!(attempt, error = %last, "policy request failed");
+            tracing::debug!(attempt, error = %last, "chat request failed");
         }
-        Err(PolicyError::Unavailable(format!(
-            "{url} after {} tries: {last}",
-            self.opts.retries + 1
-        )))
+        Err(PolicyError::Unavailable(format!("{url} after {} tries: {last}", self.opts.retries + 1)))
+    }
+}
+
+/// The HTTP policy.
+pub struct HttpPolicy {
+    name: String,
+    chat: ChatClient,
+}
+
+impl HttpPolicy {
+    /// A policy called `name` talking to the server in `opts`.
+    pub fn new(name: impl Into<String>, opts: HttpOptions) -> Result<HttpPolicy, PolicyError> {
+        Ok(HttpPolicy { name: name.into(), chat: ChatClient::new(opts)? })
+    }
+
+    fn content(&self, input: &StepInput) -> Result<Vec<Value>, PolicyError> {
+        let built = prompt::build(input, &self.chat.opts.prompt, true);
+        let mut content = Vec::new();
+        for img in &built.images {
+            let mut jpeg = Vec::new();
+            img.to_rgb8()
+                .write_to(&mut Cursor::new(&mut jpeg), image::ImageFormat::Jpeg)
+                .map_err(|e| PolicyError::Failed(format!("encoding a screenshot: {e}")))?;
+            content.push(image_part(&jpeg));
+        }
+        content.push(json!({"type": "text", "text": built.text}));
+        Ok(content)
     }
 }
 
@@ -167,36 +186,15 @@ impl Policy for HttpPolicy {
 
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async move {
-            let body = self.body(&input)?;
-            let _slot = self
-                .slots
-                .acquire()
-                .await
-                .map_err(|_| PolicyError::Unavailable("client closed".into()))?;
-            let resp = self.call(&body).await?;
-            let choice = &resp["choices"][0];
-            let text = choice["message"]["content"]
-                .as_str()
-                .ok_or_else(|| {
-                    PolicyError::Failed("the response has no choices[0].message.content".into())
-                })?
-                .to_string();
-            let token_logprobs: Vec<f32> = choice["logprobs"]["content"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|t| t["logprob"].as_f64())
-                        .map(|l| l as f32)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let (thought, action) =
-                parse_output(&text, self.opts.prompt.grounding, self.opts.viewport);
+            let content = self.content(&input)?;
+            let seed = input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let (text, token_logprobs) = self.chat.complete(content, seed).await?;
+            let opts = &self.chat.opts;
+            let (thought, action) = parse_output(&text, opts.prompt.grounding, opts.viewport);
             Ok(Decision {
                 action,
                 thought,
-                logprob: (!token_logprobs.is_empty())
-                    .then(|| token_logprobs.iter().map(|l| f64::from(*l)).sum()),
+                logprob: (!token_logprobs.is_empty()).then(|| token_logprobs.iter().map(|l| f64::from(*l)).sum()),
                 token_logprobs,
                 raw_output: text,
             })

@@ -25,7 +25,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
 pub use episode::{Episode, EpisodeRun, Finished, InfraError};
-pub use pipeline::{LeaseGuard, Pipeline, Work};
+pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
 pub use snapshot::PageSnapshot;
 
 use crate::campaign::{CampaignConfig, Mode};
@@ -115,6 +115,7 @@ pub struct Runner {
     policies: PolicyRegistry,
     cfg: RunnerConfig,
     events: broadcast::Sender<RunEvent>,
+    judge: Option<Arc<crate::judge::ModelJudge>>,
 }
 
 const TERMINAL: &[&str] = &["completed", "cancelled", "failed"];
@@ -139,13 +140,13 @@ impl Runner {
         events: broadcast::Sender<RunEvent>,
     ) -> Runner {
         METRICS.pool_capacity.set(pool.config().capacity() as i64);
-        Runner {
-            store,
-            pool,
-            policies,
-            cfg,
-            events,
-        }
+        Runner { store, pool, policies, cfg, events, judge: None }
+    }
+
+    /// Facts in words are verified by this model judge.
+    pub fn with_model_judge(mut self, judge: Option<Arc<crate::judge::ModelJudge>>) -> Runner {
+        self.judge = judge;
+        self
     }
 
     fn emit(&self, e: RunEvent) {
@@ -199,6 +200,8 @@ impl Runner {
                 self.events.clone(),
                 self.cfg.judges,
                 workers,
+                self.judge.clone(),
+                pipeline::Judging { binary: config.binary_judge, critic: config.critic },
             ),
             config,
             policy,

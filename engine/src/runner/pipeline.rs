@@ -6,12 +6,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rubrics::{RULE_JUDGE, Trajectory};
+use rubrics::Trajectory;
 use tokio::sync::{Mutex, broadcast, mpsc};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use super::RunEvent;
+use crate::judge::{Evidence, ModelJudge};
 use super::episode::Finished;
 use crate::metrics::METRICS;
 use crate::store::{EpisodeRecord, Store, VerdictRecord};
@@ -57,6 +58,8 @@ struct Judged {
     campaign: Uuid,
     record: EpisodeRecord,
     task_id: String,
+    /// Judging failed (a judge backend down): the episode goes back for a retry.
+    failed: Option<String>,
     _lease: LeaseGuard,
 }
 
@@ -67,27 +70,31 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Starts `judges` judge workers and one writer; `depth` bounds each queue.
+        /// Starts `judges` judge workers and one writer; `depth` bounds each queue. Facts in
+    /// words go to `model` (binary: stop at the first failed group; critic: likeliest
+    /// failures first).
     pub fn start(
         store: Store,
         owner: String,
         events: broadcast::Sender<RunEvent>,
         judges: usize,
         depth: usize,
+        model: Option<Arc<ModelJudge>>,
+        judging: Judging,
     ) -> Pipeline {
         let (tx, rx) = mpsc::channel::<Work>(depth.max(1));
         let (store_tx, store_rx) = mpsc::channel::<Judged>(depth.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let mut stages = Vec::new();
         for _ in 0..judges.max(1) {
-            let (rx, store_tx) = (rx.clone(), store_tx.clone());
+            let (rx, store_tx, model) = (rx.clone(), store_tx.clone(), model.clone());
             stages.push(tokio::spawn(async move {
                 loop {
                     let Some(work) = rx.lock().await.recv().await else {
                         return;
                     };
                     METRICS.judge_queue.add(-1);
-                    let judged = judge(work).await;
+                    let judged = judge(work, model.as_deref(), judging).await;
                     METRICS.store_queue.add(1);
                     if store_tx.send(judged).await.is_err() {
                         return;
@@ -120,15 +127,48 @@ impl Pipeline {
     }
 }
 
-async fn judge(work: Work) -> Judged {
+/// How the model judge runs for a campaign.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judging {
+    /// Stop at the first failed group.
+    pub binary: bool,
+    /// Order model facts by the critic.
+    pub critic: bool,
+}
+
+/// What the model judge is shown of a finished episode.
+fn evidence(f: &Finished) -> Evidence {
+    let blob = |hash: &str| f.blobs.iter().find(|b| b.hash == hash).map(|b| b.bytes.clone());
+    let mut screenshots: Vec<Vec<u8>> = f.steps.iter().filter_map(|s| s.screenshot.as_deref().and_then(blob)).collect();
+    if let Some(last) = blob(&f.final_screenshot) {
+        screenshots.push(last);
+    }
+    Evidence {
+        episode: f.run.id,
+        instruction: f.instruction.clone().unwrap_or_else(|| f.run.task.instruction.clone()),
+        final_answer: f.final_answer.clone(),
+        visited_urls: f.visited.clone(),
+        titles: f.steps.iter().map(|s| s.title.clone()).collect(),
+        final_text: f.snapshot.text.clone(),
+        screenshots,
+        reference_answer: f.run.task.reference_answer.clone(),
+    }
+}
+
+async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judged {
     let t = Instant::now();
     let f = work.finished;
-    let traj = Trajectory {
-        final_answer: f.final_answer.clone(),
-        visited_urls: f.visited,
+    let traj = Trajectory { final_answer: f.final_answer.clone(), visited_urls: f.visited.clone() };
+    let rubric = &f.run.task.rubric;
+    let judge_facts = rubric.groups().iter().flat_map(|g| &g.facts).filter(|x| matches!(x.check, rubrics::Check::Judge)).count() as i32;
+    // The snapshot holds every selector and expression the rubric reads: rule checks
+    // cannot fail on I/O here; model calls can (a judge server down).
+    let judgement = match (model, rubric.needs_model()) {
+        (Some(m), true) => crate::judge::judge_episode(m, rubric, &traj, &f.snapshot, evidence(&f), judging.binary, judging.critic).await,
+        _ => rubrics::judge(rubric, &traj, &f.snapshot).await,
     };
-    // The snapshot holds every selector the rubric reads, so this cannot fail on I/O.
-    let judgement = rubrics::judge(&f.run.task.rubric, &traj, &f.snapshot).await;
+    let judge_calls = judgement.as_ref().map_or(0, |j| j.model_calls as i32);
+    let failed = judgement.as_ref().err().map(|e| format!("judge: {e}"));
     let (success, score, verdicts) = match judgement {
         Ok(j) => (
             j.success,
@@ -146,13 +186,14 @@ async fn judge(work: Work) -> Judged {
                 .collect(),
         ),
         Err(e) => {
-            tracing::error!(episode = %f.run.id, error = %e, "judging a snapshot failed");
+            tracing::warn!(episode = %f.run.id, error = %e, "judging failed; the episode will be retried");
             (false, 0.0, Vec::new())
         }
     };
     METRICS.judge_seconds.time(t.elapsed());
     Judged {
         campaign: work.campaign,
+        failed,
         task_id: f.run.task.id.to_string(),
         record: EpisodeRecord {
             id: f.run.id,
@@ -167,6 +208,8 @@ async fn judge(work: Work) -> Judged {
             success,
             score,
             duration: f.duration,
+            judge_calls,
+            judge_facts,
         },
         _lease: work.lease,
     }
@@ -182,6 +225,14 @@ async fn write(
         METRICS.store_queue.add(-1);
         let t = Instant::now();
         let id = j.record.id;
+        if let Some(reason) = &j.failed {
+            // Never scored: an infrastructure failure, like a crashed browser.
+            METRICS.retries.inc("judge");
+            if let Err(e) = store.release_episode(id, &owner, reason, false).await {
+                tracing::error!(episode = %id, error = %e, "releasing an unjudged episode failed");
+            }
+            continue;
+        }
         match store.finish_episode(&owner, &j.record).await {
             Ok(true) => {
                 METRICS.store_seconds.time(t.elapsed());

@@ -47,6 +47,10 @@ pub struct CampaignView {
     pub steps: i64,
     /// (finished + failed) / total.
     pub progress: f64,
+    /// Model-judge calls made by finished episodes.
+    pub judge_calls: i64,
+    /// Model facts in finished episodes' rubrics: the calls exhaustive judging makes.
+    pub judge_facts: i64,
     /// Why the campaign failed, if it did.
     pub error: Option<String>,
     /// Created.
@@ -76,6 +80,8 @@ struct Row {
     successes: i64,
     mean_score: Option<f64>,
     steps: i64,
+    judge_calls: i64,
+    judge_facts: i64,
 }
 
 const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total_episodes, c.error,
@@ -86,7 +92,9 @@ const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total
         count(e.id) FILTER (WHERE e.status = 'failed') AS failed,
         count(e.id) FILTER (WHERE e.success) AS successes,
         avg(e.score) FILTER (WHERE e.status = 'finished') AS mean_score,
-        coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps
+        coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps,
+        coalesce(sum(e.judge_calls) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_calls,
+        coalesce(sum(e.judge_facts) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_facts
     FROM campaigns c LEFT JOIN episodes e ON e.campaign_id = c.id";
 
 impl From<Row> for CampaignView {
@@ -109,6 +117,8 @@ impl From<Row> for CampaignView {
             success_rate: (r.finished > 0).then(|| r.successes as f64 / r.finished as f64),
             mean_score: r.mean_score,
             steps: r.steps,
+            judge_calls: r.judge_calls,
+            judge_facts: r.judge_facts,
             progress: if total > 0 {
                 (r.finished + r.failed) as f64 / total as f64
             } else {

@@ -135,6 +135,10 @@ pub struct EpisodeRecord {
     pub score: f64,
     /// Wall time.
     pub duration: Duration,
+    /// Model-judge calls made.
+    pub judge_calls: i32,
+    /// Facts in the rubric that need the model judge.
+    pub judge_facts: i32,
 }
 
 /// Which episodes to list.
@@ -348,7 +352,7 @@ impl Store {
             "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
-                instruction = $11
+                instruction = $11, judge_calls = $12, judge_facts = $13
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -362,6 +366,8 @@ impl Store {
         .bind(i32::try_from(rec.steps.len()).unwrap_or(i32::MAX))
         .bind(ms(rec.duration))
         .bind(&rec.instruction)
+        .bind(rec.judge_calls)
+        .bind(rec.judge_facts)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -589,4 +595,38 @@ impl Store {
         .fetch_one(&self.pool)
         .await?)
     }
+
+    /// A cached model-judge verdict for a fact of this trajectory.
+    pub async fn cached_verdict(&self, episode: Uuid, trajectory: &str, fact: &str, judge: &str) -> Result<Option<(bool, String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT passed, evidence, reason FROM judge_cache WHERE episode_id = $1 AND trajectory = $2 AND fact_id = $3 AND judge = $4",
+        )
+        .bind(episode)
+        .bind(trajectory)
+        .bind(fact)
+        .bind(judge)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Caches a model-judge verdict. Episodes not (yet) stored are not cached.
+    pub async fn cache_verdict(&self, episode: Uuid, trajectory: &str, fact: &str, judge: &str, v: &(bool, String, String)) -> Result<(), StoreError> {
+        let clean = |s: &str| s.replace('\0', "\u{FFFD}");
+        sqlx::query(
+            "INSERT INTO judge_cache (episode_id, trajectory, fact_id, judge, passed, evidence, reason)
+             SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM episodes WHERE id = $1)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(episode)
+        .bind(trajectory)
+        .bind(fact)
+        .bind(judge)
+        .bind(v.0)
+        .bind(clean(&v.1))
+        .bind(clean(&v.2))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }
+

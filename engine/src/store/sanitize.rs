@@ -87,6 +87,8 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         success: r.success,
         score: r.score,
         duration: r.duration,
+        judge_calls: r.judge_calls,
+        judge_facts: r.judge_facts,
     };
     clean_opt(&mut c.final_answer);
     clean_opt(&mut c.final_url);

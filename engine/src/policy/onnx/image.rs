@@ -147,9 +147,9 @@ mod tests {
     fn large_images_split_into_tiles_plus_a_global_view() {
         let img = DynamicImage::ImageRgb8(RgbImage::new(1280, 720));
         let p = prepare(&img, &cfg(true));
-        assert_eq!(p.grid, (1, 2), "1024x576 → 1 row of 2 tiles");
-        assert_eq!(p.tiles.len(), 3);
-        let text = prompt_tokens(p.grid, 2);
+        assert_eq!(p.grid, (2, 2), "1024x576 rounds up to 2x2 tiles of 512");
+        assert_eq!(p.tiles.len(), 5, "four tiles and the global view");
+        let text = prompt_tokens((1, 2), 2);
         assert_eq!(
             text,
             "<fake_token_around_image><row_1_col_1><image><image><fake_token_around_image><row_1_col_2><image><image>\n\n<fake_token_around_image><global-img><image><image><fake_token_around_image>"

@@ -1,0 +1,189 @@
+//! The model judge in real campaigns: facts written in words verified by the tiny VLM
+//! (real ONNX Runtime) and by the same model behind `serve-policy` (real HTTP), verdicts
+//! stored with their judge and cached per trajectory, binary judging with the critic
+//! giving the same success labels as exhaustive judging with fewer verifications, and a
+//! judge that is down never scoring an episode.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use browser_pool::PoolConfig;
+use engine::judge::{Evidence, HttpJudge, JudgeBackend, JudgeConfig, ModelJudge, OnnxJudge};
+use engine::policy::http::HttpOptions;
+use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
+use engine::policy::{PolicyError, PolicyRegistry};
+use engine::runner::{PageSnapshot, RunnerConfig};
+use engine::sites::SitesServer;
+use engine::store::{EpisodeFilter, Store, TaskFilter};
+use engine::{CampaignSpec, Engine};
+use futures::future::BoxFuture;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+fn tiny() -> OnnxBackend {
+    let data = PathBuf::from(std::env::var("SURFGYM_DATA_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()));
+    let dylib = onnx::find_ort_dylib(&data).expect("ONNX Runtime: run ./scripts/setup-python.sh");
+    OnnxBackend::load(OnnxOptions::new(data.join("models/tiny-vlm"), dylib)).unwrap()
+}
+
+/// Counts the questions that reach the model.
+struct Counting<B> {
+    inner: B,
+    calls: Arc<AtomicUsize>,
+}
+
+impl<B: JudgeBackend> JudgeBackend for Counting<B> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn ask(&self, images: Vec<Vec<u8>>, question: String, seed: u64) -> BoxFuture<'_, Result<String, PolicyError>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.ask(images, question, seed)
+    }
+}
+
+/// Three bundled tasks re-written with facts in words only (two groups each).
+async fn judged_tasks(engine: &Engine) -> Vec<String> {
+    let mut ids = Vec::new();
+    for base in ["shop-mug-capacity", "wiki-aster-length", "booking-bag-fee"] {
+        let t = engine.store().load_task(base).await.unwrap().unwrap();
+        let mut spec = serde_json::to_value(t.to_spec()).unwrap();
+        spec["id"] = json!(format!("judged.{base}"));
+        spec["rubric"] = json!({"groups": [
+            {"id": "nav", "description": "the agent found the right page", "facts": [
+                {"id": "nav.page", "description": "The screenshots show the page with the information the task asks for", "check": {"type": "judge"}},
+                {"id": "nav.site", "description": "The agent stayed on the website of the task", "check": {"type": "judge"}}]},
+            {"id": "ans", "description": "the final answer", "facts": [
+                {"id": "ans.value", "description": "The final answer gives the value the task asks for", "check": {"type": "judge"}}]}
+        ]});
+        let task = tasks::parse_task(&spec.to_string()).unwrap_or_else(|e| panic!("{base}: {e:?}"));
+        engine.store().insert_task(&task).await.unwrap();
+        ids.push(task.id.to_string());
+    }
+    ids
+}
+
+async fn setup(pool: PgPool) -> (Engine, SitesServer) {
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None).await.unwrap();
+    let engine = Engine::new(Store::from_pool(pool), PoolConfig::new(PoolConfig::default_chromium()), RunnerConfig::for_this_process(), PolicyRegistry::builtin());
+    engine.register_bundled(sites.bases()).await.unwrap();
+    (engine, sites)
+}
+
+fn scripted(ids: &[String]) -> CampaignSpec {
+    CampaignSpec {
+        policy: Some("scripted".into()),
+        tasks: Some(TaskFilter { ids: ids.to_vec(), ..Default::default() }),
+        critic: Some(false),
+        max_attempts: Some(1),
+        ..Default::default()
+    }
+}
+
+/// The evidence of a stored episode, rebuilt from the database.
+async fn stored_evidence(store: &Store, episode: Uuid) -> Evidence {
+    let d = store.get_episode(episode).await.unwrap().unwrap();
+    let mut screenshots = Vec::new();
+    for hash in d.steps.iter().filter_map(|s| s.screenshot.clone()).chain(d.final_screenshot.clone()) {
+        screenshots.push(store.get_blob(&hash).await.unwrap().unwrap().1);
+    }
+    Evidence {
+        episode,
+        instruction: d.instruction.clone(),
+        final_answer: d.summary.final_answer.clone(),
+        visited_urls: d.steps.iter().map(|s| s.url.clone()).collect(),
+        titles: d.steps.iter().map(|s| s.title.clone()).collect(),
+        final_text: String::new(),
+        screenshots,
+        reference_answer: None,
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_labels(pool: PgPool) {
+    let (engine, _sites) = setup(pool).await;
+    let ids = judged_tasks(&engine).await;
+    let err = engine.create_campaign(scripted(&ids)).await.unwrap_err();
+    assert!(err.to_string().contains("model judge"), "{err}");
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let backend = Counting { inner: OnnxJudge::new(tiny().model(), "tiny", 24), calls: calls.clone() };
+    let judge = Arc::new(ModelJudge::new(Arc::new(backend), JudgeConfig { max_screenshots: 2 }, Some(engine.store().clone())));
+    engine.set_model_judge(judge.clone());
+
+    let id = engine.create_campaign(scripted(&ids)).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(v.counts.finished, 3);
+    assert_eq!((v.judge_facts, v.judge_calls), (9, 9), "exhaustive: every fact verified");
+    // At least one question per episode: the anti-hallucination check, then one per fact
+    // unless that check already failed the answer.
+    assert!(calls.load(Ordering::SeqCst) >= 3, "the model was asked");
+    let (eps, _) = engine.store().list_episodes(&EpisodeFilter { campaign: Some(id), ..Default::default() }, 10, 0).await.unwrap();
+    for e in &eps {
+        let d = engine.store().get_episode(e.id).await.unwrap().unwrap();
+        assert_eq!(d.verdicts.len(), 3);
+        assert!(d.verdicts.iter().all(|v| v.judge == "model:tiny" && !v.reason.is_empty()), "{:?}", d.verdicts);
+    }
+
+    // Judge the stored episodes again: exhaustively, then binary with the critic. Same
+    // evidence, same (cached) verdicts: same success labels, no new model calls.
+    let asked = calls.load(Ordering::SeqCst);
+    let (mut exhaustive_checks, mut binary_checks) = (0, 0);
+    for e in &eps {
+        let task = engine.store().load_task(&e.task_id).await.unwrap().unwrap();
+        let ev = stored_evidence(engine.store(), e.id).await;
+        let traj = rubrics::Trajectory { final_answer: ev.final_answer.clone(), visited_urls: ev.visited_urls.clone() };
+        let page = PageSnapshot::default();
+        let full = engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev.clone(), false, false).await.unwrap();
+        let quick = engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev, true, true).await.unwrap();
+        assert_eq!(full.success, quick.success, "{}: binary judging keeps the label", e.task_id);
+        assert_eq!(Some(full.success), e.success, "{}: the stored label", e.task_id);
+        exhaustive_checks += full.model_calls;
+        binary_checks += quick.model_calls;
+        if !full.success {
+            assert!(quick.model_calls < full.model_calls || full.model_calls == 1, "{}: stopped early", e.task_id);
+        }
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), asked, "verdicts of a judged trajectory come from the cache");
+    assert!(binary_checks <= exhaustive_checks);
+    println!("verifications: exhaustive {exhaustive_checks}, binary with critic {binary_checks}");
+    engine.shutdown().await;
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothing(pool: PgPool) {
+    let (engine, _sites) = setup(pool).await;
+    let ids = judged_tasks(&engine).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = web::policy_server::router(web::policy_server::PolicyServer { model: tiny().model(), name: "tiny".into() });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut opts = HttpOptions::new(format!("http://{addr}"), "tiny-http");
+    opts.max_tokens = 24;
+    engine.set_model_judge(Arc::new(ModelJudge::new(Arc::new(HttpJudge::new(opts).unwrap()), JudgeConfig::default(), None)));
+    let id = engine.create_campaign(scripted(&ids[..1])).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let (eps, _) = engine.store().list_episodes(&EpisodeFilter { campaign: Some(id), ..Default::default() }, 10, 0).await.unwrap();
+    let d = engine.store().get_episode(eps[0].id).await.unwrap().unwrap();
+    assert_eq!(d.summary.status, "finished");
+    assert!(d.verdicts.iter().all(|v| v.judge == "model:tiny-http"), "{:?}", d.verdicts);
+
+    let mut down = HttpOptions::new("http://127.0.0.1:9", "down");
+    down.retries = 0;
+    down.timeout = Duration::from_secs(2);
+    engine.set_model_judge(Arc::new(ModelJudge::new(Arc::new(HttpJudge::new(down).unwrap()), JudgeConfig::default(), None)));
+    let id = engine.create_campaign(scripted(&ids[..1])).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!((v.counts.failed, v.counts.finished), (1, 0), "a dead judge is an infrastructure failure");
+    let (eps, _) = engine.store().list_episodes(&EpisodeFilter { campaign: Some(id), ..Default::default() }, 10, 0).await.unwrap();
+    assert!(eps[0].last_error.as_deref().unwrap().contains("judge"), "{:?}", eps[0].last_error);
+    assert_eq!(eps[0].success, None, "never scored");
+    engine.shutdown().await;
+}
