@@ -5,6 +5,7 @@ mod bench;
 mod bench_policy;
 mod bench_rollout;
 mod db;
+mod judge;
 mod models;
 mod progress;
 mod run;
@@ -87,6 +88,9 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Serve the ONNX policy as an OpenAI-compatible /v1/chat/completions endpoint.
     ServePolicy(models::ServePolicyArgs),
+    /// Judge calibration.
+    #[command(subcommand)]
+    Judge(judge::JudgeCommand),
     /// Task suites.
     #[command(subcommand)]
     Tasks(TasksCommand),
@@ -145,6 +149,7 @@ fn main() -> ExitCode {
             Command::Campaign(c) => run::campaign(&cli.common, c).await,
             Command::Bench(b) => bench::run(&cli.common, b).await,
             Command::ServePolicy(a) => models::serve_policy(&cli.common, a).await,
+            Command::Judge(j) => judge::run(&cli.common, j).await,
             Command::Tasks(TasksCommand::Verify(a)) => run::verify(&cli.common, a).await,
             Command::Tasks(TasksCommand::Import(a)) => run::import(&cli.common, a).await,
             Command::Db(DbCommand::Start) => db::start(&cli.common).await,

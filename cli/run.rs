@@ -217,10 +217,20 @@ pub fn pool_config_for(
 }
 
 /// The database, the practice sites, and an engine with the bundled tasks registered.
-struct Env {
-    db: Database,
-    sites: SitesServer,
-    engine: Engine,
+pub struct Env {
+    pub db: Database,
+    pub sites: SitesServer,
+    pub engine: Engine,
+}
+
+/// The environment other command modules run in.
+pub async fn environment_for(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
+    environment(common, sites_port).await
+}
+
+/// Closes what [`environment_for`] opened.
+pub async fn finish_env(env: Env) -> anyhow::Result<()> {
+    finish(env).await
 }
 
 /// The engine every command uses: the pool from the common options, the built-in and

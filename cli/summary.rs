@@ -73,6 +73,14 @@ pub async fn print(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<()> {
             println!("{}", acc.line(&format!("site {site}")));
         }
         println!("{}", all.line("all"));
+        if view.judge_facts > 0 {
+            println!(
+                "  model judge: {} verifications for {} facts in words ({} saved by the critic and early stopping)",
+                view.judge_calls,
+                view.judge_facts,
+                view.judge_facts - view.judge_calls
+            );
+        }
     }
     Ok(())
 }

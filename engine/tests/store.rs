@@ -62,6 +62,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         final_answer: None,
         final_url: Some("http://x/".into()),
         final_screenshot: None,
+        final_page: None,
         steps: vec![step; steps],
         verdicts: vec![VerdictRecord {
             judge: "rules".into(),

@@ -29,7 +29,7 @@ pub trait PageProbe {
 }
 
 /// An element as the judge sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ElementSnapshot {
     /// Rendered text.
     pub text: String,

@@ -11,6 +11,7 @@
 //! fact and judge.
 
 mod backend;
+pub mod calibration;
 mod critic;
 
 use std::sync::Arc;

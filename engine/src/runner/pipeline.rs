@@ -202,6 +202,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             final_answer: f.final_answer,
             final_url: Some(f.snapshot.url.clone()),
             final_screenshot: Some(f.final_screenshot),
+            final_page: Some(f.snapshot.to_stored()),
             steps: f.steps,
             verdicts,
             blobs: f.blobs,

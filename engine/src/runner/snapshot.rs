@@ -7,8 +7,9 @@ use std::time::Duration;
 use browser_pool::{PoolError, Session};
 use rubrics::{ElementSnapshot, PageProbe, ProbeError, Rubric};
 
-/// The final page as the rubric will read it.
-#[derive(Debug, Clone, Default)]
+/// The final page as the rubric will read it (stored with the episode, so it can be
+/// judged again).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct PageSnapshot {
     /// Final URL.
     pub url: String,
@@ -18,6 +19,21 @@ pub struct PageSnapshot {
     pub elements: BTreeMap<String, Result<Option<ElementSnapshot>, String>>,
     /// Every expression the rubric's `js` and `miniwob` checks evaluate, with its value.
     pub values: BTreeMap<String, Result<serde_json::Value, String>>,
+}
+
+/// Stored page text is capped (a rubric reads far less).
+pub const STORED_TEXT_LIMIT: usize = 64 * 1024;
+
+impl PageSnapshot {
+    /// The snapshot as stored: JSON, its text capped at [`STORED_TEXT_LIMIT`] bytes.
+    pub fn to_stored(&self) -> serde_json::Value {
+        let mut s = self.clone();
+        if s.text.len() > STORED_TEXT_LIMIT {
+            let cut = (0..=STORED_TEXT_LIMIT).rev().find(|i| s.text.is_char_boundary(*i)).unwrap_or(0);
+            s.text.truncate(cut);
+        }
+        serde_json::to_value(s).unwrap_or_default()
+    }
 }
 
 /// How long a rubric's JavaScript predicate may run.

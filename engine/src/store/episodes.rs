@@ -123,6 +123,8 @@ pub struct EpisodeRecord {
     pub final_url: Option<String>,
     /// Screenshot of the final page.
     pub final_screenshot: Option<String>,
+    /// What the rubric read on the final page (JSON), for judging again later.
+    pub final_page: Option<serde_json::Value>,
     /// Steps in order.
     pub steps: Vec<StepRecord>,
     /// Verdicts in rubric order.
@@ -352,7 +354,7 @@ impl Store {
             "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
-                instruction = $11, judge_calls = $12, judge_facts = $13
+                instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -368,6 +370,7 @@ impl Store {
         .bind(&rec.instruction)
         .bind(rec.judge_calls)
         .bind(rec.judge_facts)
+        .bind(&rec.final_page)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -627,6 +630,22 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// The stored final page, answer and visited URLs of a finished episode: what its
+    /// judges read.
+    pub async fn judged_material(&self, episode: Uuid) -> Result<Option<(serde_json::Value, Option<String>, Vec<String>)>, StoreError> {
+        let row: Option<(Option<serde_json::Value>, Option<String>)> =
+            sqlx::query_as("SELECT final_page, final_answer FROM episodes WHERE id = $1 AND status = 'finished'")
+                .bind(episode)
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some((Some(page), answer)) = row else { return Ok(None) };
+        let urls: Vec<(String,)> = sqlx::query_as("SELECT url FROM steps WHERE episode_id = $1 ORDER BY idx")
+            .bind(episode)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(Some((page, answer, urls.into_iter().map(|(u,)| u).collect())))
     }
 }
 

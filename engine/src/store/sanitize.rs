@@ -56,6 +56,7 @@ fn nul_opt(s: &Option<String>) -> bool {
 /// Whether any text of the record contains NUL.
 pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
     nul_opt(&r.final_answer)
+        || r.final_page.as_ref().is_some_and(has_nul_json)
         || nul_opt(&r.final_url)
         || nul_opt(&r.instruction)
         || r.steps.iter().any(|s| {
@@ -81,6 +82,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         final_answer: r.final_answer.clone(),
         final_url: r.final_url.clone(),
         final_screenshot: r.final_screenshot.clone(),
+        final_page: r.final_page.clone(),
         steps: r.steps.clone(),
         verdicts: r.verdicts.clone(),
         blobs: Vec::new(),
@@ -91,6 +93,9 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         judge_facts: r.judge_facts,
     };
     clean_opt(&mut c.final_answer);
+    if let Some(p) = &mut c.final_page {
+        clean_json(p);
+    }
     clean_opt(&mut c.final_url);
     clean_opt(&mut c.instruction);
     for s in &mut c.steps {
