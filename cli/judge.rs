@@ -52,12 +52,15 @@ pub async fn run(common: &Common, cmd: JudgeCommand) -> anyhow::Result<ExitCode>
 }
 
 async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.set).with_context(|| format!("reading {}", args.set.display()))?;
+    let text = std::fs::read_to_string(&args.set)
+        .with_context(|| format!("reading {}", args.set.display()))?;
     let recorded: Vec<LabelledEpisode> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}:{}", args.set.display(), i + 1)))
+        .map(|(i, l)| {
+            serde_json::from_str(l).with_context(|| format!("{}:{}", args.set.display(), i + 1))
+        })
         .collect::<Result<_, _>>()?;
     let items = calibration::expand(&recorded).map_err(anyhow::Error::msg)?;
     let model = if common.models.judge_onnx_model.is_some() || common.models.judge_url.is_some() {
@@ -66,11 +69,22 @@ async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let report = calibration::evaluate(&items, model.as_deref(), args.runs).await.map_err(anyhow::Error::msg)?;
-    println!("judged {} labelled episodes ({} recorded, the rest mutations), {} labelled facts, {} run(s)", report.episodes, recorded.len(), report.facts, args.runs.max(1));
+    let report = calibration::evaluate(&items, model.as_deref(), args.runs)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    println!(
+        "judged {} labelled episodes ({} recorded, the rest mutations), {} labelled facts, {} run(s)",
+        report.episodes,
+        recorded.len(),
+        report.facts,
+        args.runs.max(1)
+    );
     println!("  {:<10} {:>6} {:>9}", "check", "facts", "accuracy");
     for (kind, (n, ok)) in &report.by_kind {
-        println!("  {kind:<10} {n:>6} {:>8.1}%", 100.0 * *ok as f64 / (*n).max(1) as f64);
+        println!(
+            "  {kind:<10} {n:>6} {:>8.1}%",
+            100.0 * *ok as f64 / (*n).max(1) as f64
+        );
     }
     println!(
         "accuracy {:.1}%  precision {:.1}%  recall {:.1}%  agreement {:.1}%",
@@ -82,14 +96,28 @@ async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
     for m in report.mistakes.iter().take(20) {
         println!("  wrong: {m}");
     }
-    Ok(if report.by_kind.iter().filter(|(k, _)| k.as_str() != "judge").all(|(_, (n, ok))| n == ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(
+        if report
+            .by_kind
+            .iter()
+            .filter(|(k, _)| k.as_str() != "judge")
+            .all(|(_, (n, ok))| n == ok)
+        {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
 }
 
 async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
     let env = crate::run::environment_for(common, args.sites_port).await?;
     let spec = CampaignSpec {
         name: Some("record calibration set".into()),
-        tasks: Some(TaskFilter { tag: Some(engine::BUNDLED_TAG.into()), ..Default::default() }),
+        tasks: Some(TaskFilter {
+            tag: Some(engine::BUNDLED_TAG.into()),
+            ..Default::default()
+        }),
         policy: Some("scripted".into()),
         max_attempts: Some(2),
         ..Default::default()
@@ -97,12 +125,33 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
     let id = env.engine.create_campaign(spec).await?;
     env.engine.run_campaign(id).await?;
     let store = env.engine.store();
-    let (episodes, _) = store.list_episodes(&EpisodeFilter { campaign: Some(id), success: Some(true), ..Default::default() }, 10_000, 0).await?;
+    let (episodes, _) = store
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                success: Some(true),
+                ..Default::default()
+            },
+            10_000,
+            0,
+        )
+        .await?;
     let mut lines = Vec::new();
     for e in episodes {
-        let Some((page, final_answer, visited_urls)) = store.judged_material(e.id).await? else { continue };
-        let task = store.load_task(&e.task_id).await?.context("task vanished")?;
-        let gold = task.rubric.groups().iter().flat_map(|g| &g.facts).map(|f| (f.id.clone(), true)).collect();
+        let Some((page, final_answer, visited_urls)) = store.judged_material(e.id).await? else {
+            continue;
+        };
+        let task = store
+            .load_task(&e.task_id)
+            .await?
+            .context("task vanished")?;
+        let gold = task
+            .rubric
+            .groups()
+            .iter()
+            .flat_map(|g| &g.facts)
+            .map(|f| (f.id.clone(), true))
+            .collect();
         let item = LabelledEpisode {
             label: format!("{}/reference", e.task_id),
             task: serde_json::to_value(task.to_spec())?,
@@ -115,7 +164,11 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     lines.sort();
     std::fs::write(&args.out, lines.join("\n") + "\n")?;
-    println!("recorded {} labelled episodes in {}", lines.len(), args.out.display());
+    println!(
+        "recorded {} labelled episodes in {}",
+        lines.len(),
+        args.out.display()
+    );
     crate::run::finish_env(env).await?;
     Ok(ExitCode::SUCCESS)
 }

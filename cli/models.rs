@@ -85,8 +85,13 @@ pub struct ModelArgs {
     /// The `model` name sent to that server.
     #[arg(long, default_value = "default", global = true)]
     pub policy_model: String,
-        /// Bearer token for that server.
-    #[arg(long, env = "SURFGYM_POLICY_API_KEY", hide_env_values = true, global = true)]
+    /// Bearer token for that server.
+    #[arg(
+        long,
+        env = "SURFGYM_POLICY_API_KEY",
+        hide_env_values = true,
+        global = true
+    )]
     pub policy_api_key: Option<String>,
     /// An ONNX model directory for the model judge (facts written in words).
     #[arg(long, global = true)]
@@ -219,15 +224,23 @@ async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> std
 }
 
 /// The model judge the options name, if any.
-pub fn model_judge(common: &Common, store: &engine::store::Store) -> anyhow::Result<Option<Arc<engine::judge::ModelJudge>>> {
+pub fn model_judge(
+    common: &Common,
+    store: &engine::store::Store,
+) -> anyhow::Result<Option<Arc<engine::judge::ModelJudge>>> {
     use engine::judge::{HttpJudge, JudgeBackend, JudgeConfig, ModelJudge, OnnxJudge};
     let m = &common.models;
     let backend: Arc<dyn JudgeBackend> = match (&m.judge_onnx_model, &m.judge_url) {
         (Some(_), Some(_)) => anyhow::bail!("give --judge-onnx-model or --judge-url, not both"),
         (Some(dir), None) => {
             let opts = m.onnx_options(common, dir.clone())?;
-            let backend = onnx::OnnxBackend::load(opts).with_context(|| format!("loading the judge model in {}", dir.display()))?;
-            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("onnx").to_string();
+            let backend = onnx::OnnxBackend::load(opts)
+                .with_context(|| format!("loading the judge model in {}", dir.display()))?;
+            let name = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("onnx")
+                .to_string();
             Arc::new(OnnxJudge::new(backend.model(), name, 64))
         }
         (None, Some(url)) => {
@@ -238,7 +251,13 @@ pub fn model_judge(common: &Common, store: &engine::store::Store) -> anyhow::Res
         }
         (None, None) => return Ok(None),
     };
-    let cfg = JudgeConfig { max_screenshots: m.judge_screenshots.max(1) };
+    let cfg = JudgeConfig {
+        max_screenshots: m.judge_screenshots.max(1),
+    };
     println!("model judge: {}", backend.name());
-    Ok(Some(Arc::new(ModelJudge::new(backend, cfg, Some(store.clone())))))
+    Ok(Some(Arc::new(ModelJudge::new(
+        backend,
+        cfg,
+        Some(store.clone()),
+    ))))
 }

@@ -243,7 +243,7 @@ fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
     };
     let mut runner = RunnerConfig::for_this_process();
     runner.lease = Duration::from_secs(common.lease_secs.max(1));
-        let mut policies = PolicyRegistry::with_simulated(model);
+    let mut policies = PolicyRegistry::with_simulated(model);
     crate::models::register(common, &mut policies)?;
     let engine = Engine::new(db.store.clone(), pool_config(common)?, runner, policies);
     if let Some(judge) = crate::models::model_judge(common, &db.store)? {
@@ -442,15 +442,22 @@ pub async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCod
 pub async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?;
-    let format = tasks::formats::Format::parse(&args.format)
-        .with_context(|| format!("unknown format `{}` (surfgym, webvoyager, webarena, webgym)", args.format))?;
+    let format = tasks::formats::Format::parse(&args.format).with_context(|| {
+        format!(
+            "unknown format `{}` (surfgym, webvoyager, webarena, webgym)",
+            args.format
+        )
+    })?;
     let mut bases = std::collections::BTreeMap::new();
     for b in &args.bases {
-        let (k, v) = b.split_once('=').with_context(|| format!("--base {b}: use KEY=URL"))?;
+        let (k, v) = b
+            .split_once('=')
+            .with_context(|| format!("--base {b}: use KEY=URL"))?;
         bases.insert(k.to_string(), v.to_string());
     }
     let answers: std::collections::BTreeMap<String, String> = match &args.answers {
-        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?).with_context(|| format!("{}: a JSON object of id → answer", p.display()))?,
+        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
+            .with_context(|| format!("{}: a JSON object of id → answer", p.display()))?,
         None => Default::default(),
     };
     let db = db::open(common).await?;

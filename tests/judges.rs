@@ -25,7 +25,10 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 fn tiny() -> OnnxBackend {
-    let data = PathBuf::from(std::env::var("SURFGYM_DATA_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()));
+    let data = PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
+    );
     let dylib = onnx::find_ort_dylib(&data).expect("ONNX Runtime: run ./scripts/setup-python.sh");
     OnnxBackend::load(OnnxOptions::new(data.join("models/tiny-vlm"), dylib)).unwrap()
 }
@@ -40,7 +43,12 @@ impl<B: JudgeBackend> JudgeBackend for Counting<B> {
     fn name(&self) -> &str {
         self.inner.name()
     }
-    fn ask(&self, images: Vec<Vec<u8>>, question: String, seed: u64) -> BoxFuture<'_, Result<String, PolicyError>> {
+    fn ask(
+        &self,
+        images: Vec<Vec<u8>>,
+        question: String,
+        seed: u64,
+    ) -> BoxFuture<'_, Result<String, PolicyError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.inner.ask(images, question, seed)
     }
@@ -68,8 +76,15 @@ async fn judged_tasks(engine: &Engine) -> Vec<String> {
 }
 
 async fn setup(pool: PgPool) -> (Engine, SitesServer) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None).await.unwrap();
-    let engine = Engine::new(Store::from_pool(pool), PoolConfig::new(PoolConfig::default_chromium()), RunnerConfig::for_this_process(), PolicyRegistry::builtin());
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap();
+    let engine = Engine::new(
+        Store::from_pool(pool),
+        PoolConfig::new(PoolConfig::default_chromium()),
+        RunnerConfig::for_this_process(),
+        PolicyRegistry::builtin(),
+    );
     engine.register_bundled(sites.bases()).await.unwrap();
     (engine, sites)
 }
@@ -77,7 +92,10 @@ async fn setup(pool: PgPool) -> (Engine, SitesServer) {
 fn scripted(ids: &[String]) -> CampaignSpec {
     CampaignSpec {
         policy: Some("scripted".into()),
-        tasks: Some(TaskFilter { ids: ids.to_vec(), ..Default::default() }),
+        tasks: Some(TaskFilter {
+            ids: ids.to_vec(),
+            ..Default::default()
+        }),
         critic: Some(false),
         max_attempts: Some(1),
         ..Default::default()
@@ -88,7 +106,12 @@ fn scripted(ids: &[String]) -> CampaignSpec {
 async fn stored_evidence(store: &Store, episode: Uuid) -> Evidence {
     let d = store.get_episode(episode).await.unwrap().unwrap();
     let mut screenshots = Vec::new();
-    for hash in d.steps.iter().filter_map(|s| s.screenshot.clone()).chain(d.final_screenshot.clone()) {
+    for hash in d
+        .steps
+        .iter()
+        .filter_map(|s| s.screenshot.clone())
+        .chain(d.final_screenshot.clone())
+    {
         screenshots.push(store.get_blob(&hash).await.unwrap().unwrap().1);
     }
     Evidence {
@@ -111,23 +134,51 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     assert!(err.to_string().contains("model judge"), "{err}");
 
     let calls = Arc::new(AtomicUsize::new(0));
-    let backend = Counting { inner: OnnxJudge::new(tiny().model(), "tiny", 24), calls: calls.clone() };
-    let judge = Arc::new(ModelJudge::new(Arc::new(backend), JudgeConfig { max_screenshots: 2 }, Some(engine.store().clone())));
+    let backend = Counting {
+        inner: OnnxJudge::new(tiny().model(), "tiny", 24),
+        calls: calls.clone(),
+    };
+    let judge = Arc::new(ModelJudge::new(
+        Arc::new(backend),
+        JudgeConfig { max_screenshots: 2 },
+        Some(engine.store().clone()),
+    ));
     engine.set_model_judge(judge.clone());
 
     let id = engine.create_campaign(scripted(&ids)).await.unwrap();
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let v = engine.store().get_campaign(id).await.unwrap().unwrap();
     assert_eq!(v.counts.finished, 3);
-    assert_eq!((v.judge_facts, v.judge_calls), (9, 9), "exhaustive: every fact verified");
+    assert_eq!(
+        (v.judge_facts, v.judge_calls),
+        (9, 9),
+        "exhaustive: every fact verified"
+    );
     // At least one question per episode: the anti-hallucination check, then one per fact
     // unless that check already failed the answer.
     assert!(calls.load(Ordering::SeqCst) >= 3, "the model was asked");
-    let (eps, _) = engine.store().list_episodes(&EpisodeFilter { campaign: Some(id), ..Default::default() }, 10, 0).await.unwrap();
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            10,
+            0,
+        )
+        .await
+        .unwrap();
     for e in &eps {
         let d = engine.store().get_episode(e.id).await.unwrap().unwrap();
         assert_eq!(d.verdicts.len(), 3);
-        assert!(d.verdicts.iter().all(|v| v.judge == "model:tiny" && !v.reason.is_empty()), "{:?}", d.verdicts);
+        assert!(
+            d.verdicts
+                .iter()
+                .all(|v| v.judge == "model:tiny" && !v.reason.is_empty()),
+            "{:?}",
+            d.verdicts
+        );
     }
 
     // Judge the stored episodes again: exhaustively, then binary with the critic. Same
@@ -137,19 +188,52 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     for e in &eps {
         let task = engine.store().load_task(&e.task_id).await.unwrap().unwrap();
         let ev = stored_evidence(engine.store(), e.id).await;
-        let traj = rubrics::Trajectory { final_answer: ev.final_answer.clone(), visited_urls: ev.visited_urls.clone() };
+        let traj = rubrics::Trajectory {
+            final_answer: ev.final_answer.clone(),
+            visited_urls: ev.visited_urls.clone(),
+        };
         let page = PageSnapshot::default();
-        let full = engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev.clone(), false, false).await.unwrap();
-        let quick = engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev, true, true).await.unwrap();
-        assert_eq!(full.success, quick.success, "{}: binary judging keeps the label", e.task_id);
-        assert_eq!(Some(full.success), e.success, "{}: the stored label", e.task_id);
+        let full = engine::judge::judge_episode(
+            &judge,
+            &task.rubric,
+            &traj,
+            &page,
+            ev.clone(),
+            false,
+            false,
+        )
+        .await
+        .unwrap();
+        let quick =
+            engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev, true, true)
+                .await
+                .unwrap();
+        assert_eq!(
+            full.success, quick.success,
+            "{}: binary judging keeps the label",
+            e.task_id
+        );
+        assert_eq!(
+            Some(full.success),
+            e.success,
+            "{}: the stored label",
+            e.task_id
+        );
         exhaustive_checks += full.model_calls;
         binary_checks += quick.model_calls;
         if !full.success {
-            assert!(quick.model_calls < full.model_calls || full.model_calls == 1, "{}: stopped early", e.task_id);
+            assert!(
+                quick.model_calls < full.model_calls || full.model_calls == 1,
+                "{}: stopped early",
+                e.task_id
+            );
         }
     }
-    assert_eq!(calls.load(Ordering::SeqCst), asked, "verdicts of a judged trajectory come from the cache");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        asked,
+        "verdicts of a judged trajectory come from the cache"
+    );
     assert!(binary_checks <= exhaustive_checks);
     println!("verifications: exhaustive {exhaustive_checks}, binary with critic {binary_checks}");
     engine.shutdown().await;
@@ -161,29 +245,79 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     let ids = judged_tasks(&engine).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = web::policy_server::router(web::policy_server::PolicyServer { model: tiny().model(), name: "tiny".into() });
+    let app = web::policy_server::router(web::policy_server::PolicyServer {
+        model: tiny().model(),
+        name: "tiny".into(),
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let mut opts = HttpOptions::new(format!("http://{addr}"), "tiny-http");
     opts.max_tokens = 24;
-    engine.set_model_judge(Arc::new(ModelJudge::new(Arc::new(HttpJudge::new(opts).unwrap()), JudgeConfig::default(), None)));
+    engine.set_model_judge(Arc::new(ModelJudge::new(
+        Arc::new(HttpJudge::new(opts).unwrap()),
+        JudgeConfig::default(),
+        None,
+    )));
     let id = engine.create_campaign(scripted(&ids[..1])).await.unwrap();
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
-    let (eps, _) = engine.store().list_episodes(&EpisodeFilter { campaign: Some(id), ..Default::default() }, 10, 0).await.unwrap();
-    let d = engine.store().get_episode(eps[0].id).await.unwrap().unwrap();
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            10,
+            0,
+        )
+        .await
+        .unwrap();
+    let d = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(d.summary.status, "finished");
-    assert!(d.verdicts.iter().all(|v| v.judge == "model:tiny-http"), "{:?}", d.verdicts);
+    assert!(
+        d.verdicts.iter().all(|v| v.judge == "model:tiny-http"),
+        "{:?}",
+        d.verdicts
+    );
 
     let mut down = HttpOptions::new("http://127.0.0.1:9", "down");
     down.retries = 0;
     down.timeout = Duration::from_secs(2);
-    engine.set_model_judge(Arc::new(ModelJudge::new(Arc::new(HttpJudge::new(down).unwrap()), JudgeConfig::default(), None)));
+    engine.set_model_judge(Arc::new(ModelJudge::new(
+        Arc::new(HttpJudge::new(down).unwrap()),
+        JudgeConfig::default(),
+        None,
+    )));
     let id = engine.create_campaign(scripted(&ids[..1])).await.unwrap();
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let v = engine.store().get_campaign(id).await.unwrap().unwrap();
-    assert_eq!((v.counts.failed, v.counts.finished), (1, 0), "a dead judge is an infrastructure failure");
-    let (eps, _) = engine.store().list_episodes(&EpisodeFilter { campaign: Some(id), ..Default::default() }, 10, 0).await.unwrap();
-    assert!(eps[0].last_error.as_deref().unwrap().contains("judge"), "{:?}", eps[0].last_error);
+    assert_eq!(
+        (v.counts.failed, v.counts.finished),
+        (1, 0),
+        "a dead judge is an infrastructure failure"
+    );
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            10,
+            0,
+        )
+        .await
+        .unwrap();
+    assert!(
+        eps[0].last_error.as_deref().unwrap().contains("judge"),
+        "{:?}",
+        eps[0].last_error
+    );
     assert_eq!(eps[0].success, None, "never scored");
     engine.shutdown().await;
 }

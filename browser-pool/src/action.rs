@@ -41,11 +41,37 @@ pub enum Scroll {
     },
 }
 
+/// Which way to scroll an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Towards the end of the content.
+    Down,
+    /// Towards the start of the content.
+    Up,
+}
+
+/// The longest `wait(ms)` the grammar accepts, in milliseconds.
+pub const MAX_WAIT_MS: u32 = 10_000;
+
 /// One browser action.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Click a target with the left mouse button.
     Click(Target),
+    /// Double-click a target with the left mouse button.
+    DoubleClick(Target),
+    /// Click a target with the right mouse button (opens context menus).
+    RightClick(Target),
+    /// Move the mouse over a target without pressing a button.
+    Hover(Target),
+    /// Press the left button on one target, move to another and release there (works for
+    /// HTML5 drag and drop and for mouse-event drags alike).
+    Drag {
+        /// Where the drag starts.
+        from: Target,
+        /// Where it is dropped.
+        to: Target,
+    },
     /// Focus a target and type text, replacing its content unless `clear` is false.
     Type {
         /// Where to type.
@@ -66,10 +92,22 @@ pub enum Action {
     Press(KeyCombo),
     /// Scroll the page.
     Scroll(Scroll),
+    /// Scroll the scrollable area that contains a target (a list, a text box, a panel)
+    /// by most of its visible height.
+    ScrollElement {
+        /// An element inside (or being) the scrollable area, or a point over it.
+        target: Target,
+        /// Which way.
+        direction: Direction,
+    },
     /// Navigate to a URL.
     Goto(String),
     /// Go back in history.
     Back,
+    /// Go forward in history.
+    Forward,
+    /// Do nothing for this many milliseconds (at most [`MAX_WAIT_MS`]), then observe.
+    Wait(u32),
     /// End the episode with a final answer.
     Answer(String),
     /// End the episode without an answer.
@@ -86,12 +124,18 @@ impl Action {
     pub fn name(&self) -> &'static str {
         match self {
             Action::Click(_) => "click",
+            Action::DoubleClick(_) => "double_click",
+            Action::RightClick(_) => "right_click",
+            Action::Hover(_) => "hover",
+            Action::Drag { .. } => "drag",
             Action::Type { .. } => "type",
             Action::Select { .. } => "select",
             Action::Press(_) => "press",
-            Action::Scroll(_) => "scroll",
+            Action::Scroll(_) | Action::ScrollElement { .. } => "scroll",
             Action::Goto(_) => "goto",
             Action::Back => "back",
+            Action::Forward => "forward",
+            Action::Wait(_) => "wait",
             Action::Answer(_) => "answer",
             Action::Stop => "stop",
         }
@@ -100,7 +144,21 @@ impl Action {
 
 /// The action names the grammar knows.
 pub const ACTION_NAMES: &[&str] = &[
-    "click", "type", "select", "press", "scroll", "goto", "back", "answer", "stop",
+    "click",
+    "double_click",
+    "right_click",
+    "hover",
+    "drag",
+    "type",
+    "select",
+    "press",
+    "scroll",
+    "goto",
+    "back",
+    "forward",
+    "wait",
+    "answer",
+    "stop",
 ];
 
 /// A line that is not a valid action, with a message meant for the policy (and its author).
@@ -347,20 +405,15 @@ fn build(mut call: Call) -> Result<Action, String> {
             };
             Action::Press(KeyCombo::parse(&key)?)
         }
-        "scroll" => match (take_positional(&mut call), take_positional(&mut call)) {
-            (Some(Value::Word(w) | Value::Str(w)), None) if w.eq_ignore_ascii_case("down") => {
-                Action::Scroll(Scroll::Down)
-            }
-            (Some(Value::Word(w) | Value::Str(w)), None) if w.eq_ignore_ascii_case("up") => {
-                Action::Scroll(Scroll::Up)
-            }
-            (Some(Value::Number(dx)), Some(Value::Number(dy))) => {
-                Action::Scroll(Scroll::By { dx, dy })
-            }
-            _ => return Err("scroll takes `down`, `up`, or two numbers dx, dy".into()),
-        },
+        "double_click" => Action::DoubleClick(take_target(&mut call)?),
+        "right_click" => Action::RightClick(take_target(&mut call)?),
+        "hover" => Action::Hover(take_target(&mut call)?),
+        "drag" => build_drag(&mut call)?,
+        "scroll" => build_scroll(&mut call)?,
         "goto" => Action::Goto(take_text(&mut call, "a URL")?),
         "back" => Action::Back,
+        "forward" => Action::Forward,
+        "wait" => Action::Wait(take_wait(&mut call)?),
         "answer" => Action::Answer(take_text(&mut call, "the answer text")?),
         "stop" => Action::Stop,
         other => {
@@ -377,6 +430,138 @@ fn build(mut call: Call) -> Result<Action, String> {
         return Err(format!("{name} does not take `{k}=`"));
     }
     Ok(action)
+}
+
+const DRAG_FORMS: &str =
+    "drag(3, to=7), drag(x, y, to_x=X, to_y=Y) or drag(css=\"...\", to_css=\"...\")";
+
+/// `drag(from, to=N | to_x=X, to_y=Y | to_css="...")`: the source is an ordinary target,
+/// the destination is always named by keyword, so `drag(1, 2, 3, 4)` cannot be misread.
+fn build_drag(call: &mut Call) -> Result<Action, String> {
+    let from = match take_target(call) {
+        Ok(t) => t,
+        Err(_) if call.positional.is_empty() && call.keyword.iter().all(|(k, _)| k != "css") => {
+            return Err(format!(
+                "drag needs a source and a destination, e.g. {DRAG_FORMS}"
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    if !call.positional.is_empty() {
+        return Err(format!(
+            "drag takes its destination by keyword (to=, to_x=/to_y= or to_css=), e.g. {DRAG_FORMS}"
+        ));
+    }
+    let to = take_keyword(call, "to");
+    let to_x = take_keyword(call, "to_x");
+    let to_y = take_keyword(call, "to_y");
+    let to_css = take_keyword(call, "to_css");
+    let given = usize::from(to.is_some())
+        + usize::from(to_x.is_some() || to_y.is_some())
+        + usize::from(to_css.is_some());
+    if given > 1 {
+        return Err(
+            "drag's destination is ambiguous: give only one of to=, to_x=/to_y= or to_css=".into(),
+        );
+    }
+    let to = match (to, to_x, to_y, to_css) {
+        (Some(Value::Number(n)), ..) => Target::Element(element_number(n)?),
+        (Some(v), ..) => {
+            return Err(format!(
+                "to= takes an element number (to_x=/to_y= for a point, to_css= for a selector), got {}",
+                v.describe()
+            ));
+        }
+        (None, Some(x), Some(y), _) => match (x, y) {
+            (Value::Number(x), Value::Number(y)) if x >= 0.0 && y >= 0.0 => Target::Point { x, y },
+            (Value::Number(_), Value::Number(_)) => {
+                return Err("coordinates must not be negative".into());
+            }
+            _ => return Err("to_x= and to_y= take numbers".into()),
+        },
+        (None, Some(_), None, _) => return Err("to_x= needs to_y= as well".into()),
+        (None, None, Some(_), _) => return Err("to_y= needs to_x= as well".into()),
+        (None, None, None, Some(Value::Str(s))) if !s.trim().is_empty() => Target::Selector(s),
+        (None, None, None, Some(_)) => {
+            return Err("to_css= takes a non-empty quoted selector".into());
+        }
+        (None, None, None, None) => {
+            let hint = if matches!(from, Target::Point { .. }) {
+                " (`drag(a, b)` reads a, b as the point to start from; drag(3, to=7) drags \
+                 element 3 onto element 7)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "drag is missing its destination, e.g. {DRAG_FORMS}{hint}"
+            ));
+        }
+    };
+    Ok(Action::Drag { from, to })
+}
+
+fn direction(v: &Value) -> Option<Direction> {
+    match v {
+        Value::Word(w) | Value::Str(w) if w.eq_ignore_ascii_case("down") => Some(Direction::Down),
+        Value::Word(w) | Value::Str(w) if w.eq_ignore_ascii_case("up") => Some(Direction::Up),
+        _ => None,
+    }
+}
+
+/// `scroll(down|up)`, `scroll(dx, dy)` (the page) or `scroll(target, down|up)` (the
+/// scrollable area at a target: `scroll(5, down)`, `scroll(x, y, up)`, `scroll(css="...", down)`).
+fn build_scroll(call: &mut Call) -> Result<Action, String> {
+    const FORMS: &str = "scroll takes `down`, `up`, two numbers dx, dy, or a target and a \
+         direction (scroll(5, down), scroll(x, y, down), scroll(css=\"...\", up))";
+    let has_css = call.keyword.iter().any(|(k, _)| k == "css");
+    let ends_with_direction = call.positional.last().and_then(direction);
+    if has_css || (ends_with_direction.is_some() && call.positional.len() > 1) {
+        let Some(dir) = call.positional.pop().as_ref().and_then(direction) else {
+            return Err(format!("{FORMS}: the direction (down or up) is missing"));
+        };
+        let target = take_target(call)?;
+        return Ok(Action::ScrollElement {
+            target,
+            direction: dir,
+        });
+    }
+    Ok(match (take_positional(call), take_positional(call)) {
+        (Some(v), None) if direction(&v) == Some(Direction::Down) => Action::Scroll(Scroll::Down),
+        (Some(v), None) if direction(&v) == Some(Direction::Up) => Action::Scroll(Scroll::Up),
+        (Some(Value::Number(dx)), Some(Value::Number(dy))) => Action::Scroll(Scroll::By { dx, dy }),
+        _ => return Err(FORMS.into()),
+    })
+}
+
+fn take_wait(call: &mut Call) -> Result<u32, String> {
+    match take_positional(call) {
+        Some(Value::Number(ms))
+            if ms.fract() == 0.0 && (0.0..=f64::from(MAX_WAIT_MS)).contains(&ms) =>
+        {
+            Ok(ms as u32)
+        }
+        Some(Value::Number(ms)) => Err(format!(
+            "wait takes whole milliseconds from 0 to {MAX_WAIT_MS}, got {}",
+            fmt_num(ms)
+        )),
+        Some(v) => Err(format!(
+            "wait takes milliseconds as a number, e.g. wait(500), got {}",
+            v.describe()
+        )),
+        None => Err(format!(
+            "wait needs a duration in milliseconds (at most {MAX_WAIT_MS}), e.g. wait(500)"
+        )),
+    }
+}
+
+fn element_number(a: f64) -> Result<u32, String> {
+    if a.fract() != 0.0 || a < 0.0 || a > f64::from(u32::MAX) {
+        return Err(format!(
+            "element number must be a whole number, got {}",
+            fmt_num(a)
+        ));
+    }
+    Ok(a as u32)
 }
 
 fn take_positional(call: &mut Call) -> Option<Value> {
@@ -420,13 +605,7 @@ fn take_target(call: &mut Call) -> Result<Target, String> {
                 }
                 return Ok(Target::Point { x: a, y: b });
             }
-            if a.fract() != 0.0 || a < 0.0 || a > f64::from(u32::MAX) {
-                return Err(format!(
-                    "element number must be a whole number, got {}",
-                    fmt_num(a)
-                ));
-            }
-            Ok(Target::Element(a as u32))
+            Ok(Target::Element(element_number(a)?))
         }
         Some(v) => Err(format!(
             "{} needs an element number, x, y, or css=\"...\" first, got {}",
@@ -466,6 +645,19 @@ impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Action::Click(t) => write!(f, "click({t})"),
+            Action::DoubleClick(t) => write!(f, "double_click({t})"),
+            Action::RightClick(t) => write!(f, "right_click({t})"),
+            Action::Hover(t) => write!(f, "hover({t})"),
+            Action::Drag { from, to } => {
+                write!(f, "drag({from}, ")?;
+                match to {
+                    Target::Element(n) => write!(f, "to={n})"),
+                    Target::Point { x, y } => {
+                        write!(f, "to_x={}, to_y={})", fmt_num(*x), fmt_num(*y))
+                    }
+                    Target::Selector(s) => write!(f, "to_css={})", quote(s)),
+                }
+            }
             Action::Type {
                 target,
                 text,
@@ -484,8 +676,17 @@ impl fmt::Display for Action {
             Action::Scroll(Scroll::By { dx, dy }) => {
                 write!(f, "scroll({}, {})", fmt_num(*dx), fmt_num(*dy))
             }
+            Action::ScrollElement { target, direction } => {
+                let d = match direction {
+                    Direction::Down => "down",
+                    Direction::Up => "up",
+                };
+                write!(f, "scroll({target}, {d})")
+            }
             Action::Goto(u) => write!(f, "goto({})", quote(u)),
             Action::Back => f.write_str("back()"),
+            Action::Forward => f.write_str("forward()"),
+            Action::Wait(ms) => write!(f, "wait({ms})"),
             Action::Answer(a) => write!(f, "answer({})", quote(a)),
             Action::Stop => f.write_str("stop()"),
         }
@@ -558,6 +759,93 @@ mod tests {
     }
 
     #[test]
+    fn parses_the_pointer_and_timing_actions() {
+        assert_eq!(
+            ok("double_click(7)"),
+            Action::DoubleClick(Target::Element(7))
+        );
+        assert_eq!(
+            ok("right_click(10, 20)"),
+            Action::RightClick(Target::Point { x: 10.0, y: 20.0 })
+        );
+        assert_eq!(
+            ok(r##"hover(css="#menu")"##),
+            Action::Hover(Target::Selector("#menu".into()))
+        );
+        assert_eq!(
+            ok("drag(3, to=7)"),
+            Action::Drag {
+                from: Target::Element(3),
+                to: Target::Element(7)
+            }
+        );
+        assert_eq!(
+            ok("drag(100, 200, to_x=300, to_y=400.5)"),
+            Action::Drag {
+                from: Target::Point { x: 100.0, y: 200.0 },
+                to: Target::Point { x: 300.0, y: 400.5 }
+            }
+        );
+        assert_eq!(
+            ok(r##"drag(to_css=".bin", css="#a")"##),
+            Action::Drag {
+                from: Target::Selector("#a".into()),
+                to: Target::Selector(".bin".into())
+            }
+        );
+        assert_eq!(
+            ok("drag(3, to_y=5, to_x=4)"),
+            Action::Drag {
+                from: Target::Element(3),
+                to: Target::Point { x: 4.0, y: 5.0 }
+            }
+        );
+        assert_eq!(
+            ok("scroll(5, down)"),
+            Action::ScrollElement {
+                target: Target::Element(5),
+                direction: Direction::Down
+            }
+        );
+        assert_eq!(
+            ok("scroll(100, 200, \"up\")"),
+            Action::ScrollElement {
+                target: Target::Point { x: 100.0, y: 200.0 },
+                direction: Direction::Up
+            }
+        );
+        assert_eq!(
+            ok(r##"scroll(css="#list", down)"##),
+            Action::ScrollElement {
+                target: Target::Selector("#list".into()),
+                direction: Direction::Down
+            }
+        );
+        // The page forms keep their meaning.
+        assert_eq!(ok("scroll(down)"), Action::Scroll(Scroll::Down));
+        assert_eq!(
+            ok("scroll(5, 10)"),
+            Action::Scroll(Scroll::By { dx: 5.0, dy: 10.0 })
+        );
+        assert_eq!(ok("forward()"), Action::Forward);
+        assert_eq!(ok("wait(500)"), Action::Wait(500));
+        assert_eq!(ok("wait(0)"), Action::Wait(0));
+        assert_eq!(ok("wait(10000)"), Action::Wait(MAX_WAIT_MS));
+        for a in [
+            ok("double_click(1)"),
+            ok("right_click(1)"),
+            ok("hover(1)"),
+            ok("drag(1, to=2)"),
+            ok("scroll(1, up)"),
+            ok("forward()"),
+            ok("wait(1)"),
+        ] {
+            assert!(!a.is_terminal(), "{a}");
+            assert!(ACTION_NAMES.contains(&a.name()), "{a}");
+        }
+    }
+
+    #[test]
     fn display_round_trips() {
         for line in [
             "click(12)",
@@ -572,6 +860,27 @@ mod tests {
             "scroll(0, 400)",
             r#"goto("http://x.test/")"#,
             "back()",
+            "double_click(12)",
+            "double_click(5.5, 6)",
+            r##"double_click(css="#x")"##,
+            "right_click(3)",
+            "right_click(640, 360)",
+            r##"right_click(css="li:nth-child(2)")"##,
+            "hover(4)",
+            "hover(10, 20)",
+            r##"hover(css=".menu")"##,
+            "drag(3, to=7)",
+            "drag(100, 200, to_x=300, to_y=400)",
+            r##"drag(css="#a", to_css="#b")"##,
+            "drag(3, to_x=1.5, to_y=2)",
+            r##"drag(10, 20, to_css="#bin")"##,
+            r##"drag(css="#a", to=9)"##,
+            "scroll(5, down)",
+            "scroll(5, up)",
+            "scroll(100, 200, down)",
+            r##"scroll(css="#list", up)"##,
+            "forward()",
+            "wait(250)",
             r#"answer("héllo ✓")"#,
             "stop()",
         ] {
@@ -600,6 +909,39 @@ mod tests {
             ("press(\"Hyper+x\")", "unknown modifier"),
             ("scroll(sideways)", "scroll takes"),
             ("click(1 @)", "unexpected character"),
+            ("double_click()", "needs a target"),
+            ("right_click(\"x\")", "needs an element number"),
+            ("hover(2.5)", "whole number"),
+            ("drag()", "needs a source and a destination"),
+            ("drag(3, 7)", "missing its destination"),
+            ("drag(3, 7)", "reads a, b as the point"),
+            ("drag(100, 200, 300, 400)", "destination by keyword"),
+            ("drag(3)", "missing its destination"),
+            ("drag(3, to=7, to_css=\"#b\")", "ambiguous"),
+            ("drag(3, to=7, to_x=1, to_y=2)", "ambiguous"),
+            ("drag(3, to=\"#b\")", "to= takes an element number"),
+            ("drag(3, to=1.5)", "whole number"),
+            ("drag(3, to_x=10)", "to_x= needs to_y="),
+            ("drag(3, to_y=10)", "to_y= needs to_x="),
+            ("drag(3, to_x=-1, to_y=2)", "must not be negative"),
+            ("drag(3, to_x=a, to_y=2)", "take numbers"),
+            ("drag(3, to_css=\" \")", "non-empty"),
+            ("drag(3, to=4, speed=2)", "does not take `speed=`"),
+            ("scroll(css=\"#list\")", "direction (down or up) is missing"),
+            (
+                "scroll(css=\"#list\", left)",
+                "direction (down or up) is missing",
+            ),
+            ("scroll(down, 5)", "scroll takes"),
+            ("scroll(1, 2, 3, down)", "extra argument"),
+            ("scroll(\"list\", down)", "needs an element number"),
+            ("forward(1)", "extra argument"),
+            ("wait()", "needs a duration"),
+            ("wait(10001)", "from 0 to 10000"),
+            ("wait(-5)", "from 0 to 10000"),
+            ("wait(1.5)", "whole milliseconds"),
+            ("wait(soon)", "as a number"),
+            ("wait(1, 2)", "extra argument"),
         ];
         for (line, want) in cases {
             let e = parse(line).expect_err(line);

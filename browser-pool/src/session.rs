@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
-    InsertTextParams, MouseButton,
+    DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventParams, DispatchKeyEventType,
+    DispatchMouseEventParams, DispatchMouseEventType, DragData, EventDragIntercepted,
+    InsertTextParams, MouseButton, SetInterceptDragsParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, EventJavascriptDialogOpening,
@@ -27,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
-use crate::action::{Action, Scroll, Target};
+use crate::action::{Action, Direction, Scroll, Target};
 use crate::config::PoolConfig;
 use crate::error::PoolError;
 use crate::js;
@@ -99,6 +100,15 @@ struct Resolved {
     tag: Option<String>,
     #[serde(default)]
     disabled: bool,
+}
+
+#[derive(Deserialize)]
+struct ScrollArea {
+    x: Option<f64>,
+    y: Option<f64>,
+    amount: Option<f64>,
+    top: Option<f64>,
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -376,6 +386,10 @@ impl Session {
         let _ = self.evaluate(&js::prepare(seq)).await?;
         let report = match action {
             Action::Click(target) => self.click(target).await?,
+            Action::DoubleClick(target) => self.double_click(target).await?,
+            Action::RightClick(target) => self.right_click(target).await?,
+            Action::Hover(target) => self.hover(target).await?,
+            Action::Drag { from, to } => self.drag(from, to).await?,
             Action::Type {
                 target,
                 text,
@@ -384,8 +398,17 @@ impl Session {
             Action::Select { target, option } => self.select(target, option).await?,
             Action::Press(keys) => self.press(keys).await?,
             Action::Scroll(s) => self.scroll(s).await?,
+            Action::ScrollElement { target, direction } => {
+                self.scroll_element(target, *direction).await?
+            }
             Action::Goto(url) => self.goto(url).await?,
             Action::Back => self.back().await?,
+            Action::Forward => self.forward().await?,
+            Action::Wait(ms) => {
+                let ms = (*ms).min(crate::action::MAX_WAIT_MS);
+                tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
+                ActReport::default()
+            }
             Action::Answer(_) | Action::Stop => unreachable!("terminal actions return early"),
         };
         self.settle(seq).await?;
@@ -431,10 +454,25 @@ impl Session {
         button: MouseButton,
     ) -> Result<(), PoolError> {
         let pressed = matches!(kind, DispatchMouseEventType::MousePressed);
+        self.mouse_with(kind, x, y, button, i64::from(pressed), 1)
+            .await
+    }
+
+    /// One mouse event with the button state spelled out: `buttons` is the bit field of
+    /// buttons held after the event (1 left, 2 right), `click_count` 2 for a double click.
+    async fn mouse_with(
+        &self,
+        kind: DispatchMouseEventType,
+        x: f64,
+        y: f64,
+        button: MouseButton,
+        buttons: i64,
+        click_count: i64,
+    ) -> Result<(), PoolError> {
         let params = DispatchMouseEventParams {
             button: Some(button),
-            buttons: Some(if pressed { 1 } else { 0 }),
-            click_count: Some(1),
+            buttons: Some(buttons),
+            click_count: Some(click_count),
             ..DispatchMouseEventParams::new(kind, x, y)
         };
         self.call("Input.dispatchMouseEvent", params)
@@ -473,6 +511,298 @@ impl Session {
                 .disabled
                 .then(|| "the element is disabled; the click did nothing".to_string()),
             point: Some((x, y)),
+        })
+    }
+
+    async fn double_click(&self, target: &Target) -> Result<ActReport, PoolError> {
+        use DispatchMouseEventType::{MouseMoved, MousePressed, MouseReleased};
+        let r = match self.resolve(target).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        let (x, y) = (r.x.unwrap_or_default(), r.y.unwrap_or_default());
+        self.mouse_with(MouseMoved, x, y, MouseButton::None, 0, 0)
+            .await?;
+        // As a person's double click arrives: click (count 1), click (count 2), dblclick.
+        for count in [1, 2] {
+            self.mouse_with(MousePressed, x, y, MouseButton::Left, 1, count)
+                .await?;
+            self.mouse_with(MouseReleased, x, y, MouseButton::Left, 0, count)
+                .await?;
+        }
+        Ok(ActReport {
+            error: r
+                .disabled
+                .then(|| "the element is disabled; the double click did nothing".to_string()),
+            point: Some((x, y)),
+        })
+    }
+
+    async fn right_click(&self, target: &Target) -> Result<ActReport, PoolError> {
+        use DispatchMouseEventType::{MouseMoved, MousePressed, MouseReleased};
+        let r = match self.resolve(target).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        let (x, y) = (r.x.unwrap_or_default(), r.y.unwrap_or_default());
+        self.mouse_with(MouseMoved, x, y, MouseButton::None, 0, 0)
+            .await?;
+        self.mouse_with(MousePressed, x, y, MouseButton::Right, 2, 1)
+            .await?;
+        self.mouse_with(MouseReleased, x, y, MouseButton::Right, 0, 1)
+            .await?;
+        Ok(ActReport {
+            error: r
+                .disabled
+                .then(|| "the element is disabled; the right click did nothing".to_string()),
+            point: Some((x, y)),
+        })
+    }
+
+    async fn hover(&self, target: &Target) -> Result<ActReport, PoolError> {
+        let r = match self.resolve(target).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        let (x, y) = (r.x.unwrap_or_default(), r.y.unwrap_or_default());
+        self.mouse_with(
+            DispatchMouseEventType::MouseMoved,
+            x,
+            y,
+            MouseButton::None,
+            0,
+            0,
+        )
+        .await?;
+        Ok(ActReport {
+            error: None,
+            point: Some((x, y)),
+        })
+    }
+
+    /// Presses on `from`, moves to `to` in steps and releases there. Drags are intercepted
+    /// meanwhile: when the page starts an HTML5 drag (which synthesized mouse events cannot
+    /// carry on their own), the rest of it is played as CDP drag events (enter, over, drop);
+    /// otherwise the page sees an ordinary press, moves and release (mouse-event drags).
+    async fn drag(&self, from: &Target, to: &Target) -> Result<ActReport, PoolError> {
+        let a = match self.resolve(from).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(format!("drag source: {e}"))),
+        };
+        let b = match self.resolve(to).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(format!("drag destination: {e}"))),
+        };
+        // Bringing the destination into view may have scrolled the source away.
+        let a2 = match self.resolve(from).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(ActReport::failed(format!("drag source: {e}"))),
+        };
+        if (a2.x, a2.y) != (a.x, a.y) {
+            return Ok(ActReport::failed(
+                "the drag source and destination do not fit in the viewport together",
+            ));
+        }
+        let start = (a.x.unwrap_or_default(), a.y.unwrap_or_default());
+        let end = (b.x.unwrap_or_default(), b.y.unwrap_or_default());
+        if a.disabled {
+            return Ok(ActReport {
+                error: Some("the drag source is disabled".into()),
+                point: Some(start),
+            });
+        }
+        let mut intercepted = match self.page.event_listener::<EventDragIntercepted>().await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::debug!(error = %e, "no dragIntercepted listener; mouse events only");
+                None
+            }
+        };
+        if intercepted.is_some() {
+            // A browser without drag interception still gets the mouse-event drag.
+            match self
+                .call(
+                    "Input.setInterceptDrags",
+                    SetInterceptDragsParams::new(true),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(PoolError::Cdp { message, .. }) => {
+                    tracing::debug!(message, "drag interception unavailable");
+                    intercepted = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let result = self.drag_moves(start, end, intercepted.as_mut()).await;
+        if intercepted.is_some() {
+            let off = self
+                .call(
+                    "Input.setInterceptDrags",
+                    SetInterceptDragsParams::new(false),
+                )
+                .await;
+            result?;
+            off?;
+        } else {
+            result?;
+        }
+        Ok(ActReport {
+            error: None,
+            point: Some(start),
+        })
+    }
+
+    async fn drag_moves(
+        &self,
+        start: (f64, f64),
+        end: (f64, f64),
+        mut intercepted: Option<&mut chromiumoxide::listeners::EventStream<EventDragIntercepted>>,
+    ) -> Result<(), PoolError> {
+        use DispatchMouseEventType::{MouseMoved, MousePressed, MouseReleased};
+        const STEPS: usize = 12;
+        self.mouse_with(MouseMoved, start.0, start.1, MouseButton::None, 0, 0)
+            .await?;
+        self.mouse_with(MousePressed, start.0, start.1, MouseButton::Left, 1, 1)
+            .await?;
+        let mut data: Option<DragData> = None;
+        let mut entered = false;
+        for i in 1..=STEPS {
+            let t = i as f64 / STEPS as f64;
+            let (x, y) = (
+                start.0 + (end.0 - start.0) * t,
+                start.1 + (end.1 - start.1) * t,
+            );
+            match &data {
+                None => {
+                    self.mouse_with(MouseMoved, x, y, MouseButton::Left, 1, 0)
+                        .await?;
+                    if let Some(events) = intercepted.as_deref_mut() {
+                        // The event follows the move that started the drag by a hair.
+                        let wait = if i == STEPS { 150 } else { 15 };
+                        if let Ok(Some(ev)) =
+                            tokio::time::timeout(Duration::from_millis(wait), events.next()).await
+                        {
+                            data = Some(ev.data.clone());
+                        }
+                    }
+                }
+                Some(d) => {
+                    let kind = if entered {
+                        DispatchDragEventType::DragOver
+                    } else {
+                        DispatchDragEventType::DragEnter
+                    };
+                    entered = true;
+                    self.call(
+                        "Input.dispatchDragEvent",
+                        DispatchDragEventParams::new(kind, x, y, d.clone()),
+                    )
+                    .await?;
+                }
+            }
+        }
+        if let Some(d) = data {
+            for kind in [
+                DispatchDragEventType::DragEnter,
+                DispatchDragEventType::DragOver,
+                DispatchDragEventType::Drop,
+            ] {
+                if kind == DispatchDragEventType::DragEnter && entered {
+                    continue;
+                }
+                self.call(
+                    "Input.dispatchDragEvent",
+                    DispatchDragEventParams::new(kind, end.0, end.1, d.clone()),
+                )
+                .await?;
+            }
+        }
+        self.mouse_with(MouseReleased, end.0, end.1, MouseButton::Left, 0, 1)
+            .await
+    }
+
+    async fn scroll_element(
+        &self,
+        target: &Target,
+        direction: Direction,
+    ) -> Result<ActReport, PoolError> {
+        let (id, css, x, y) = match target {
+            Target::Element(n) => (
+                n.to_string(),
+                "null".to_string(),
+                "null".into(),
+                "null".into(),
+            ),
+            Target::Selector(c) => (
+                "null".to_string(),
+                serde_json::to_string(c).expect("strings always serialize"),
+                "null".into(),
+                "null".into(),
+            ),
+            Target::Point { x, y } => {
+                let (w, h) = (
+                    f64::from(self.cfg.viewport_width),
+                    f64::from(self.cfg.viewport_height),
+                );
+                if *x >= w || *y >= h {
+                    return Ok(ActReport::failed(format!(
+                        "point ({x}, {y}) is outside the {w}x{h} viewport"
+                    )));
+                }
+                (
+                    "null".to_string(),
+                    "null".to_string(),
+                    x.to_string(),
+                    y.to_string(),
+                )
+            }
+        };
+        let down = direction == Direction::Down;
+        let js = include_str!("js/scroll_area.js")
+            .replace("__ID__", &id)
+            .replace("__CSS__", &css)
+            .replace("__X__", &x)
+            .replace("__Y__", &y)
+            .replace("__DOWN__", if down { "true" } else { "false" });
+        let area = match self.eval_ours(&js).await? {
+            Ok(v) => match serde_json::from_value::<ScrollArea>(v) {
+                Ok(a) if a.error.is_some() => {
+                    return Ok(ActReport::failed(a.error.unwrap_or_default()));
+                }
+                Ok(a) => a,
+                Err(e) => return Ok(ActReport::failed(format!("could not scroll: {e}"))),
+            },
+            Err(e) => return Ok(ActReport::failed(format!("could not scroll: {e}"))),
+        };
+        let (Some(px), Some(py), Some(amount)) = (area.x, area.y, area.amount) else {
+            return Ok(ActReport::failed("could not locate the scrollable area"));
+        };
+        let delta = if down { amount } else { -amount };
+        let params = DispatchMouseEventParams {
+            delta_x: Some(0.0),
+            delta_y: Some(delta),
+            ..DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, px, py)
+        };
+        self.call("Input.dispatchMouseEvent", params).await?;
+        let read = "(window.__sgScrollArea || {}).scrollTop";
+        let before = area.top.map(Value::from);
+        let mut moved = false;
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let now = self.evaluate(read).await?.ok();
+            if now.as_ref().and_then(Value::as_f64) != before.as_ref().and_then(Value::as_f64) {
+                moved = true;
+                break;
+            }
+        }
+        let _ = self.evaluate("delete window.__sgScrollArea").await?;
+        Ok(ActReport {
+            error: (!moved).then(|| {
+                "the area did not scroll (something else is under the pointer)".to_string()
+            }),
+            point: Some((px, py)),
         })
     }
 
@@ -737,6 +1067,25 @@ impl Session {
             .filter(|e| e.url != "about:blank");
         let Some(entry) = previous else {
             return Ok(ActReport::failed("there is no previous page to go back to"));
+        };
+        self.call(
+            "Page.navigateToHistoryEntry",
+            NavigateToHistoryEntryParams::new(entry.id),
+        )
+        .await?;
+        Ok(ActReport::default())
+    }
+
+    async fn forward(&self) -> Result<ActReport, PoolError> {
+        let history = self
+            .call(
+                "Page.getNavigationHistory",
+                GetNavigationHistoryParams::default(),
+            )
+            .await?;
+        let current = usize::try_from(history.current_index).unwrap_or(0);
+        let Some(entry) = history.entries.get(current + 1) else {
+            return Ok(ActReport::failed("there is no next page to go forward to"));
         };
         self.call(
             "Page.navigateToHistoryEntry",

@@ -1,5 +1,7 @@
 //! Real Chromium, real pages served on loopback: every action, isolation between
-//! sessions, dialogs, and recovery from a killed browser.
+//! sessions, dialogs, and recovery from a killed browser. The pointer actions are checked by
+//! the events the page itself saw (dblclick, contextmenu, mouseover, HTML5 drop, mouse-event
+//! drags).
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +35,55 @@ const RESULTS: &str = r#"<!doctype html><html><head><title>Results</title></head
 const STORAGE: &str = r#"<!doctype html><html><head><title>Storage</title></head><body><p id="s"></p>
 <script>document.getElementById('s').textContent = 'cookie=[' + document.cookie + '] ls=[' + (localStorage.getItem('k') || '') + ']';</script></body></html>"#;
 
+const POINTER: &str = r#"<!doctype html><html><head><title>Pointer</title><style>
+  #hov:hover { color: rgb(255, 0, 0); }
+  #list { height: 100px; overflow-y: auto; border: 1px solid; width: 200px; }
+  #list li { height: 30px; }
+  #src { width: 60px; height: 40px; background: #9cf; }
+  #bin { width: 120px; height: 80px; background: #fc9; margin-top: 10px; }
+  #box { position: absolute; z-index: 2; left: 400px; top: 40px; width: 50px; height: 50px; background: #c9f; }
+  #mark { position: absolute; left: 600px; top: 200px; width: 20px; height: 20px; background: #ccc; }
+</style></head><body>
+<button id="dbl">Double me</button> <span id="dbl-out">none</span>
+<button id="ctx">Right me</button> <span id="ctx-out">none</span>
+<button id="hov">Hover me</button> <span id="hov-out">none</span>
+<span id="late">early</span> <input id="ro" readonly value="fixed">
+<select id="multi" multiple><option>Red</option><option>Green</option><option>Blue</option></select>
+<ul id="list"></ul>
+<div id="src" draggable="true">Drag me</div>
+<div id="bin">Drop here</div> <span id="drop-out">none</span>
+<div id="box">Box</div><div id="mark">X</div> <span id="box-out">none</span>
+<script>
+  const $ = (id) => document.getElementById(id);
+  const clicks = [];
+  $('dbl').addEventListener('click', (e) => clicks.push(e.detail));
+  $('dbl').addEventListener('dblclick', () => { $('dbl-out').textContent = 'dblclick after ' + clicks.join(','); });
+  $('ctx').addEventListener('contextmenu', (e) => { e.preventDefault(); $('ctx-out').textContent = 'contextmenu button ' + e.button; });
+  $('hov').addEventListener('mouseover', () => { $('hov-out').textContent = 'over ' + getComputedStyle($('hov')).color; });
+  setTimeout(() => { $('late').textContent = 'late'; }, 600);
+  for (let i = 1; i <= 30; i++) { const li = document.createElement('li'); li.textContent = 'item ' + i; $('list').appendChild(li); }
+  $('src').addEventListener('dragstart', (e) => { e.dataTransfer.setData('text/plain', 'payload-42'); });
+  $('bin').addEventListener('dragover', (e) => e.preventDefault());
+  $('bin').addEventListener('drop', (e) => { e.preventDefault(); $('drop-out').textContent = 'dropped ' + e.dataTransfer.getData('text/plain'); });
+  // A mouse-event drag, the way jQuery UI and most widgets implement it.
+  let grab = null, moves = 0;
+  $('box').addEventListener('mousedown', (e) => { grab = { dx: e.clientX - $('box').offsetLeft, dy: e.clientY - $('box').offsetTop }; });
+  document.addEventListener('mousemove', (e) => {
+    if (!grab || !(e.buttons & 1)) return;
+    moves++;
+    $('box').style.left = (e.clientX - grab.dx) + 'px'; $('box').style.top = (e.clientY - grab.dy) + 'px';
+  });
+  document.addEventListener('mouseup', (e) => {
+    if (!grab) return;
+    grab = null;
+    const b = $('box').getBoundingClientRect(), m = $('mark').getBoundingClientRect();
+    const cx = b.left + b.width / 2, cy = b.top + b.height / 2;
+    const on = cx >= m.left && cx <= m.right && cy >= m.top && cy <= m.bottom;
+    $('box-out').textContent = (on ? 'on mark' : 'off mark') + ' after ' + (moves > 3 ? 'several' : moves) + ' moves';
+  });
+</script>
+</body></html>"#;
+
 async fn serve() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -52,6 +103,7 @@ async fn serve() -> String {
                     "/second.html" => ("200 OK", SECOND),
                     "/results.html" => ("200 OK", RESULTS),
                     "/storage.html" => ("200 OK", STORAGE),
+                    "/pointer.html" => ("200 OK", POINTER),
                     _ => ("404 Not Found", "<h1>not found</h1>"),
                 };
                 let resp = format!(
@@ -304,6 +356,195 @@ async fn actions_observations_and_isolation() {
     let stats = pool.stats();
     assert_eq!(stats.leased, 0);
     assert_eq!(stats.leases, 2);
+    pool.shutdown().await;
+}
+
+async fn ok(s: &mut browser_pool::Session, line: &str) -> browser_pool::ActReport {
+    let r = s.act(&act(line)).await.unwrap();
+    assert_eq!(r.error, None, "{line}");
+    r
+}
+
+async fn failed(s: &mut browser_pool::Session, line: &str) -> String {
+    s.act(&act(line))
+        .await
+        .unwrap()
+        .error
+        .unwrap_or_else(|| panic!("{line} should have failed"))
+}
+
+async fn scroll_top(s: &browser_pool::Session) -> f64 {
+    s.evaluate("document.getElementById('list').scrollTop")
+        .await
+        .unwrap()
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pointer_scroll_history_and_wait_actions() {
+    let base = serve().await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/pointer.html")))
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    let id = |label: &str| {
+        obs.elements
+            .iter()
+            .find(|e| e.label == label)
+            .unwrap_or_else(|| panic!("{label} in {:?}", obs.element_lines()))
+            .id
+    };
+
+    // Double click: two clicks (detail 1 then 2), then dblclick, by number and by point.
+    ok(&mut s, &format!("double_click({})", id("Double me"))).await;
+    assert_eq!(text(&s, "#dbl-out").await, "dblclick after 1,2");
+    let dbl = obs
+        .elements
+        .iter()
+        .find(|e| e.label == "Double me")
+        .unwrap();
+    let (x, y) = dbl.bbox.center();
+    ok(&mut s, &format!("double_click({x}, {y})")).await;
+    assert_eq!(text(&s, "#dbl-out").await, "dblclick after 1,2,1,2");
+
+    // Right click: a contextmenu event with the right button.
+    ok(&mut s, &format!("right_click({})", id("Right me"))).await;
+    assert_eq!(text(&s, "#ctx-out").await, "contextmenu button 2");
+
+    // Hover: mouseover fires and :hover applies.
+    let r = ok(&mut s, r##"hover(css="#hov")"##).await;
+    assert!(r.point.is_some());
+    assert_eq!(text(&s, "#hov-out").await, "over rgb(255, 0, 0)");
+
+    // HTML5 drag and drop: the drop handler sees the data set at dragstart.
+    ok(&mut s, r##"drag(css="#src", to_css="#bin")"##).await;
+    assert_eq!(text(&s, "#drop-out").await, "dropped payload-42");
+
+    // A mouse-event drag: press, several moves with the button held, release on the mark.
+    let obs = s.observe().await.unwrap();
+    let mark = obs
+        .elements
+        .iter()
+        .find(|e| e.label == "Box")
+        .map(|_| ())
+        .is_none();
+    assert!(
+        mark,
+        "the box is not an interactive element; drag it by coordinates"
+    );
+    ok(&mut s, "drag(425, 65, to_x=610, to_y=210)").await;
+    assert_eq!(text(&s, "#box-out").await, "on mark after several moves");
+    // Released away from the mark, the page sees it too.
+    ok(&mut s, "drag(610, 210, to_x=800, to_y=400)").await;
+    assert_eq!(text(&s, "#box-out").await, "off mark after several moves");
+
+    // Scrolling an element: the list scrolls, the page does not.
+    let page_y = s.observe().await.unwrap().scroll.y;
+    assert_eq!(scroll_top(&s).await, 0.0);
+    ok(&mut s, r##"scroll(css="#list li:nth-child(2)", down)"##).await;
+    let down = scroll_top(&s).await;
+    assert!(down >= 60.0, "list scrolled by most of its height: {down}");
+    assert_eq!(s.observe().await.unwrap().scroll.y, page_y);
+    let list = s.query_selector("#list").await.unwrap().unwrap().unwrap();
+    assert!(list.text.contains("item 30"));
+    let obs = s.observe().await.unwrap();
+    let bbox = s
+        .evaluate("JSON.stringify(document.getElementById('list').getBoundingClientRect())")
+        .await
+        .unwrap()
+        .unwrap();
+    let rect: serde_json::Value = serde_json::from_str(bbox.as_str().unwrap()).unwrap();
+    let (lx, ly) = (
+        rect["left"].as_f64().unwrap() + 50.0,
+        rect["top"].as_f64().unwrap() + 50.0,
+    );
+    ok(&mut s, &format!("scroll({lx}, {ly}, down)")).await;
+    assert!(scroll_top(&s).await > down, "scrolled further by point");
+    // Two pages down, two pages up.
+    ok(&mut s, r##"scroll(css="#list", up)"##).await;
+    ok(&mut s, r##"scroll(css="#list", up)"##).await;
+    assert_eq!(scroll_top(&s).await, 0.0);
+    assert!(
+        failed(&mut s, r##"scroll(css="#list", up)"##)
+            .await
+            .contains("already at its top")
+    );
+    let plain = obs
+        .elements
+        .iter()
+        .find(|e| e.label == "Double me")
+        .unwrap();
+    assert!(
+        failed(&mut s, &format!("scroll({}, down)", plain.id))
+            .await
+            .contains("not inside a scrollable area")
+    );
+    assert!(
+        failed(&mut s, "scroll(999, down)")
+            .await
+            .contains("element 999")
+    );
+
+    // Failed pointer actions are messages, never crashes.
+    assert!(failed(&mut s, "hover(999)").await.contains("element 999"));
+    assert!(
+        failed(&mut s, "double_click(5000, 5)")
+            .await
+            .contains("outside")
+    );
+    assert!(
+        failed(&mut s, r##"drag(css="#nothing", to_css="#bin")"##)
+            .await
+            .contains("drag source")
+    );
+    assert!(
+        failed(&mut s, r##"drag(css="#src", to=999)"##)
+            .await
+            .contains("drag destination")
+    );
+
+    // In a multiple <select>, each select() adds an option.
+    ok(&mut s, r##"select(css="#multi", "Red")"##).await;
+    ok(&mut s, r##"select(css="#multi", "blue")"##).await;
+    let chosen = s
+        .evaluate("Array.from(document.getElementById('multi').selectedOptions).map(o => o.text).join(',')")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(chosen, "Red,Blue");
+
+    // Typing into a read-only field is an error, not a silent no-op.
+    assert!(
+        failed(&mut s, r##"type(css="#ro", "x")"##)
+            .await
+            .contains("read-only")
+    );
+
+    // wait(ms) lets a timer run before the next observation.
+    s.act(&Action::Goto(format!("{base}/pointer.html")))
+        .await
+        .unwrap();
+    assert_eq!(text(&s, "#late").await, "early");
+    let t = Instant::now();
+    ok(&mut s, "wait(800)").await;
+    assert!(t.elapsed() >= Duration::from_millis(800));
+    assert_eq!(text(&s, "#late").await, "late");
+
+    // Forward undoes back; with nothing ahead it is an error.
+    assert!(failed(&mut s, "forward()").await.contains("no next page"));
+    s.act(&Action::Goto(format!("{base}/second.html")))
+        .await
+        .unwrap();
+    ok(&mut s, "back()").await;
+    assert_eq!(s.observe().await.unwrap().title, "Pointer");
+    ok(&mut s, "forward()").await;
+    assert_eq!(s.observe().await.unwrap().title, "Second");
+
+    s.close().await;
     pool.shutdown().await;
 }
 

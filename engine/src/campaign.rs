@@ -220,7 +220,10 @@ impl CampaignSpec {
             None | Some("exhaustive") => false,
             Some("binary") => true,
             Some(other) => {
-                errors.push(err("judge", format!("must be exhaustive or binary, not `{other}`")));
+                errors.push(err(
+                    "judge",
+                    format!("must be exhaustive or binary, not `{other}`"),
+                ));
                 false
             }
         };

@@ -7,7 +7,9 @@ use crate::normalize;
 fn rubric_miniwob() -> &'static str {
     crate::rubric::MINIWOB_REWARD_JS
 }
-use crate::rubric::{AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, TextMatch, UrlMatch, UrlScope};
+use crate::rubric::{
+    AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, TextMatch, UrlMatch, UrlScope,
+};
 
 /// What the judge may ask of the page an episode ended on. The engine implements it over
 /// a live browser session; tests may implement it over a recorded page.
@@ -348,7 +350,11 @@ pub trait FactVerifier: Sync {
     /// The judge's name, stored with its verdicts (e.g. `model:smolvlm`).
     fn name(&self) -> &str;
     /// Verifies one fact, with its group as context: `(holds, evidence, reason)`.
-    fn verify(&self, group: &Group, fact: &Fact) -> impl Future<Output = Result<(bool, String, String), ProbeError>> + Send;
+    fn verify(
+        &self,
+        group: &Group,
+        fact: &Fact,
+    ) -> impl Future<Output = Result<(bool, String, String), ProbeError>> + Send;
 }
 
 /// A verifier for rubrics that need none: asking it is a bug in the caller.
@@ -359,7 +365,10 @@ impl FactVerifier for NoModel {
         "none"
     }
     async fn verify(&self, _: &Group, fact: &Fact) -> Result<(bool, String, String), ProbeError> {
-        Err(ProbeError(format!("fact `{}` needs a model judge and none is configured", fact.id)))
+        Err(ProbeError(format!(
+            "fact `{}` needs a model judge and none is configured",
+            fact.id
+        )))
     }
 }
 
@@ -388,13 +397,15 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     let final_url = probe.url().await?;
     let groups = rubric.groups();
     // (group, fact) -> verdict, filled rules first.
-    let mut verdicts: Vec<Vec<Option<FactVerdict>>> = groups.iter().map(|g| vec![None; g.facts.len()]).collect();
+    let mut verdicts: Vec<Vec<Option<FactVerdict>>> =
+        groups.iter().map(|g| vec![None; g.facts.len()]).collect();
     for (gi, group) in groups.iter().enumerate() {
         for (fi, fact) in group.facts.iter().enumerate() {
             if matches!(fact.check, Check::Judge) {
                 continue;
             }
-            let (passed, evidence, reason) = verdict(&fact.check, traj, &mut page, &final_url).await?;
+            let (passed, evidence, reason) =
+                verdict(&fact.check, traj, &mut page, &final_url).await?;
             verdicts[gi][fi] = Some(FactVerdict {
                 group_id: group.id.clone(),
                 fact_id: fact.id.clone(),
@@ -408,17 +419,33 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     let mut pending: Vec<(usize, usize)> = groups
         .iter()
         .enumerate()
-        .flat_map(|(gi, g)| g.facts.iter().enumerate().filter(|(_, f)| matches!(f.check, Check::Judge)).map(move |(fi, _)| (gi, fi)))
+        .flat_map(|(gi, g)| {
+            g.facts
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f.check, Check::Judge))
+                .map(move |(fi, _)| (gi, fi))
+        })
         .collect();
-    let rank = |gi: usize, fi: usize| opts.order.iter().position(|id| *id == groups[gi].facts[fi].id).unwrap_or(usize::MAX);
+    let rank = |gi: usize, fi: usize| {
+        opts.order
+            .iter()
+            .position(|id| *id == groups[gi].facts[fi].id)
+            .unwrap_or(usize::MAX)
+    };
     pending.sort_by_key(|(gi, fi)| (rank(*gi, *fi), *gi, *fi));
     let mut model_calls = 0;
     for (gi, fi) in pending {
-        if opts.stop_at_first_failure && (0..groups.len()).any(|g| group_failed(&groups[g], &verdicts[g])) {
+        if opts.stop_at_first_failure
+            && (0..groups.len()).any(|g| group_failed(&groups[g], &verdicts[g]))
+        {
             break;
         }
         let (group, fact) = (&groups[gi], &groups[gi].facts[fi]);
-        if opts.stop_at_first_failure && group.any && verdicts[gi].iter().flatten().any(|v| v.passed) {
+        if opts.stop_at_first_failure
+            && group.any
+            && verdicts[gi].iter().flatten().any(|v| v.passed)
+        {
             continue;
         }
         let (passed, evidence, reason) = model.verify(group, fact).await?;
@@ -448,26 +475,48 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         };
         success &= satisfied;
     }
-    let score = if total_weight > 0.0 { passed_weight / total_weight } else { 0.0 };
+    let score = if total_weight > 0.0 {
+        passed_weight / total_weight
+    } else {
+        0.0
+    };
     let unverified = groups
         .iter()
         .zip(&verdicts)
-        .flat_map(|(g, vs)| g.facts.iter().zip(vs).filter(|(_, v)| v.is_none()).map(|(f, _)| f.id.clone()))
+        .flat_map(|(g, vs)| {
+            g.facts
+                .iter()
+                .zip(vs)
+                .filter(|(_, v)| v.is_none())
+                .map(|(f, _)| f.id.clone())
+        })
         .collect();
-    Ok(Judgement { success, score, verdicts: verdicts.into_iter().flatten().flatten().collect(), model_calls, unverified })
+    Ok(Judgement {
+        success,
+        score,
+        verdicts: verdicts.into_iter().flatten().flatten().collect(),
+        model_calls,
+        unverified,
+    })
 }
 
 /// A required group whose outcome is already a failure.
 fn group_failed(group: &Group, verdicts: &[Option<FactVerdict>]) -> bool {
     if group.any {
         // Fails only when every fact is in and none passed.
-        verdicts.iter().all(|v| v.as_ref().is_some_and(|v| !v.passed))
+        verdicts
+            .iter()
+            .all(|v| v.as_ref().is_some_and(|v| !v.passed))
     } else {
         verdicts.iter().flatten().any(|v| !v.passed)
     }
 }
 
 /// Judges an episode whose rubric has only rule checks (a model fact is an error).
-pub async fn judge<P: PageProbe>(rubric: &Rubric, traj: &Trajectory, probe: &P) -> Result<Judgement, ProbeError> {
+pub async fn judge<P: PageProbe>(
+    rubric: &Rubric,
+    traj: &Trajectory,
+    probe: &P,
+) -> Result<Judgement, ProbeError> {
     judge_with(rubric, traj, probe, &NoModel, &JudgeOptions::default()).await
 }

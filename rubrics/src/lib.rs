@@ -17,7 +17,8 @@ mod rubric;
 mod spec;
 
 pub use judge::{
-    ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel, PageProbe, ProbeError, RULE_JUDGE, Trajectory, judge, judge_with,
+    ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel, PageProbe,
+    ProbeError, RULE_JUDGE, Trajectory, judge, judge_with,
 };
 pub use rubric::{
     AnswerMatch, Check, ElementExpect, Fact, Group, MINIWOB_REWARD_JS, Rubric, RubricError,

@@ -634,7 +634,10 @@ impl Rubric {
 
     /// Whether any fact needs a model judge.
     pub fn needs_model(&self) -> bool {
-        self.groups.iter().flat_map(|g| &g.facts).any(|f| matches!(f.check, Check::Judge))
+        self.groups
+            .iter()
+            .flat_map(|g| &g.facts)
+            .any(|f| matches!(f.check, Check::Judge))
     }
 
     /// Whether any fact needs the agent's final answer.
@@ -672,8 +675,16 @@ fn fact(
         errors.push(format!("{path}.weight"), "must be a number > 0");
     }
     let check = check(errors, &format!("{path}.check"), &spec.check)?;
-    if matches!(check, Check::Judge) && spec.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
-        errors.push(format!("{path}.description"), "a judge check verifies the fact's description, which is missing");
+    if matches!(check, Check::Judge)
+        && spec
+            .description
+            .as_deref()
+            .is_none_or(|d| d.trim().is_empty())
+    {
+        errors.push(
+            format!("{path}.description"),
+            "a judge check verifies the fact's description, which is missing",
+        );
         return None;
     }
     Some(Fact {

@@ -47,14 +47,23 @@ impl Format {
 }
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> Vec<FieldError> {
-    vec![FieldError { field: field.into(), message: message.into() }]
+    vec![FieldError {
+        field: field.into(),
+        message: message.into(),
+    }]
 }
 
 fn slug(s: &str) -> String {
     let mut out: String = s
         .to_ascii_lowercase()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     while out.contains("--") {
         out = out.replace("--", "-");
@@ -80,20 +89,34 @@ fn items(text: &str) -> Vec<(usize, Result<Value, Vec<FieldError>>)> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
         return match serde_json::from_str::<Vec<Value>>(trimmed) {
-            Ok(list) => list.into_iter().enumerate().map(|(i, v)| (i + 1, Ok(v))).collect(),
+            Ok(list) => list
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, Ok(v)))
+                .collect(),
             Err(e) => vec![(1, Err(err("", format!("invalid JSON array: {e}"))))],
         };
     }
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| (i + 1, serde_json::from_str(l).map_err(|e| err("", format!("invalid JSON: {e}")))))
+        .map(|(i, l)| {
+            (
+                i + 1,
+                serde_json::from_str(l).map_err(|e| err("", format!("invalid JSON: {e}"))),
+            )
+        })
         .collect()
 }
 
 /// Imports a file in `format`. `bases` fills WebArena's URL placeholders (`SHOPPING` →
 /// `http://...`), and `reference_answers` WebVoyager's answers by task id.
-pub fn import(format: Format, text: &str, bases: &BTreeMap<String, String>, reference_answers: &BTreeMap<String, String>) -> Vec<ImportLine> {
+pub fn import(
+    format: Format,
+    text: &str,
+    bases: &BTreeMap<String, String>,
+    reference_answers: &BTreeMap<String, String>,
+) -> Vec<ImportLine> {
     if format == Format::Surfgym {
         return crate::import::parse_jsonl(text);
     }
@@ -134,21 +157,42 @@ fn webvoyager(v: &Value, answers: &BTreeMap<String, String>) -> Result<Task, Vec
     build(spec)
 }
 
-fn placeholder(url: &str, bases: &BTreeMap<String, String>, field: &str) -> Result<String, Vec<FieldError>> {
+fn placeholder(
+    url: &str,
+    bases: &BTreeMap<String, String>,
+    field: &str,
+) -> Result<String, Vec<FieldError>> {
     let mut out = url.to_string();
     while let Some(start) = out.find("__") {
-        let Some(len) = out[start + 2..].find("__") else { break };
+        let Some(len) = out[start + 2..].find("__") else {
+            break;
+        };
         let key = out[start + 2..start + 2 + len].to_string();
-        let base = bases.get(&key).ok_or_else(|| err(field, format!("no base URL for __{key}__ (give {key}=http://...)")))?;
+        let base = bases.get(&key).ok_or_else(|| {
+            err(
+                field,
+                format!("no base URL for __{key}__ (give {key}=http://...)"),
+            )
+        })?;
         out.replace_range(start..start + 4 + len, base.trim_end_matches('/'));
     }
     Ok(out)
 }
 
 fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<FieldError>> {
-    let task_id = v.get("task_id").and_then(Value::as_u64).ok_or_else(|| err("task_id", "is required (a number)"))?;
+    let task_id = v
+        .get("task_id")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| err("task_id", "is required (a number)"))?;
     let intent = str_field(v, "intent")?;
-    let start_url = placeholder(str_field(v, "start_url")?.split(" |AND| ").next().unwrap_or_default(), bases, "start_url")?;
+    let start_url = placeholder(
+        str_field(v, "start_url")?
+            .split(" |AND| ")
+            .next()
+            .unwrap_or_default(),
+        bases,
+        "start_url",
+    )?;
     let eval = v.get("eval").ok_or_else(|| err("eval", "is required"))?;
     let types: Vec<&str> = eval
         .get("eval_types")
@@ -161,19 +205,37 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
     for t in &types {
         match *t {
             "string_match" => {
-                let refs = eval.get("reference_answers").ok_or_else(|| err("eval.reference_answers", "is required for string_match"))?;
+                let refs = eval
+                    .get("reference_answers")
+                    .ok_or_else(|| err("eval.reference_answers", "is required for string_match"))?;
                 let mut facts = Vec::new();
                 if let Some(exact) = refs.get("exact_match") {
-                    let text = exact.as_str().map(str::to_string).unwrap_or_else(|| exact.to_string());
+                    let text = exact
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| exact.to_string());
                     facts.push(json!({"id": "answer.exact", "description": format!("the answer is {text:?}"), "check": {"type": "answer", "equals": text}}));
                 }
-                for (i, item) in refs.get("must_include").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                    let text = item.as_str().map(str::to_string).unwrap_or_else(|| item.to_string());
+                for (i, item) in refs
+                    .get("must_include")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let text = item
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| item.to_string());
                     facts.push(json!({"id": format!("answer.include{}", i + 1), "description": format!("the answer mentions {text:?}"), "check": {"type": "answer", "contains": text}}));
                 }
                 if let Some(fuzzy) = refs.get("fuzzy_match") {
                     let text = match fuzzy {
-                        Value::Array(a) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "),
+                        Value::Array(a) => a
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join("; "),
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
@@ -181,12 +243,21 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                     facts.push(json!({"id": "answer.fuzzy", "description": format!("the final answer is semantically equivalent to: {text}"), "check": {"type": "judge"}}));
                 }
                 if facts.is_empty() {
-                    return Err(err("eval.reference_answers", "has none of exact_match, must_include, fuzzy_match"));
+                    return Err(err(
+                        "eval.reference_answers",
+                        "has none of exact_match, must_include, fuzzy_match",
+                    ));
                 }
-                groups.push(json!({"id": "answer", "description": "the final answer", "facts": facts}));
+                groups.push(
+                    json!({"id": "answer", "description": "the final answer", "facts": facts}),
+                );
             }
             "url_match" => {
-                let url = eval.get("reference_url").and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| err("eval.reference_url", "is required for url_match"))?;
+                let url = eval
+                    .get("reference_url")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| err("eval.reference_url", "is required for url_match"))?;
                 // Several acceptable URLs are joined by " |OR| ".
                 let facts: Vec<Value> = url
                     .split(" |OR| ")
@@ -196,15 +267,34 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                 groups.push(json!({"id": "url", "description": "the final page", "any": true, "facts": facts}));
             }
             "program_html" => {
-                let programs = eval.get("program_html").and_then(Value::as_array).ok_or_else(|| err("eval.program_html", "is required for program_html"))?;
+                let programs = eval
+                    .get("program_html")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| err("eval.program_html", "is required for program_html"))?;
                 let mut facts = Vec::new();
                 for (i, p) in programs.iter().enumerate() {
                     let locator = p.get("locator").and_then(Value::as_str).unwrap_or_default();
                     // An empty locator means the page's whole text.
-                    let expr = if locator.trim().is_empty() { "document.body.innerText".to_string() } else { locator.to_string() };
-                    let contents = p.get("required_contents").ok_or_else(|| err(format!("eval.program_html[{i}].required_contents"), "is required"))?;
+                    let expr = if locator.trim().is_empty() {
+                        "document.body.innerText".to_string()
+                    } else {
+                        locator.to_string()
+                    };
+                    let contents = p.get("required_contents").ok_or_else(|| {
+                        err(
+                            format!("eval.program_html[{i}].required_contents"),
+                            "is required",
+                        )
+                    })?;
                     let musts: Vec<String> = match contents.get("must_include") {
-                        Some(Value::Array(a)) => a.iter().map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string())).collect(),
+                        Some(Value::Array(a)) => a
+                            .iter()
+                            .map(|x| {
+                                x.as_str()
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| x.to_string())
+                            })
+                            .collect(),
                         _ => Vec::new(),
                     };
                     for (j, m) in musts.iter().enumerate() {
@@ -223,17 +313,33 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                     }
                 }
                 if facts.is_empty() {
-                    return Err(err("eval.program_html", "has no required contents to check"));
+                    return Err(err(
+                        "eval.program_html",
+                        "has no required contents to check",
+                    ));
                 }
-                groups.push(json!({"id": "page", "description": "the page's state", "facts": facts}));
+                groups
+                    .push(json!({"id": "page", "description": "the page's state", "facts": facts}));
             }
-            other => return Err(err("eval.eval_types", format!("unsupported eval type `{other}`"))),
+            other => {
+                return Err(err(
+                    "eval.eval_types",
+                    format!("unsupported eval type `{other}`"),
+                ));
+            }
         }
     }
     if groups.is_empty() {
         return Err(err("eval.eval_types", "is empty"));
     }
-    let sites: Vec<String> = v.get("sites").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(slug).collect();
+    let sites: Vec<String> = v
+        .get("sites")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(slug)
+        .collect();
     let mut spec = json!({
         "id": format!("webarena.{task_id}"),
         "instruction": intent,
@@ -244,23 +350,57 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
     if let Some(site) = sites.first() {
         spec["site"] = json!(site);
     }
-    if let Some(raw) = eval.get("reference_answer_raw_annotation").and_then(Value::as_str) {
+    if let Some(raw) = eval
+        .get("reference_answer_raw_annotation")
+        .and_then(Value::as_str)
+    {
         spec["reference_answer"] = json!(raw);
     }
     build(spec)
 }
 
 fn webgym(v: &Value) -> Result<Task, Vec<FieldError>> {
-    let id = v.get("id").or_else(|| v.get("task_id")).map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string())).ok_or_else(|| err("id", "is required"))?;
-    let task = v.get("task").or_else(|| v.get("question")).or_else(|| v.get("intent")).and_then(Value::as_str).ok_or_else(|| err("task", "is required"))?;
-    let start_url = v.get("start_url").or_else(|| v.get("url")).and_then(Value::as_str).ok_or_else(|| err("start_url", "is required"))?;
-    let groups_in = v.get("fact_groups").and_then(Value::as_array).ok_or_else(|| err("fact_groups", "is required (a list of fact groups)"))?;
+    let id = v
+        .get("id")
+        .or_else(|| v.get("task_id"))
+        .map(|x| {
+            x.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| x.to_string())
+        })
+        .ok_or_else(|| err("id", "is required"))?;
+    let task = v
+        .get("task")
+        .or_else(|| v.get("question"))
+        .or_else(|| v.get("intent"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| err("task", "is required"))?;
+    let start_url = v
+        .get("start_url")
+        .or_else(|| v.get("url"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| err("start_url", "is required"))?;
+    let groups_in = v
+        .get("fact_groups")
+        .and_then(Value::as_array)
+        .ok_or_else(|| err("fact_groups", "is required (a list of fact groups)"))?;
     let mut groups = Vec::new();
     for (gi, g) in groups_in.iter().enumerate() {
         let (facts, desc) = match g {
             Value::Array(f) => (f.clone(), None),
-            Value::Object(o) => (o.get("facts").and_then(Value::as_array).cloned().ok_or_else(|| err(format!("fact_groups[{gi}].facts"), "is required"))?, o.get("description").and_then(Value::as_str)),
-            _ => return Err(err(format!("fact_groups[{gi}]"), "must be a list of facts or {\"facts\": [...]}")),
+            Value::Object(o) => (
+                o.get("facts")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .ok_or_else(|| err(format!("fact_groups[{gi}].facts"), "is required"))?,
+                o.get("description").and_then(Value::as_str),
+            ),
+            _ => {
+                return Err(err(
+                    format!("fact_groups[{gi}]"),
+                    "must be a list of facts or {\"facts\": [...]}",
+                ));
+            }
         };
         let facts: Vec<Value> = facts
             .iter()
@@ -283,7 +423,11 @@ fn webgym(v: &Value) -> Result<Task, Vec<FieldError>> {
         "tags": ["webgym"],
         "rubric": {"groups": groups}
     });
-    if let Some(site) = v.get("website").or_else(|| v.get("web_name")).and_then(Value::as_str) {
+    if let Some(site) = v
+        .get("website")
+        .or_else(|| v.get("web_name"))
+        .and_then(Value::as_str)
+    {
         spec["site"] = json!(slug(site));
     }
     if let Some(a) = v.get("reference_answer").and_then(Value::as_str) {

@@ -143,11 +143,20 @@ pub async fn import(
 ) -> Result<Json<ImportReport>, ApiError> {
     let format = match q.format.as_deref() {
         None => tasks::formats::Format::Surfgym,
-        Some(f) => tasks::formats::Format::parse(f).ok_or_else(|| field("format", "must be surfgym, webvoyager, webarena or webgym"))?,
+        Some(f) => tasks::formats::Format::parse(f)
+            .ok_or_else(|| field("format", "must be surfgym, webvoyager, webarena or webgym"))?,
     };
     let mut bases = std::collections::BTreeMap::new();
-    for pair in q.bases.as_deref().unwrap_or_default().split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = pair.split_once('=').ok_or_else(|| field("bases", "pairs are KEY=URL, separated by commas"))?;
+    for pair in q
+        .bases
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+    {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| field("bases", "pairs are KEY=URL, separated by commas"))?;
         bases.insert(k.trim().to_string(), v.trim().to_string());
     }
     let parsed = tasks::formats::import(format, &body, &bases, &std::collections::BTreeMap::new());

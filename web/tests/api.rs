@@ -319,24 +319,46 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
     let (_, a) = call(&app, Method::GET, "/api/tasks/a", None).await;
     assert_eq!(a["site"], "booking");
 
-        let req = Request::post("/api/tasks/import").body(Body::from("\n\n")).unwrap();
-    assert_eq!(app.clone().oneshot(req).await.unwrap().status(), StatusCode::BAD_REQUEST);
+    let req = Request::post("/api/tasks/import")
+        .body(Body::from("\n\n"))
+        .unwrap();
+    assert_eq!(
+        app.clone().oneshot(req).await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
 
     // Public formats, through the same endpoint.
     let wv = r#"{"web_name": "Apple", "id": "Apple--0", "ques": "Find the price of the MacBook Air.", "web": "https://www.apple.com/"}"#;
-    let req = Request::post("/api/tasks/import?format=webvoyager").body(Body::from(wv)).unwrap();
+    let req = Request::post("/api/tasks/import?format=webvoyager")
+        .body(Body::from(wv))
+        .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
+    let report: Value = serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(report["lines"][0]["id"], "webvoyager.apple-0", "{report}");
     let wa = r#"[{"task_id": 44, "sites": ["gitlab"], "start_url": "__GITLAB__", "intent": "Open my todos page",
         "eval": {"eval_types": ["url_match"], "reference_url": "__GITLAB__/dashboard/todos"}}]"#;
-    let req = Request::post("/api/tasks/import?format=webarena&bases=GITLAB=http://gitlab.test:8023").body(Body::from(wa)).unwrap();
+    let req =
+        Request::post("/api/tasks/import?format=webarena&bases=GITLAB=http://gitlab.test:8023")
+            .body(Body::from(wa))
+            .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
+    let report: Value = serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(report["imported"], 1, "{report}");
     let (_, t) = call(&app, Method::GET, "/api/tasks/webarena.44", None).await;
     assert_eq!(t["start_url"], "http://gitlab.test:8023/");
-    let req = Request::post("/api/tasks/import?format=csv").body(Body::from("x")).unwrap();
+    let req = Request::post("/api/tasks/import?format=csv")
+        .body(Body::from("x"))
+        .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
 }

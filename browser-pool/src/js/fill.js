@@ -12,6 +12,10 @@
   if (tag === 'input' && ['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'file'].includes(t)) {
     return { error: 'cannot type into an input of type ' + t };
   }
+  if ((tag === 'input' || tag === 'textarea') && el.readOnly) {
+    return { error: 'the field is read-only (a picker or script fills it: try clicking it)' };
+  }
+  if (el.disabled) return { error: 'the field is disabled' };
   const setValue = (v) => {
     const proto = tag === 'textarea' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
     Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, v);

@@ -62,8 +62,25 @@
   };
   for (const old of document.querySelectorAll('[data-sg-id]')) old.removeAttribute('data-sg-id');
   const vw = window.innerWidth, vh = window.innerHeight;
+  // Besides the semantic ones, elements that only look or behave interactive: the outermost
+  // element of a `cursor: pointer` region (script-driven links, tabs, menus) and draggable
+  // ones (HTML5 draggable, jQuery UI draggables and sortable items), unless inside one of
+  // the semantic ones already.
+  const DRAGGABLE = '[draggable="true"], .ui-draggable, .ui-sortable-handle';
+  const extra = (el) => {
+    if (el.closest(SELECTOR)) return false;
+    if (el.matches(DRAGGABLE)) return true;
+    if (getComputedStyle(el).cursor !== 'pointer') return false;
+    const parent = el.parentElement;
+    return !parent || getComputedStyle(parent).cursor !== 'pointer';
+  };
+  const body = document.body;
+  const candidates = [];
+  for (const el of document.querySelectorAll('*')) {
+    if (el.matches(SELECTOR) || (body && el !== body && body.contains(el) && extra(el))) candidates.push(el);
+  }
   const elements = [];
-  for (const el of document.querySelectorAll(SELECTOR)) {
+  for (const el of candidates) {
     if (elements.length >= MAX) break;
     const tag = el.tagName.toLowerCase();
     if (tag === 'input' && (el.type || '').toLowerCase() === 'hidden') continue;

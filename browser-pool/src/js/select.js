@@ -1,4 +1,5 @@
-// Chooses an option of a <select> by visible text (case-insensitive) or value.
+// Chooses an option of a <select> by visible text (case-insensitive) or value; in a
+// multiple <select>, adds it to the options already chosen.
 (() => {
   const ID = __ID__, CSS = __CSS__, OPTION = __TEXT__;
   const el = CSS !== null ? document.querySelector(CSS) : document.querySelector('[data-sg-id="' + ID + '"]');
@@ -15,7 +16,9 @@
   }
   if (opt.disabled) return { error: 'option ' + JSON.stringify(opt.text.trim()) + ' is disabled' };
   el.focus();
-  el.value = opt.value;
+  // A multiple <select> keeps what is chosen already: each select() adds one option.
+  if (el.multiple) opt.selected = true;
+  else el.value = opt.value;
   el.dispatchEvent(new Event('input', { bubbles: true }));
   el.dispatchEvent(new Event('change', { bubbles: true }));
   return { mode: 'done' };

@@ -16,7 +16,12 @@ pub trait JudgeBackend: Send + Sync {
     /// The model's name (stored with its verdicts).
     fn name(&self) -> &str;
     /// The model's reply to `question` about `images` (JPEG).
-    fn ask(&self, images: Vec<Vec<u8>>, question: String, seed: u64) -> BoxFuture<'_, Result<String, PolicyError>>;
+    fn ask(
+        &self,
+        images: Vec<Vec<u8>>,
+        question: String,
+        seed: u64,
+    ) -> BoxFuture<'_, Result<String, PolicyError>>;
 }
 
 /// A judge on the ONNX policy's model code (the same files and sessions a policy uses).
@@ -28,8 +33,21 @@ pub struct OnnxJudge {
 
 impl OnnxJudge {
     /// A judge over a loaded model: greedy, `max_new_tokens` per answer.
-    pub fn new(model: Arc<Mutex<Model>>, name: impl Into<String>, max_new_tokens: usize) -> OnnxJudge {
-        OnnxJudge { model, name: name.into(), params: GenParams { max_new_tokens, temperature: 0.0, top_p: 1.0, stop: vec!["\n\n".into()] } }
+    pub fn new(
+        model: Arc<Mutex<Model>>,
+        name: impl Into<String>,
+        max_new_tokens: usize,
+    ) -> OnnxJudge {
+        OnnxJudge {
+            model,
+            name: name.into(),
+            params: GenParams {
+                max_new_tokens,
+                temperature: 0.0,
+                top_p: 1.0,
+                stop: vec!["\n\n".into()],
+            },
+        }
     }
 }
 
@@ -38,20 +56,33 @@ impl JudgeBackend for OnnxJudge {
         &self.name
     }
 
-    fn ask(&self, images: Vec<Vec<u8>>, question: String, seed: u64) -> BoxFuture<'_, Result<String, PolicyError>> {
+    fn ask(
+        &self,
+        images: Vec<Vec<u8>>,
+        question: String,
+        seed: u64,
+    ) -> BoxFuture<'_, Result<String, PolicyError>> {
         let (model, params) = (self.model.clone(), self.params.clone());
         async move {
             tokio::task::spawn_blocking(move || {
                 let mut m = model.lock().expect("model lock");
                 let vision = m.has_vision();
                 let decoded: Vec<::image::DynamicImage> = if vision {
-                    images.iter().filter_map(|b| ::image::load_from_memory(b).ok()).collect()
+                    images
+                        .iter()
+                        .filter_map(|b| ::image::load_from_memory(b).ok())
+                        .collect()
                 } else {
                     Vec::new()
                 };
-                let text = prompt::render(&m.config().chat_template, &question, decoded.len(), vision).map_err(PolicyError::Failed)?;
-                let p = expand_images(&text, &decoded, m.config()).map_err(|e| PolicyError::Failed(e.to_string()))?;
-                let out = m.generate(&[p], &params, &[seed]).map_err(|e| PolicyError::Failed(e.to_string()))?;
+                let text =
+                    prompt::render(&m.config().chat_template, &question, decoded.len(), vision)
+                        .map_err(PolicyError::Failed)?;
+                let p = expand_images(&text, &decoded, m.config())
+                    .map_err(|e| PolicyError::Failed(e.to_string()))?;
+                let out = m
+                    .generate(&[p], &params, &[seed])
+                    .map_err(|e| PolicyError::Failed(e.to_string()))?;
                 Ok(out.into_iter().next().map(|g| g.text).unwrap_or_default())
             })
             .await
@@ -71,7 +102,10 @@ impl HttpJudge {
     /// A judge on the server in `opts`.
     pub fn new(opts: HttpOptions) -> Result<HttpJudge, PolicyError> {
         let name = opts.model.clone();
-        Ok(HttpJudge { chat: ChatClient::new(opts)?, name })
+        Ok(HttpJudge {
+            chat: ChatClient::new(opts)?,
+            name,
+        })
     }
 }
 
@@ -80,9 +114,15 @@ impl JudgeBackend for HttpJudge {
         &self.name
     }
 
-    fn ask(&self, images: Vec<Vec<u8>>, question: String, seed: u64) -> BoxFuture<'_, Result<String, PolicyError>> {
+    fn ask(
+        &self,
+        images: Vec<Vec<u8>>,
+        question: String,
+        seed: u64,
+    ) -> BoxFuture<'_, Result<String, PolicyError>> {
         async move {
-            let mut content: Vec<serde_json::Value> = images.iter().map(|i| image_part(i)).collect();
+            let mut content: Vec<serde_json::Value> =
+                images.iter().map(|i| image_part(i)).collect();
             content.push(json!({"type": "text", "text": question}));
             Ok(self.chat.complete(content, seed).await?.0)
         }

@@ -43,7 +43,8 @@ pub const WRONG_ANSWER: &str = "I could not find this on the website";
 impl LabelledEpisode {
     /// The validated task.
     pub fn task(&self) -> Result<Task, String> {
-        let spec = TaskSpec::from_json(self.task.clone()).map_err(|e| format!("{}: {e:?}", self.label))?;
+        let spec =
+            TaskSpec::from_json(self.task.clone()).map_err(|e| format!("{}: {e:?}", self.label))?;
         Task::try_from(spec).map_err(|e| format!("{}: {e:?}", self.label))
     }
 }
@@ -51,11 +52,13 @@ impl LabelledEpisode {
 fn with_answer_fact(task: &serde_json::Value, reference: &str) -> serde_json::Value {
     let mut t = task.clone();
     if let Some(groups) = t["rubric"]["groups"].as_array_mut() {
-        groups.push(json!({"id": "calibration", "description": "the final answer", "facts": [{
-            "id": "calibration.answer",
-            "description": format!("The agent's final answer is: {reference}"),
-            "check": {"type": "judge"}
-        }]}));
+        groups.push(
+            json!({"id": "calibration", "description": "the final answer", "facts": [{
+                "id": "calibration.answer",
+                "description": format!("The agent's final answer is: {reference}"),
+                "check": {"type": "judge"}
+            }]}),
+        );
     }
     t
 }
@@ -66,7 +69,12 @@ pub fn expand(recorded: &[LabelledEpisode]) -> Result<Vec<LabelledEpisode>, Stri
     for base in recorded {
         let task = base.task()?;
         let rubric: &Rubric = &task.rubric;
-        let facts: Vec<(&str, &Check)> = rubric.groups().iter().flat_map(|g| &g.facts).map(|f| (f.id.as_str(), &f.check)).collect();
+        let facts: Vec<(&str, &Check)> = rubric
+            .groups()
+            .iter()
+            .flat_map(|g| &g.facts)
+            .map(|f| (f.id.as_str(), &f.check))
+            .collect();
         let mut reference = base.clone();
         if let Some(r) = &task.reference_answer {
             reference.task = with_answer_fact(&base.task, r);
@@ -89,14 +97,23 @@ pub fn expand(recorded: &[LabelledEpisode]) -> Result<Vec<LabelledEpisode>, Stri
         }
         for selector in rubric.selectors() {
             let mut missing = reference.clone();
-            missing.label = format!("{}/without {selector}", base.label.trim_end_matches("/reference"));
+            missing.label = format!(
+                "{}/without {selector}",
+                base.label.trim_end_matches("/reference")
+            );
             missing.page.elements.insert(selector.to_string(), Ok(None));
             for (id, check) in &facts {
-                if let Check::Element { selector: s, expect } = check
+                if let Check::Element {
+                    selector: s,
+                    expect,
+                } = check
                     && s == selector
                 {
                     // A missing element exists only for `exists: false`.
-                    missing.gold.insert((*id).to_string(), matches!(expect, ElementExpect::Exists(false)));
+                    missing.gold.insert(
+                        (*id).to_string(),
+                        matches!(expect, ElementExpect::Exists(false)),
+                    );
                 }
             }
             // A model judge sees no page elements: leave the fact in words out of this one.
@@ -129,13 +146,23 @@ pub struct Report {
 }
 
 /// Judges every labelled episode `runs` times (rules always; facts in words with `model`).
-pub async fn evaluate(items: &[LabelledEpisode], model: Option<&ModelJudge>, runs: usize) -> Result<Report, String> {
+pub async fn evaluate(
+    items: &[LabelledEpisode],
+    model: Option<&ModelJudge>,
+    runs: usize,
+) -> Result<Report, String> {
     let (mut tp, mut fp, mut tn, mut fnn) = (0usize, 0usize, 0usize, 0usize);
-    let mut report = Report { episodes: items.len(), ..Default::default() };
+    let mut report = Report {
+        episodes: items.len(),
+        ..Default::default()
+    };
     let mut agree = 0usize;
     for item in items {
         let task = item.task()?;
-        let traj = Trajectory { final_answer: item.final_answer.clone(), visited_urls: item.visited_urls.clone() };
+        let traj = Trajectory {
+            final_answer: item.final_answer.clone(),
+            visited_urls: item.visited_urls.clone(),
+        };
         let mut runs_verdicts: Vec<BTreeMap<String, bool>> = Vec::new();
         for run in 0..runs.max(1) {
             let judgement = match (model, task.rubric.needs_model()) {
@@ -154,18 +181,41 @@ pub async fn evaluate(items: &[LabelledEpisode], model: Option<&ModelJudge>, run
                     judge_episode(m, &task.rubric, &traj, &item.page, evidence, false, false).await
                 }
                 // Without a model, facts in words are not judged (and not counted).
-                _ => rubrics::judge_with(&strip_model_facts(&task.rubric)?, &traj, &item.page, &rubrics::NoModel, &Default::default()).await,
+                _ => {
+                    rubrics::judge_with(
+                        &strip_model_facts(&task.rubric)?,
+                        &traj,
+                        &item.page,
+                        &rubrics::NoModel,
+                        &Default::default(),
+                    )
+                    .await
+                }
             }
             .map_err(|e| format!("{}: {e}", item.label))?;
-            runs_verdicts.push(judgement.verdicts.iter().map(|v| (v.fact_id.clone(), v.passed)).collect());
+            runs_verdicts.push(
+                judgement
+                    .verdicts
+                    .iter()
+                    .map(|v| (v.fact_id.clone(), v.passed))
+                    .collect(),
+            );
         }
         for (fact, gold) in &item.gold {
-            let Some(first) = runs_verdicts[0].get(fact) else { continue };
+            let Some(first) = runs_verdicts[0].get(fact) else {
+                continue;
+            };
             report.facts += 1;
             if runs_verdicts.iter().all(|r| r.get(fact) == Some(first)) {
                 agree += 1;
             }
-            let kind = task.rubric.groups().iter().flat_map(|g| &g.facts).find(|f| f.id == *fact).map_or("?", |f| f.check.kind());
+            let kind = task
+                .rubric
+                .groups()
+                .iter()
+                .flat_map(|g| &g.facts)
+                .find(|f| f.id == *fact)
+                .map_or("?", |f| f.check.kind());
             for r in &runs_verdicts {
                 let got = r.get(fact).copied().unwrap_or(false);
                 match (gold, got) {
@@ -181,15 +231,30 @@ pub async fn evaluate(items: &[LabelledEpisode], model: Option<&ModelJudge>, run
                 }
             }
             if first != gold {
-                report.mistakes.push(format!("{}: {fact} (gold {gold}, judged {first})", item.label));
+                report.mistakes.push(format!(
+                    "{}: {fact} (gold {gold}, judged {first})",
+                    item.label
+                ));
             }
         }
     }
     let total = (tp + fp + tn + fnn).max(1) as f64;
     report.accuracy = (tp + tn) as f64 / total;
-    report.precision = if tp + fp > 0 { tp as f64 / (tp + fp) as f64 } else { 1.0 };
-    report.recall = if tp + fnn > 0 { tp as f64 / (tp + fnn) as f64 } else { 1.0 };
-    report.agreement = if report.facts > 0 { agree as f64 / report.facts as f64 } else { 1.0 };
+    report.precision = if tp + fp > 0 {
+        tp as f64 / (tp + fp) as f64
+    } else {
+        1.0
+    };
+    report.recall = if tp + fnn > 0 {
+        tp as f64 / (tp + fnn) as f64
+    } else {
+        1.0
+    };
+    report.agreement = if report.facts > 0 {
+        agree as f64 / report.facts as f64
+    } else {
+        1.0
+    };
     Ok(report)
 }
 
@@ -201,9 +266,15 @@ fn strip_model_facts(rubric: &Rubric) -> Result<Rubric, String> {
     }
     spec.groups.retain(|g| !g.facts.is_empty());
     if spec.groups.is_empty() {
-        return Rubric::from_json(json!({"groups": [{"facts": [{"check": {"type": "url", "prefix": ""}}]}]}))
-            .or_else(|_| Rubric::from_json(json!({"groups": [{"facts": [{"check": {"type": "url", "regex": ".*"}}]}]})))
-            .map_err(|e| format!("{e:?}"));
+        return Rubric::from_json(
+            json!({"groups": [{"facts": [{"check": {"type": "url", "prefix": ""}}]}]}),
+        )
+        .or_else(|_| {
+            Rubric::from_json(
+                json!({"groups": [{"facts": [{"check": {"type": "url", "regex": ".*"}}]}]}),
+            )
+        })
+        .map_err(|e| format!("{e:?}"));
     }
     Rubric::from_spec(spec).map_err(|e| format!("{e:?}"))
 }

@@ -33,7 +33,11 @@ const BLOCKING: &[(&str, &str)] = &[
 
 /// A label when the final page blocks the agent (CAPTCHA, access denied, rate limits).
 pub fn blocking_label(final_text: &str, titles: &[String]) -> Option<String> {
-    let head: String = final_text.chars().take(2000).collect::<String>().to_lowercase();
+    let head: String = final_text
+        .chars()
+        .take(2000)
+        .collect::<String>()
+        .to_lowercase();
     let title = titles.last().map(|t| t.to_lowercase()).unwrap_or_default();
     BLOCKING
         .iter()
@@ -42,8 +46,9 @@ pub fn blocking_label(final_text: &str, titles: &[String]) -> Option<String> {
 }
 
 const STOPWORDS: &[&str] = &[
-    "the", "and", "that", "with", "this", "from", "they", "their", "there", "which", "agent", "answer", "final", "page",
-    "shows", "task", "into", "have", "been", "were", "what", "when", "where", "about", "than", "then",
+    "the", "and", "that", "with", "this", "from", "they", "their", "there", "which", "agent",
+    "answer", "final", "page", "shows", "task", "into", "have", "been", "were", "what", "when",
+    "where", "about", "than", "then",
 ];
 
 fn words(s: &str) -> Vec<String> {
@@ -73,7 +78,11 @@ pub fn critic_order(rubric: &Rubric, ev: &Evidence) -> Vec<String> {
         .enumerate()
         .map(|(i, f)| {
             let w = words(&f.description);
-            let support = if w.is_empty() { 1.0 } else { w.iter().filter(|x| seen.contains(x.as_str())).count() as f64 / w.len() as f64 };
+            let support = if w.is_empty() {
+                1.0
+            } else {
+                w.iter().filter(|x| seen.contains(x.as_str())).count() as f64 / w.len() as f64
+            };
             (support, i, f.id.clone())
         })
         .collect();
@@ -90,15 +99,28 @@ mod tests {
         let shots: Vec<Vec<u8>> = vec![vec![1], vec![2], vec![2], vec![3]];
         assert_eq!(select_screenshots(&shots, 2), vec![vec![2], vec![3]]);
         assert_eq!(select_screenshots(&shots, 1), vec![vec![3]]);
-        assert_eq!(select_screenshots(&shots, 9), vec![vec![1], vec![2], vec![3]], "duplicates dropped");
+        assert_eq!(
+            select_screenshots(&shots, 9),
+            vec![vec![1], vec![2], vec![3]],
+            "duplicates dropped"
+        );
         assert!(select_screenshots(&[], 3).is_empty());
     }
 
     #[test]
     fn blocking_pages_are_labelled() {
-        assert_eq!(blocking_label("Please complete the CAPTCHA below", &[]).as_deref(), Some("CAPTCHA"));
-        assert_eq!(blocking_label("", &["403 Forbidden".into()]).as_deref(), Some("access denied"));
-        assert_eq!(blocking_label("Welcome to the shop", &["Shop".into()]), None);
+        assert_eq!(
+            blocking_label("Please complete the CAPTCHA below", &[]).as_deref(),
+            Some("CAPTCHA")
+        );
+        assert_eq!(
+            blocking_label("", &["403 Forbidden".into()]).as_deref(),
+            Some("access denied")
+        );
+        assert_eq!(
+            blocking_label("Welcome to the shop", &["Shop".into()]),
+            None
+        );
     }
 
     #[test]
@@ -109,7 +131,14 @@ mod tests {
             {"id": "c", "description": "rules", "check": {"type": "url", "prefix": "http"}}
         ]}]}))
         .unwrap();
-        let ev = Evidence { final_text: "Your cart: Blue Ceramic Mug x1".into(), ..Default::default() };
-        assert_eq!(critic_order(&rubric, &ev), vec!["b", "a"], "rule facts are not ordered");
+        let ev = Evidence {
+            final_text: "Your cart: Blue Ceramic Mug x1".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            critic_order(&rubric, &ev),
+            vec!["b", "a"],
+            "rule facts are not ordered"
+        );
     }
 }

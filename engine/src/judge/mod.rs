@@ -79,14 +79,26 @@ impl Evidence {
         for s in &self.screenshots {
             h.update(Sha256::digest(s));
         }
-        h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+        h.finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 }
 
 impl ModelJudge {
     /// A judge over `backend`; verdicts are cached in `store` when given.
-    pub fn new(backend: Arc<dyn JudgeBackend>, cfg: JudgeConfig, store: Option<Store>) -> ModelJudge {
-        ModelJudge { backend, cfg, store }
+    pub fn new(
+        backend: Arc<dyn JudgeBackend>,
+        cfg: JudgeConfig,
+        store: Option<Store>,
+    ) -> ModelJudge {
+        ModelJudge {
+            backend,
+            cfg,
+            store,
+        }
     }
 
     /// The judge's name as stored with its verdicts.
@@ -129,8 +141,14 @@ pub fn parse_verdict(reply: &str) -> (bool, String) {
         upper
             .match_indices(w)
             .find(|(i, _)| {
-                let before = upper[..*i].chars().next_back().is_none_or(|c| !c.is_ascii_alphabetic());
-                let after = upper[i + w.len()..].chars().next().is_none_or(|c| !c.is_ascii_alphabetic());
+                let before = upper[..*i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_ascii_alphabetic());
+                let after = upper[i + w.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_ascii_alphabetic());
                 before && after
             })
             .map(|(i, _)| i)
@@ -148,18 +166,36 @@ impl EpisodeJudge<'_> {
     fn context(&self) -> String {
         let e = &self.evidence;
         let mut s = format!("Task given to a web agent: {}\n", e.instruction);
-        s.push_str(&format!("The agent's final answer: {}\n", e.final_answer.as_deref().unwrap_or("(none)")));
+        s.push_str(&format!(
+            "The agent's final answer: {}\n",
+            e.final_answer.as_deref().unwrap_or("(none)")
+        ));
         if let Some(r) = &e.reference_answer {
             s.push_str(&format!("A reference answer: {r}\n"));
         }
-        let urls: Vec<&str> = e.visited_urls.iter().rev().take(10).rev().map(String::as_str).collect();
+        let urls: Vec<&str> = e
+            .visited_urls
+            .iter()
+            .rev()
+            .take(10)
+            .rev()
+            .map(String::as_str)
+            .collect();
         s.push_str(&format!("Pages visited: {}\n", urls.join(" → ")));
-        s.push_str(&format!("The screenshots show the last {} page states, the final one last.\n", self.shown.len()));
+        s.push_str(&format!(
+            "The screenshots show the last {} page states, the final one last.\n",
+            self.shown.len()
+        ));
         s
     }
 
     async fn answer_claims(&self) -> Result<Option<String>, ProbeError> {
-        let Some(answer) = self.evidence.final_answer.as_deref().filter(|a| !a.trim().is_empty()) else {
+        let Some(answer) = self
+            .evidence
+            .final_answer
+            .as_deref()
+            .filter(|a| !a.trim().is_empty())
+        else {
             return Ok(None);
         };
         let q = format!(
@@ -167,9 +203,15 @@ impl EpisodeJudge<'_> {
              Reply YES or NO, then one sentence explaining why.",
             self.context()
         );
-        let reply = self.judge.backend.ask(self.shown.clone(), q, seed_of(&self.digest, "claims")).await.map_err(|e| ProbeError(e.to_string()))?;
+        let reply = self
+            .judge
+            .backend
+            .ask(self.shown.clone(), q, seed_of(&self.digest, "claims"))
+            .await
+            .map_err(|e| ProbeError(e.to_string()))?;
         let (ok, reason) = parse_verdict(&reply);
-        Ok((!ok).then(|| format!("the answer's claims are not visible in the screenshots: {reason}")))
+        Ok((!ok)
+            .then(|| format!("the answer's claims are not visible in the screenshots: {reason}")))
     }
 }
 
@@ -183,7 +225,11 @@ impl FactVerifier for EpisodeJudge<'_> {
         &self.name
     }
 
-    async fn verify(&self, group: &Group, fact: &Fact) -> Result<(bool, String, String), ProbeError> {
+    async fn verify(
+        &self,
+        group: &Group,
+        fact: &Fact,
+    ) -> Result<(bool, String, String), ProbeError> {
         let store = self.judge.store.as_ref();
         if let Some(store) = store
             && let Some(hit) = store
@@ -194,25 +240,48 @@ impl FactVerifier for EpisodeJudge<'_> {
             return Ok(hit);
         }
         let verdict = if let Some(label) = &self.blocked {
-            (false, label.clone(), format!("the final page is a blocking page ({label}); the task could not be done"))
-        } else if let Some(why) = self.claims.get_or_try_init(|| self.answer_claims()).await?.clone() {
+            (
+                false,
+                label.clone(),
+                format!("the final page is a blocking page ({label}); the task could not be done"),
+            )
+        } else if let Some(why) = self
+            .claims
+            .get_or_try_init(|| self.answer_claims())
+            .await?
+            .clone()
+        {
             (false, String::new(), why)
         } else {
             let mut q = self.context();
             if !group.description.is_empty() {
-                q.push_str(&format!("The fact belongs to the group: {}\n", group.description));
+                q.push_str(&format!(
+                    "The fact belongs to the group: {}\n",
+                    group.description
+                ));
             }
             q.push_str(&format!(
                 "Fact to verify: {}\nDoes the trajectory establish this fact? Reply YES or NO, then one sentence explaining why.",
                 fact.description
             ));
-            let reply = self.judge.backend.ask(self.shown.clone(), q, seed_of(&self.digest, &fact.id)).await.map_err(|e| ProbeError(e.to_string()))?;
+            let reply = self
+                .judge
+                .backend
+                .ask(self.shown.clone(), q, seed_of(&self.digest, &fact.id))
+                .await
+                .map_err(|e| ProbeError(e.to_string()))?;
             let (passed, reason) = parse_verdict(&reply);
             (passed, reply.chars().take(200).collect(), reason)
         };
         if let Some(store) = store {
             store
-                .cache_verdict(self.evidence.episode, &self.digest, &fact.id, &self.name, &verdict)
+                .cache_verdict(
+                    self.evidence.episode,
+                    &self.digest,
+                    &fact.id,
+                    &self.name,
+                    &verdict,
+                )
                 .await
                 .map_err(|e| ProbeError(e.to_string()))?;
         }
@@ -230,9 +299,16 @@ pub async fn judge_episode(
     binary: bool,
     critic: bool,
 ) -> Result<rubrics::Judgement, ProbeError> {
-    let order = if critic { critic_order(rubric, &evidence) } else { Vec::new() };
+    let order = if critic {
+        critic_order(rubric, &evidence)
+    } else {
+        Vec::new()
+    };
     let verifier = judge.for_episode(evidence);
-    let opts = rubrics::JudgeOptions { stop_at_first_failure: binary, order };
+    let opts = rubrics::JudgeOptions {
+        stop_at_first_failure: binary,
+        order,
+    };
     rubrics::judge_with(rubric, traj, page, &verifier, &opts).await
 }
 
@@ -245,9 +321,15 @@ mod tests {
         assert!(parse_verdict("YES. The cart shows the mug.").0);
         assert!(!parse_verdict("No, the page shows an error.").0);
         assert!(parse_verdict("Answer: yes — it is there").0);
-        assert!(!parse_verdict("The answer is not known").0, "\"not\" and \"known\" are not NO/YES");
+        assert!(
+            !parse_verdict("The answer is not known").0,
+            "\"not\" and \"known\" are not NO/YES"
+        );
         let (ok, why) = parse_verdict("I cannot tell");
         assert!(!ok && why.starts_with("unclear verdict"));
-        assert!(!parse_verdict("NO, although YES would be nice").0, "the first verdict word counts");
+        assert!(
+            !parse_verdict("NO, although YES would be nice").0,
+            "the first verdict word counts"
+        );
     }
 }

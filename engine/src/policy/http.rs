@@ -76,7 +76,10 @@ pub struct ChatClient {
 
 /// A JPEG as an image content part (a base64 data URL).
 pub fn image_part(jpeg: &[u8]) -> Value {
-    let url = format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(jpeg));
+    let url = format!(
+        "data:image/jpeg;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(jpeg)
+    );
     json!({"type": "image_url", "image_url": {"url": url}})
 }
 
@@ -87,7 +90,11 @@ impl ChatClient {
             .timeout(opts.timeout)
             .build()
             .map_err(|e| PolicyError::Failed(format!("HTTP client: {e}")))?;
-        Ok(ChatClient { slots: Arc::new(Semaphore::new(opts.concurrency.max(1))), client, opts })
+        Ok(ChatClient {
+            slots: Arc::new(Semaphore::new(opts.concurrency.max(1))),
+            client,
+            opts,
+        })
     }
 
     /// The options it was made with.
@@ -96,7 +103,11 @@ impl ChatClient {
     }
 
     /// One user turn (content parts) → the reply's text and per-token log-probabilities.
-    pub async fn complete(&self, content: Vec<Value>, seed: u64) -> Result<(String, Vec<f32>), PolicyError> {
+    pub async fn complete(
+        &self,
+        content: Vec<Value>,
+        seed: u64,
+    ) -> Result<(String, Vec<f32>), PolicyError> {
         let body = json!({
             "model": self.opts.model,
             "messages": [{"role": "user", "content": content}],
@@ -106,27 +117,42 @@ impl ChatClient {
             "seed": seed >> 11,
             "logprobs": true
         });
-        let _slot = self.slots.acquire().await.map_err(|_| PolicyError::Unavailable("client closed".into()))?;
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| PolicyError::Unavailable("client closed".into()))?;
         let resp = self.call(&body).await?;
         let choice = &resp["choices"][0];
         let text = choice["message"]["content"]
             .as_str()
-            .ok_or_else(|| PolicyError::Failed("the response has no choices[0].message.content".into()))?
+            .ok_or_else(|| {
+                PolicyError::Failed("the response has no choices[0].message.content".into())
+            })?
             .to_string();
         let logprobs = choice["logprobs"]["content"]
             .as_array()
-            .map(|a| a.iter().filter_map(|t| t["logprob"].as_f64()).map(|l| l as f32).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["logprob"].as_f64())
+                    .map(|l| l as f32)
+                    .collect()
+            })
             .unwrap_or_default();
         Ok((text, logprobs))
     }
 
     async fn call(&self, body: &Value) -> Result<Value, PolicyError> {
-        let url = format!("{}/v1/chat/completions", self.opts.base_url.trim_end_matches('/'));
+        let url = format!(
+            "{}/v1/chat/completions",
+            self.opts.base_url.trim_end_matches('/')
+        );
         let mut last = String::new();
         for attempt in 0..=self.opts.retries {
             if attempt > 0 {
                 // 0.5 s, 1 s, 2 s, ... capped at 8 s.
-                tokio::time::sleep(Duration::from_millis(500) * 2u32.pow((attempt - 1).min(4))).await;
+                tokio::time::sleep(Duration::from_millis(500) * 2u32.pow((attempt - 1).min(4)))
+                    .await;
             }
             let mut req = self.client.post(&url).json(body);
             if let Some(key) = &self.opts.api_key {
@@ -134,21 +160,29 @@ impl ChatClient {
             }
             match req.send().await {
                 Ok(resp) if resp.status().is_success() => {
-                    return resp.json().await.map_err(|e| PolicyError::Failed(format!("unreadable response: {e}")));
+                    return resp
+                        .json()
+                        .await
+                        .map_err(|e| PolicyError::Failed(format!("unreadable response: {e}")));
                 }
                 Ok(resp) => {
                     let status = resp.status();
                     let text = resp.text().await.unwrap_or_default();
                     last = format!("{status}: {}", text.chars().take(300).collect::<String>());
                     if !(status.is_server_error() || status.as_u16() == 429) {
-                        return Err(PolicyError::Failed(format!("the server refused the request: {last}")));
+                        return Err(PolicyError::Failed(format!(
+                            "the server refused the request: {last}"
+                        )));
                     }
                 }
                 Err(e) => last = e.to_string(),
             }
             tracing::debug!(attempt, error = %last, "chat request failed");
         }
-        Err(PolicyError::Unavailable(format!("{url} after {} tries: {last}", self.opts.retries + 1)))
+        Err(PolicyError::Unavailable(format!(
+            "{url} after {} tries: {last}",
+            self.opts.retries + 1
+        )))
     }
 }
 
@@ -161,7 +195,10 @@ pub struct HttpPolicy {
 impl HttpPolicy {
     /// A policy called `name` talking to the server in `opts`.
     pub fn new(name: impl Into<String>, opts: HttpOptions) -> Result<HttpPolicy, PolicyError> {
-        Ok(HttpPolicy { name: name.into(), chat: ChatClient::new(opts)? })
+        Ok(HttpPolicy {
+            name: name.into(),
+            chat: ChatClient::new(opts)?,
+        })
     }
 
     fn content(&self, input: &StepInput) -> Result<Vec<Value>, PolicyError> {
@@ -194,7 +231,8 @@ impl Policy for HttpPolicy {
             Ok(Decision {
                 action,
                 thought,
-                logprob: (!token_logprobs.is_empty()).then(|| token_logprobs.iter().map(|l| f64::from(*l)).sum()),
+                logprob: (!token_logprobs.is_empty())
+                    .then(|| token_logprobs.iter().map(|l| f64::from(*l)).sum()),
                 token_logprobs,
                 raw_output: text,
             })

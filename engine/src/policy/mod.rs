@@ -3,6 +3,7 @@
 
 mod batcher;
 pub mod http;
+pub mod miniwob;
 pub mod onnx;
 pub mod output;
 mod random;
@@ -132,6 +133,7 @@ impl PolicyRegistry {
         let mut r = PolicyRegistry::default();
         r.register(Arc::new(ScriptedPolicy));
         r.register(Arc::new(RandomPolicy));
+        r.register(Arc::new(miniwob::MiniWobSolver));
         r
     }
 

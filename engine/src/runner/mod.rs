@@ -140,7 +140,14 @@ impl Runner {
         events: broadcast::Sender<RunEvent>,
     ) -> Runner {
         METRICS.pool_capacity.set(pool.config().capacity() as i64);
-        Runner { store, pool, policies, cfg, events, judge: None }
+        Runner {
+            store,
+            pool,
+            policies,
+            cfg,
+            events,
+            judge: None,
+        }
     }
 
     /// Facts in words are verified by this model judge.
@@ -201,7 +208,10 @@ impl Runner {
                 self.cfg.judges,
                 workers,
                 self.judge.clone(),
-                pipeline::Judging { binary: config.binary_judge, critic: config.critic },
+                pipeline::Judging {
+                    binary: config.binary_judge,
+                    critic: config.critic,
+                },
             ),
             config,
             policy,

@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use super::RunEvent;
-use crate::judge::{Evidence, ModelJudge};
 use super::episode::Finished;
+use crate::judge::{Evidence, ModelJudge};
 use crate::metrics::METRICS;
 use crate::store::{EpisodeRecord, Store, VerdictRecord};
 
@@ -70,7 +70,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-        /// Starts `judges` judge workers and one writer; `depth` bounds each queue. Facts in
+    /// Starts `judges` judge workers and one writer; `depth` bounds each queue. Facts in
     /// words go to `model` (binary: stop at the first failed group; critic: likeliest
     /// failures first).
     pub fn start(
@@ -138,14 +138,26 @@ pub struct Judging {
 
 /// What the model judge is shown of a finished episode.
 fn evidence(f: &Finished) -> Evidence {
-    let blob = |hash: &str| f.blobs.iter().find(|b| b.hash == hash).map(|b| b.bytes.clone());
-    let mut screenshots: Vec<Vec<u8>> = f.steps.iter().filter_map(|s| s.screenshot.as_deref().and_then(blob)).collect();
+    let blob = |hash: &str| {
+        f.blobs
+            .iter()
+            .find(|b| b.hash == hash)
+            .map(|b| b.bytes.clone())
+    };
+    let mut screenshots: Vec<Vec<u8>> = f
+        .steps
+        .iter()
+        .filter_map(|s| s.screenshot.as_deref().and_then(blob))
+        .collect();
     if let Some(last) = blob(&f.final_screenshot) {
         screenshots.push(last);
     }
     Evidence {
         episode: f.run.id,
-        instruction: f.instruction.clone().unwrap_or_else(|| f.run.task.instruction.clone()),
+        instruction: f
+            .instruction
+            .clone()
+            .unwrap_or_else(|| f.run.task.instruction.clone()),
         final_answer: f.final_answer.clone(),
         visited_urls: f.visited.clone(),
         titles: f.steps.iter().map(|s| s.title.clone()).collect(),
@@ -158,13 +170,32 @@ fn evidence(f: &Finished) -> Evidence {
 async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judged {
     let t = Instant::now();
     let f = work.finished;
-    let traj = Trajectory { final_answer: f.final_answer.clone(), visited_urls: f.visited.clone() };
+    let traj = Trajectory {
+        final_answer: f.final_answer.clone(),
+        visited_urls: f.visited.clone(),
+    };
     let rubric = &f.run.task.rubric;
-    let judge_facts = rubric.groups().iter().flat_map(|g| &g.facts).filter(|x| matches!(x.check, rubrics::Check::Judge)).count() as i32;
+    let judge_facts = rubric
+        .groups()
+        .iter()
+        .flat_map(|g| &g.facts)
+        .filter(|x| matches!(x.check, rubrics::Check::Judge))
+        .count() as i32;
     // The snapshot holds every selector and expression the rubric reads: rule checks
     // cannot fail on I/O here; model calls can (a judge server down).
     let judgement = match (model, rubric.needs_model()) {
-        (Some(m), true) => crate::judge::judge_episode(m, rubric, &traj, &f.snapshot, evidence(&f), judging.binary, judging.critic).await,
+        (Some(m), true) => {
+            crate::judge::judge_episode(
+                m,
+                rubric,
+                &traj,
+                &f.snapshot,
+                evidence(&f),
+                judging.binary,
+                judging.critic,
+            )
+            .await
+        }
         _ => rubrics::judge(rubric, &traj, &f.snapshot).await,
     };
     let judge_calls = judgement.as_ref().map_or(0, |j| j.model_calls as i32);

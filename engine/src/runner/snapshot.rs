@@ -29,7 +29,10 @@ impl PageSnapshot {
     pub fn to_stored(&self) -> serde_json::Value {
         let mut s = self.clone();
         if s.text.len() > STORED_TEXT_LIMIT {
-            let cut = (0..=STORED_TEXT_LIMIT).rev().find(|i| s.text.is_char_boundary(*i)).unwrap_or(0);
+            let cut = (0..=STORED_TEXT_LIMIT)
+                .rev()
+                .find(|i| s.text.is_char_boundary(*i))
+                .unwrap_or(0);
             s.text.truncate(cut);
         }
         serde_json::to_value(s).unwrap_or_default()

@@ -600,7 +600,13 @@ impl Store {
     }
 
     /// A cached model-judge verdict for a fact of this trajectory.
-    pub async fn cached_verdict(&self, episode: Uuid, trajectory: &str, fact: &str, judge: &str) -> Result<Option<(bool, String, String)>, StoreError> {
+    pub async fn cached_verdict(
+        &self,
+        episode: Uuid,
+        trajectory: &str,
+        fact: &str,
+        judge: &str,
+    ) -> Result<Option<(bool, String, String)>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT passed, evidence, reason FROM judge_cache WHERE episode_id = $1 AND trajectory = $2 AND fact_id = $3 AND judge = $4",
         )
@@ -613,7 +619,14 @@ impl Store {
     }
 
     /// Caches a model-judge verdict. Episodes not (yet) stored are not cached.
-    pub async fn cache_verdict(&self, episode: Uuid, trajectory: &str, fact: &str, judge: &str, v: &(bool, String, String)) -> Result<(), StoreError> {
+    pub async fn cache_verdict(
+        &self,
+        episode: Uuid,
+        trajectory: &str,
+        fact: &str,
+        judge: &str,
+        v: &(bool, String, String),
+    ) -> Result<(), StoreError> {
         let clean = |s: &str| s.replace('\0', "\u{FFFD}");
         sqlx::query(
             "INSERT INTO judge_cache (episode_id, trajectory, fact_id, judge, passed, evidence, reason)
@@ -634,18 +647,28 @@ impl Store {
 
     /// The stored final page, answer and visited URLs of a finished episode: what its
     /// judges read.
-    pub async fn judged_material(&self, episode: Uuid) -> Result<Option<(serde_json::Value, Option<String>, Vec<String>)>, StoreError> {
-        let row: Option<(Option<serde_json::Value>, Option<String>)> =
-            sqlx::query_as("SELECT final_page, final_answer FROM episodes WHERE id = $1 AND status = 'finished'")
+    pub async fn judged_material(
+        &self,
+        episode: Uuid,
+    ) -> Result<Option<(serde_json::Value, Option<String>, Vec<String>)>, StoreError> {
+        let row: Option<(Option<serde_json::Value>, Option<String>)> = sqlx::query_as(
+            "SELECT final_page, final_answer FROM episodes WHERE id = $1 AND status = 'finished'",
+        )
+        .bind(episode)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some((Some(page), answer)) = row else {
+            return Ok(None);
+        };
+        let urls: Vec<(String,)> =
+            sqlx::query_as("SELECT url FROM steps WHERE episode_id = $1 ORDER BY idx")
                 .bind(episode)
-                .fetch_optional(&self.pool)
+                .fetch_all(&self.pool)
                 .await?;
-        let Some((Some(page), answer)) = row else { return Ok(None) };
-        let urls: Vec<(String,)> = sqlx::query_as("SELECT url FROM steps WHERE episode_id = $1 ORDER BY idx")
-            .bind(episode)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(Some((page, answer, urls.into_iter().map(|(u,)| u).collect())))
+        Ok(Some((
+            page,
+            answer,
+            urls.into_iter().map(|(u,)| u).collect(),
+        )))
     }
 }
-
