@@ -115,6 +115,49 @@ pub enum Action {
 }
 
 impl Action {
+    /// The same action with every target passed through `f` (grounding model outputs:
+    /// rescaling grid coordinates, refusing target kinds a policy must not use).
+    pub fn map_targets<E>(
+        self,
+        mut f: impl FnMut(Target) -> Result<Target, E>,
+    ) -> Result<Action, E> {
+        Ok(match self {
+            Action::Click(t) => Action::Click(f(t)?),
+            Action::DoubleClick(t) => Action::DoubleClick(f(t)?),
+            Action::RightClick(t) => Action::RightClick(f(t)?),
+            Action::Hover(t) => Action::Hover(f(t)?),
+            Action::Drag { from, to } => Action::Drag {
+                from: f(from)?,
+                to: f(to)?,
+            },
+            Action::Type {
+                target,
+                text,
+                clear,
+            } => Action::Type {
+                target: f(target)?,
+                text,
+                clear,
+            },
+            Action::Select { target, option } => Action::Select {
+                target: f(target)?,
+                option,
+            },
+            Action::ScrollElement { target, direction } => Action::ScrollElement {
+                target: f(target)?,
+                direction,
+            },
+            a @ (Action::Press(_)
+            | Action::Scroll(_)
+            | Action::Goto(_)
+            | Action::Back
+            | Action::Forward
+            | Action::Wait(_)
+            | Action::Answer(_)
+            | Action::Stop) => a,
+        })
+    }
+
     /// Whether this action ends the episode.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Action::Answer(_) | Action::Stop)

@@ -53,7 +53,11 @@ impl SitesServer {
             let addr = listener.local_addr()?;
             bases.insert(site.clone(), format!("http://{addr}"));
             let app = match dir {
-                Some(dir) => Router::new().fallback_service(ServeDir::new(dir)),
+                // MiniWoB++'s pages declare no charset: say UTF-8, or Chromium reads them
+                // as Windows-1252 and garbles text such as unicode-test's symbols.
+                Some(dir) => Router::new()
+                    .fallback_service(ServeDir::new(dir))
+                    .layer(axum::middleware::map_response(utf8_html)),
                 None => {
                     let name: &'static str = bundled
                         .iter()
@@ -84,6 +88,21 @@ impl Drop for SitesServer {
             t.abort();
         }
     }
+}
+
+async fn utf8_html(mut resp: Response) -> Response {
+    let html = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html") && !v.contains("charset"));
+    if html {
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+    }
+    resp
 }
 
 async fn serve_file(State(site): State<&'static str>, uri: Uri) -> Response {

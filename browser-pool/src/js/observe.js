@@ -99,7 +99,7 @@
       item.input_type = tag === 'input' ? t : 'textarea';
       if (t === 'checkbox' || t === 'radio') item.checked = !!el.checked;
       else if (t === 'password') item.value = el.value ? '••••' : '';
-      else if (!['submit', 'button', 'reset', 'image'].includes(t)) item.value = clean(el.value, 200);
+      else if (!['submit', 'button', 'reset', 'image'].includes(t)) item.value = clean(el.value, tag === 'textarea' ? 2000 : 200);
       if (el.placeholder) item.placeholder = clean(el.placeholder, 80);
     } else if (tag === 'select') {
       const opt = el.options[el.selectedIndex];

@@ -128,7 +128,7 @@ pub struct PolicyRegistry {
 }
 
 impl PolicyRegistry {
-    /// The built-in policies: `scripted` and `random`.
+    /// The built-in policies: `scripted`, `random` and `miniwob-solver`.
     pub fn builtin() -> PolicyRegistry {
         let mut r = PolicyRegistry::default();
         r.register(Arc::new(ScriptedPolicy));

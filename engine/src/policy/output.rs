@@ -88,23 +88,7 @@ fn ground(action: Action, grounding: Grounding, (w, h): (u32, u32)) -> Result<Ac
             (_, t) => Ok(t),
         }
     };
-    Ok(match action {
-        Action::Click(t) => Action::Click(map(t)?),
-        Action::Type {
-            target,
-            text,
-            clear,
-        } => Action::Type {
-            target: map(target)?,
-            text,
-            clear,
-        },
-        Action::Select { target, option } => Action::Select {
-            target: map(target)?,
-            option,
-        },
-        other => other,
-    })
+    action.map_targets(map)
 }
 
 #[cfg(test)]
@@ -174,6 +158,21 @@ mod tests {
         let (_, a) = parse_output("Action: click(1, 2)", Grounding::Marks, VP);
         assert!(a.unwrap_err().contains("element number"));
         let (_, a) = parse_output("Action: click(css=\"#x\")", Grounding::Marks, VP);
+        assert!(a.unwrap_err().contains("scripted"));
+        // Every target of every action is grounded, drags' destinations included.
+        let (_, a) = parse_output(
+            "Action: drag(100, 200, to_x=500, to_y=1000)",
+            Grounding::Coordinates,
+            VP,
+        );
+        assert_eq!(
+            a,
+            Ok(Action::Drag {
+                from: Target::Point { x: 128.0, y: 144.0 },
+                to: Target::Point { x: 640.0, y: 719.0 }
+            })
+        );
+        let (_, a) = parse_output("Action: hover(css=\"#x\")", Grounding::Marks, VP);
         assert!(a.unwrap_err().contains("scripted"));
     }
 }
