@@ -165,6 +165,17 @@ impl BrowserPool {
         out
     }
 
+    /// Memory of the pool's local browser process trees (remote browsers are not counted).
+    pub async fn memory(&self) -> crate::memory::TreeMemory {
+        let mut total = crate::memory::TreeMemory::default();
+        for pid in self.browser_pids().await {
+            if let Some(m) = crate::memory::process_tree(pid) {
+                total += m;
+            }
+        }
+        total
+    }
+
     /// Closes every browser. Outstanding sessions fail from here on.
     pub async fn shutdown(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);

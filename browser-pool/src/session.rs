@@ -310,8 +310,13 @@ impl Session {
         }
     }
 
-    /// Takes an observation of the current page.
-    pub async fn observe(&mut self) -> Result<Observation, PoolError> {
+    /// Numbers and describes the page's interactive elements, without a screenshot or
+    /// settling: the element half of an observation (benchmarks use it as a floor).
+    pub async fn scan_elements(&self) -> Result<Vec<Element>, PoolError> {
+        Ok(self.scan().await?.elements)
+    }
+
+    async fn scan(&self) -> Result<ObservedPage, PoolError> {
         let raw = match self.eval_ours(js::observe()).await? {
             Ok(v) => v,
             Err(e) => {
@@ -321,10 +326,15 @@ impl Session {
                 });
             }
         };
-        let page: ObservedPage = serde_json::from_value(raw).map_err(|e| PoolError::Cdp {
+        serde_json::from_value(raw).map_err(|e| PoolError::Cdp {
             op: "observe",
             message: format!("unexpected observation shape: {e}"),
-        })?;
+        })
+    }
+
+    /// Takes an observation of the current page.
+    pub async fn observe(&mut self) -> Result<Observation, PoolError> {
+        let page = self.scan().await?;
         let screenshot = self.screenshot().await?;
         let mut last_action_error = self.last_error.take();
         let dialogs: Vec<String> = std::mem::take(&mut *self.dialogs.lock().expect("dialog lock"));
