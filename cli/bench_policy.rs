@@ -76,6 +76,7 @@ fn observation(i: usize) -> Observation {
             mime: "image/jpeg",
             width: 1280,
             height: 720,
+            scale: 1.0,
         },
         elements,
         scroll: ScrollState {
@@ -85,6 +86,7 @@ fn observation(i: usize) -> Observation {
             viewport_height: 720.0,
         },
         last_action_error: None,
+        ..Default::default()
     }
 }
 

@@ -108,6 +108,10 @@ pub enum Action {
     Forward,
     /// Do nothing for this many milliseconds (at most [`MAX_WAIT_MS`]), then observe.
     Wait(u32),
+    /// Make tab N (as numbered in the observation's tab list, from 1) the active one.
+    SwitchTab(u32),
+    /// Close tab N; closing the active tab activates the one before it.
+    CloseTab(u32),
     /// End the episode with a final answer.
     Answer(String),
     /// End the episode without an answer.
@@ -153,6 +157,8 @@ impl Action {
             | Action::Back
             | Action::Forward
             | Action::Wait(_)
+            | Action::SwitchTab(_)
+            | Action::CloseTab(_)
             | Action::Answer(_)
             | Action::Stop) => a,
         })
@@ -179,6 +185,8 @@ impl Action {
             Action::Back => "back",
             Action::Forward => "forward",
             Action::Wait(_) => "wait",
+            Action::SwitchTab(_) => "switch_tab",
+            Action::CloseTab(_) => "close_tab",
             Action::Answer(_) => "answer",
             Action::Stop => "stop",
         }
@@ -200,6 +208,8 @@ pub const ACTION_NAMES: &[&str] = &[
     "back",
     "forward",
     "wait",
+    "switch_tab",
+    "close_tab",
     "answer",
     "stop",
 ];
@@ -457,6 +467,8 @@ fn build(mut call: Call) -> Result<Action, String> {
         "back" => Action::Back,
         "forward" => Action::Forward,
         "wait" => Action::Wait(take_wait(&mut call)?),
+        "switch_tab" | "tab_focus" => Action::SwitchTab(take_tab(&mut call, "switch_tab")?),
+        "close_tab" | "tab_close" => Action::CloseTab(take_tab(&mut call, "close_tab")?),
         "answer" => Action::Answer(take_text(&mut call, "the answer text")?),
         "stop" => Action::Stop,
         other => {
@@ -597,6 +609,21 @@ fn take_wait(call: &mut Call) -> Result<u32, String> {
     }
 }
 
+fn take_tab(call: &mut Call, name: &str) -> Result<u32, String> {
+    match take_positional(call) {
+        Some(Value::Number(n)) if n.fract() == 0.0 && n >= 1.0 && n <= f64::from(u32::MAX) => {
+            Ok(n as u32)
+        }
+        Some(v) => Err(format!(
+            "{name} takes a tab number from the tab list, counted from 1, e.g. {name}(2), got {}",
+            v.describe()
+        )),
+        None => Err(format!(
+            "{name} needs a tab number from the tab list, e.g. {name}(2)"
+        )),
+    }
+}
+
 fn element_number(a: f64) -> Result<u32, String> {
     if a.fract() != 0.0 || a < 0.0 || a > f64::from(u32::MAX) {
         return Err(format!(
@@ -730,6 +757,8 @@ impl fmt::Display for Action {
             Action::Back => f.write_str("back()"),
             Action::Forward => f.write_str("forward()"),
             Action::Wait(ms) => write!(f, "wait({ms})"),
+            Action::SwitchTab(n) => write!(f, "switch_tab({n})"),
+            Action::CloseTab(n) => write!(f, "close_tab({n})"),
             Action::Answer(a) => write!(f, "answer({})", quote(a)),
             Action::Stop => f.write_str("stop()"),
         }
@@ -873,6 +902,9 @@ mod tests {
         assert_eq!(ok("forward()"), Action::Forward);
         assert_eq!(ok("wait(500)"), Action::Wait(500));
         assert_eq!(ok("wait(0)"), Action::Wait(0));
+        assert_eq!(ok("switch_tab(2)"), Action::SwitchTab(2));
+        assert_eq!(ok("tab_focus(2)"), Action::SwitchTab(2));
+        assert_eq!(ok("close_tab(3)"), Action::CloseTab(3));
         assert_eq!(ok("wait(10000)"), Action::Wait(MAX_WAIT_MS));
         for a in [
             ok("double_click(1)"),
@@ -924,6 +956,8 @@ mod tests {
             r##"scroll(css="#list", up)"##,
             "forward()",
             "wait(250)",
+            "switch_tab(2)",
+            "close_tab(1)",
             r#"answer("héllo ✓")"#,
             "stop()",
         ] {
@@ -985,6 +1019,11 @@ mod tests {
             ("wait(1.5)", "whole milliseconds"),
             ("wait(soon)", "as a number"),
             ("wait(1, 2)", "extra argument"),
+            ("switch_tab()", "needs a tab number"),
+            ("switch_tab(0)", "counted from 1"),
+            ("close_tab(\"x\")", "takes a tab number"),
+            ("close_tab(1.5)", "counted from 1"),
+            ("switch_tab(1, 2)", "extra argument"),
         ];
         for (line, want) in cases {
             let e = parse(line).expect_err(line);

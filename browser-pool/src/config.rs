@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::url_policy::UrlPolicy;
+
 /// Everything that shapes how browsers are launched and pages are driven.
 ///
 /// Built with [`PoolConfig::new`], which fills in the measured defaults; fields are public
@@ -21,6 +23,29 @@ pub struct PoolConfig {
     pub viewport_height: u32,
     /// JPEG quality of observation screenshots (1-100).
     pub jpeg_quality: u8,
+    /// Screenshot encoding.
+    pub screenshot_format: ImageFormat,
+    /// Device pixels per CSS pixel of every page (2.0 renders like a high-DPI screen).
+    pub device_scale_factor: f64,
+    /// Screenshots are taken at this fraction of the rendered size (0.5 halves both sides).
+    pub screenshot_scale: f64,
+    /// Also produce a screenshot with numbered element boxes (set-of-marks) for policies.
+    pub set_of_marks: bool,
+    /// Also read the accessibility tree as text (one CDP call per observation).
+    pub accessibility_tree: bool,
+    /// What to answer JavaScript dialogs with.
+    pub dialogs: DialogPolicy,
+    /// URL allow and deny lists for documents (frames and tabs included).
+    pub urls: UrlPolicy,
+    /// Replace a browser process after it has served this many sessions.
+    pub recycle_after: Option<u64>,
+    /// Replace a browser process once its process tree uses more than this (PSS, bytes).
+    pub recycle_above_bytes: Option<u64>,
+    /// Existing browsers to drive by their CDP address (`ws://host:port/devtools/browser/…`,
+    /// or `http://host:port`): one slot each, beside the `browsers` launched locally.
+    pub remote: Vec<String>,
+    /// A page script that blocks a CDP call this long is terminated (hung-page guard).
+    pub script_timeout: Duration,
     /// Limit for a single CDP call; a call that exceeds it marks the browser suspect.
     pub cdp_timeout: Duration,
     /// Limit for a navigation (goto, back) to load.
@@ -35,6 +60,37 @@ pub struct PoolConfig {
     pub extra_args: Vec<String>,
 }
 
+/// How screenshots are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageFormat {
+    /// JPEG at [`PoolConfig::jpeg_quality`]: small, what policies and replays use.
+    #[default]
+    Jpeg,
+    /// Lossless PNG.
+    Png,
+}
+
+impl ImageFormat {
+    /// The MIME type of the encoded image.
+    pub fn mime(self) -> &'static str {
+        match self {
+            ImageFormat::Jpeg => "image/jpeg",
+            ImageFormat::Png => "image/png",
+        }
+    }
+}
+
+/// The answer given to every JavaScript dialog. Either way the dialog is recorded in the
+/// next observation's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DialogPolicy {
+    /// OK / leave page / the prompt's default text.
+    #[default]
+    Accept,
+    /// Cancel / stay on the page.
+    Dismiss,
+}
+
 impl PoolConfig {
     /// Defaults measured on a 2-core machine (see STACK-NOTES): 1280x720, JPEG q80.
     pub fn new(chromium: impl Into<PathBuf>) -> Self {
@@ -45,6 +101,17 @@ impl PoolConfig {
             viewport_width: 1280,
             viewport_height: 720,
             jpeg_quality: 80,
+            screenshot_format: ImageFormat::Jpeg,
+            device_scale_factor: 1.0,
+            screenshot_scale: 1.0,
+            set_of_marks: false,
+            accessibility_tree: false,
+            dialogs: DialogPolicy::Accept,
+            urls: UrlPolicy::default(),
+            recycle_after: Some(500),
+            recycle_above_bytes: Some(3 << 30),
+            remote: Vec::new(),
+            script_timeout: Duration::from_secs(4),
             cdp_timeout: Duration::from_secs(10),
             navigation_timeout: Duration::from_secs(15),
             lease_timeout: Duration::from_secs(120),
@@ -61,8 +128,43 @@ impl PoolConfig {
             .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
     }
 
+    /// Browser slots: the local processes plus the remote browsers (at least one).
+    pub fn slots(&self) -> usize {
+        (self.browsers + self.remote.len()).max(1)
+    }
+
     /// Total concurrent sessions the pool can lease.
     pub fn capacity(&self) -> usize {
-        self.browsers.max(1) * self.contexts_per_browser.max(1)
+        self.slots() * self.contexts_per_browser.max(1)
+    }
+
+    /// Checks values that would otherwise fail later and obscurely.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.viewport_width < 100 || self.viewport_height < 100 {
+            return Err("viewport must be at least 100x100".into());
+        }
+        if !(0.25..=4.0).contains(&self.device_scale_factor) {
+            return Err("device_scale_factor must be between 0.25 and 4".into());
+        }
+        if !(0.05..=1.0).contains(&self.screenshot_scale) {
+            return Err("screenshot_scale must be between 0.05 and 1".into());
+        }
+        if !(1..=100).contains(&self.jpeg_quality) {
+            return Err("jpeg_quality must be between 1 and 100".into());
+        }
+        if self.recycle_after == Some(0) {
+            return Err("recycle_after must be at least 1 (or none)".into());
+        }
+        for url in &self.remote {
+            let ok = ["ws://", "wss://", "http://", "https://"]
+                .iter()
+                .any(|s| url.starts_with(s));
+            if !ok {
+                return Err(format!(
+                    "remote browser {url:?} must be a ws:// DevTools URL or an http:// endpoint"
+                ));
+            }
+        }
+        Ok(())
     }
 }

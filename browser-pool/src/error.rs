@@ -45,6 +45,23 @@ pub enum PoolError {
         /// The underlying error.
         message: String,
     },
+    /// The tab's renderer process crashed (killed, out of memory): the page is gone, the
+    /// browser is fine.
+    #[error("the page crashed during `{op}` (its renderer process died)")]
+    TargetCrashed {
+        /// The operation that found out.
+        op: &'static str,
+    },
+    /// The page stayed unresponsive even after its scripts were terminated.
+    #[error(
+        "the page stopped responding during `{op}` (no answer after {after:?}, even after stopping its scripts)"
+    )]
+    PageUnresponsive {
+        /// The operation that hung.
+        op: &'static str,
+        /// The limit it ran into.
+        after: Duration,
+    },
     /// No browser context became free within the lease timeout.
     #[error("no browser context free after {0:?}: raise the pool size or lower the concurrency")]
     LeaseTimeout(Duration),
@@ -61,6 +78,8 @@ impl PoolError {
             PoolError::Timeout { .. } => "cdp_timeout",
             PoolError::BrowserGone { .. } => "browser_gone",
             PoolError::Cdp { .. } => "cdp",
+            PoolError::TargetCrashed { .. } => "target_crashed",
+            PoolError::PageUnresponsive { .. } => "page_unresponsive",
             PoolError::LeaseTimeout(_) => "lease_timeout",
             PoolError::Closed => "closed",
         }

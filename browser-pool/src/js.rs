@@ -30,11 +30,8 @@ pub(crate) fn observe() -> &'static str {
     OBSERVE
 }
 
-pub(crate) fn settle(action: u64, quiet_ms: u128, max_ms: u128) -> String {
-    SETTLE
-        .replace("__ACTION__", &action.to_string())
-        .replace("__QUIET__", &quiet_ms.to_string())
-        .replace("__MAX__", &max_ms.to_string())
+pub(crate) fn settle(action: u64) -> String {
+    SETTLE.replace("__ACTION__", &action.to_string())
 }
 
 pub(crate) fn prepare(action: u64) -> String {

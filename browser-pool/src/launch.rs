@@ -1,5 +1,6 @@
-//! One Chromium process: launch with the flags this machine needs, keep its CDP handler
-//! polled, notice when it dies, shut it down without leaving profiles or zombies behind.
+//! One Chromium process: launch with the flags this machine needs (or connect to a remote
+//! one), keep its CDP handler polled, notice when it dies, shut it down without leaving
+//! profiles or zombies behind.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::handler::viewport::Viewport;
+use chromiumoxide::handler::{Handler, HandlerConfig};
 use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::RwLock;
@@ -48,9 +50,13 @@ pub(crate) struct LiveBrowser {
     pub(crate) active: AtomicUsize,
     /// Sessions ever leased on this browser.
     pub(crate) served: AtomicU64,
+    /// `served / MEMORY_CHECK_EVERY` when memory was last read (pool recycling).
+    pub(crate) memory_checked: AtomicU64,
     handler: JoinHandle<()>,
+    /// For a remote browser, the address it was reached at; it is never closed by us.
+    remote: Option<String>,
     // Dropped after the process is gone, removing the profile directory.
-    _profile: tempfile::TempDir,
+    _profile: Option<tempfile::TempDir>,
 }
 
 impl LiveBrowser {
@@ -71,14 +77,7 @@ impl LiveBrowser {
             .no_sandbox()
             .user_data_dir(profile.path())
             .window_size(cfg.viewport_width, cfg.viewport_height)
-            .viewport(Viewport {
-                width: cfg.viewport_width,
-                height: cfg.viewport_height,
-                device_scale_factor: Some(1.0),
-                emulating_mobile: false,
-                is_landscape: true,
-                has_touch: false,
-            })
+            .viewport(viewport(cfg))
             .launch_timeout(Duration::from_secs(30))
             .request_timeout(cfg.cdp_timeout)
             .args(FLAGS.iter().copied());
@@ -92,7 +91,7 @@ impl LiveBrowser {
             };
         }
         let config = builder.build().map_err(launch_err)?;
-        let (mut browser, mut handler) =
+        let (mut browser, handler) =
             tokio::time::timeout(Duration::from_secs(40), Browser::launch(config))
                 .await
                 .map_err(|_| launch_err("no DevTools endpoint after 40 s".into()))?
@@ -110,6 +109,57 @@ impl LiveBrowser {
             });
         }
 
+        tracing::debug!(pid, "browser launched");
+        Ok(LiveBrowser::watch(
+            browser,
+            handler,
+            pid,
+            None,
+            Some(profile),
+        ))
+    }
+
+    /// Connects to a browser someone else runs, by its DevTools WebSocket URL or HTTP
+    /// endpoint. Its lifetime is not ours: shutting the pool down leaves it running.
+    pub(crate) async fn connect(
+        cfg: &PoolConfig,
+        url: &str,
+    ) -> Result<Arc<LiveBrowser>, PoolError> {
+        let config = HandlerConfig {
+            viewport: Some(viewport(cfg)),
+            request_timeout: cfg.cdp_timeout,
+            ..HandlerConfig::default()
+        };
+        let (browser, handler) = tokio::time::timeout(
+            Duration::from_secs(20),
+            Browser::connect_with_config(url, config),
+        )
+        .await
+        .map_err(|_| PoolError::Launch {
+            path: url.to_string(),
+            message: "no answer from the remote browser after 20 s".into(),
+        })?
+        .map_err(|e| PoolError::Launch {
+            path: url.to_string(),
+            message: format!("cannot connect to the remote browser: {e}"),
+        })?;
+        tracing::info!(url, "connected to a remote browser");
+        Ok(LiveBrowser::watch(
+            browser,
+            handler,
+            None,
+            Some(url.to_string()),
+            None,
+        ))
+    }
+
+    fn watch(
+        browser: Browser,
+        mut handler: Handler,
+        pid: Option<u32>,
+        remote: Option<String>,
+        profile: Option<tempfile::TempDir>,
+    ) -> Arc<LiveBrowser> {
         let alive = Arc::new(AtomicBool::new(true));
         let flag = alive.clone();
         let handler_task = tokio::spawn(async move {
@@ -126,16 +176,22 @@ impl LiveBrowser {
             }
             flag.store(false, Ordering::SeqCst);
         });
-        tracing::debug!(pid, "browser launched");
-        Ok(Arc::new(LiveBrowser {
+        Arc::new(LiveBrowser {
             browser: RwLock::new(browser),
             alive,
             pid,
             active: AtomicUsize::new(0),
             served: AtomicU64::new(0),
+            memory_checked: AtomicU64::new(0),
             handler: handler_task,
+            remote,
             _profile: profile,
-        }))
+        })
+    }
+
+    /// The address of a remote browser; `None` for one this pool launched.
+    pub(crate) fn remote(&self) -> Option<&str> {
+        self.remote.as_deref()
     }
 
     /// Whether the process runs and its connection is up.
@@ -162,6 +218,11 @@ impl LiveBrowser {
     /// directory can be removed.
     pub(crate) async fn shutdown(&self) {
         self.mark_dead();
+        if self.remote.is_some() {
+            // Not ours to close: dropping the connection is all.
+            self.handler.abort();
+            return;
+        }
         let mut browser = self.browser.write().await;
         let polite = async {
             let _ = browser.close().await;
@@ -175,6 +236,17 @@ impl LiveBrowser {
             let _ = tokio::time::timeout(Duration::from_secs(5), browser.wait()).await;
         }
         self.handler.abort();
+    }
+}
+
+fn viewport(cfg: &PoolConfig) -> Viewport {
+    Viewport {
+        width: cfg.viewport_width,
+        height: cfg.viewport_height,
+        device_scale_factor: Some(cfg.device_scale_factor),
+        emulating_mobile: false,
+        is_landscape: true,
+        has_touch: false,
     }
 }
 

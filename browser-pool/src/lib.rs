@@ -1,10 +1,15 @@
 //! Drives Chromium over the Chrome DevTools Protocol for web-agent episodes.
 //!
-//! [`BrowserPool`] keeps warm Chromium processes and leases [`Session`]s: each an isolated
-//! browser context (own cookies, storage, cache) with one 1280x720 page. A session
-//! [`observe`](Session::observe)s the page (JPEG screenshot, URL, title, numbered
-//! interactive [`Element`]s) and [`act`](Session::act)s: every [`Action`] of the one text
-//! grammar in [`action`], parsed by [`parse_action`].
+//! [`BrowserPool`] keeps warm Chromium processes (local, or remote by CDP address) and
+//! leases [`Session`]s: each an isolated browser context (own cookies, storage, cache) with
+//! one 1280x720 page to start with; pages may open more tabs. A session
+//! [`observe`](Session::observe)s the active tab (screenshot, optional set-of-marks and
+//! accessibility tree, URL, title, numbered interactive [`Element`]s, open tabs, and the
+//! [`PageEvent`]s since the last step) and [`act`](Session::act)s: every [`Action`] of the
+//! one text grammar in [`action`], parsed by [`parse_action`].
+//!
+//! Hostile pages are contained: dialogs are answered, downloads refused, non-web schemes
+//! and [`UrlPolicy`] violations blocked, runaway scripts terminated, crashed tabs reported.
 //!
 //! Failures come in two kinds: a failed *action* is a message in the next observation
 //! (the agent's problem), a [`PoolError`] is infrastructure (the runner's problem: retry
@@ -14,21 +19,28 @@
 #![deny(missing_docs)]
 
 pub mod action;
+mod ax_tree;
 mod config;
 mod error;
+mod events;
 mod js;
 mod keys;
 mod launch;
+pub mod marks;
 mod memory;
 mod observation;
 mod pool;
 mod session;
+mod tab;
+mod url_policy;
 
 pub use action::{Action, ParseError, Scroll, Target, parse as parse_action};
-pub use config::PoolConfig;
+pub use config::{DialogPolicy, ImageFormat, PoolConfig};
 pub use error::PoolError;
+pub use events::PageEvent;
 pub use keys::{KeyCombo, Modifiers};
 pub use memory::TreeMemory;
-pub use observation::{Element, Observation, Rect, Screenshot, ScrollState};
+pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
 pub use session::{ActReport, ElementState, Session};
+pub use url_policy::UrlPolicy;

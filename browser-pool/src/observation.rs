@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::events::PageEvent;
+
 /// A rectangle in viewport CSS pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rect {
@@ -65,16 +67,44 @@ pub struct Element {
 pub struct Screenshot {
     /// Encoded image bytes.
     pub bytes: Vec<u8>,
-    /// MIME type (`image/jpeg`).
+    /// MIME type (`image/jpeg` or `image/png`).
     pub mime: &'static str,
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
+    /// Image pixels per CSS pixel (device scale factor times screenshot scale). Element
+    /// boxes and action coordinates are in CSS pixels; multiply by this to find them here.
+    pub scale: f64,
+}
+
+impl Default for Screenshot {
+    fn default() -> Self {
+        Screenshot {
+            bytes: Vec::new(),
+            mime: "image/jpeg",
+            width: 0,
+            height: 0,
+            scale: 1.0,
+        }
+    }
+}
+
+/// One open tab of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TabInfo {
+    /// The number `switch_tab(n)` and `close_tab(n)` take, from 1.
+    pub number: u32,
+    /// Current URL.
+    pub url: String,
+    /// Document title.
+    pub title: String,
+    /// Whether this is the tab being observed and acted on.
+    pub active: bool,
 }
 
 /// Scroll state of the page.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScrollState {
     /// Horizontal scroll offset.
     pub x: f64,
@@ -87,7 +117,7 @@ pub struct ScrollState {
 }
 
 /// A snapshot of the page after a step.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Observation {
     /// Current URL.
     pub url: String,
@@ -101,6 +131,16 @@ pub struct Observation {
     pub scroll: ScrollState,
     /// The error of the previous action, if it failed.
     pub last_action_error: Option<String>,
+    /// The screenshot with numbered element boxes drawn on it (set-of-marks), when the
+    /// pool is configured to draw them; `screenshot` stays clean for replays.
+    pub marked: Option<Screenshot>,
+    /// The accessibility tree as indented text, when the pool is configured to read it.
+    pub ax_tree: Option<String>,
+    /// Open tabs, in opening order; exactly one is active.
+    pub tabs: Vec<TabInfo>,
+    /// What the page did on its own since the last observation: dialogs, popups,
+    /// downloads, blocked navigations, stopped scripts.
+    pub events: Vec<PageEvent>,
 }
 
 impl Observation {

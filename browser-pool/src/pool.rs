@@ -6,6 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams,
 };
+use std::sync::Mutex as StdMutex;
+
+use chromiumoxide::cdp::browser_protocol::browser::{
+    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
 use tokio::sync::{Mutex, Semaphore};
 
 use crate::config::PoolConfig;
@@ -26,12 +31,40 @@ pub struct BrowserPool {
 
 struct Inner {
     cfg: Arc<PoolConfig>,
-    slots: Vec<Mutex<Option<Arc<LiveBrowser>>>>,
+    slots: Vec<Slot>,
     permits: Arc<Semaphore>,
     closed: AtomicBool,
     relaunches: AtomicU64,
+    recycled: AtomicU64,
     leases: AtomicU64,
+    /// Browsers replaced by recycling, finishing their last sessions before they close.
+    retiring: Arc<StdMutex<Vec<Arc<LiveBrowser>>>>,
 }
+
+/// Where a slot's browser comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    Local,
+    Remote(String),
+}
+
+struct Slot {
+    source: Source,
+    browser: Mutex<Option<Arc<LiveBrowser>>>,
+}
+
+impl Slot {
+    async fn start(&self, cfg: &PoolConfig) -> Result<Arc<LiveBrowser>, PoolError> {
+        match &self.source {
+            Source::Local => LiveBrowser::launch(cfg).await,
+            Source::Remote(url) => LiveBrowser::connect(cfg, url).await,
+        }
+    }
+}
+
+/// Memory is read every this many sessions served by a browser (reading /proc is cheap,
+/// but not free).
+const MEMORY_CHECK_EVERY: u64 = 8;
 
 /// A snapshot of the pool's state, for progress displays and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,23 +79,55 @@ pub struct PoolStats {
     pub relaunches: u64,
     /// Sessions leased since start.
     pub leases: u64,
+    /// Browsers replaced after serving `recycle_after` sessions or growing past the
+    /// memory threshold.
+    pub recycled: u64,
 }
 
 impl BrowserPool {
-    /// Launches every browser up front, so that no episode waits for a launch.
+    /// Launches every local browser and connects to every remote one up front, so that no
+    /// episode waits for a launch.
     pub async fn launch(cfg: PoolConfig) -> Result<BrowserPool, PoolError> {
+        cfg.validate().map_err(|message| PoolError::Launch {
+            path: cfg.chromium.display().to_string(),
+            message: format!("invalid pool configuration: {message}"),
+        })?;
         let cfg = Arc::new(cfg);
-        let launches = (0..cfg.browsers.max(1)).map(|_| LiveBrowser::launch(&cfg));
-        let browsers = futures::future::try_join_all(launches).await?;
-        let slots = browsers.into_iter().map(|b| Mutex::new(Some(b))).collect();
+        let locals = if cfg.browsers == 0 && !cfg.remote.is_empty() {
+            0
+        } else {
+            cfg.browsers.max(1)
+        };
+        let sources: Vec<Source> = std::iter::repeat_n(Source::Local, locals)
+            .chain(cfg.remote.iter().cloned().map(Source::Remote))
+            .collect();
+        let starts = sources.iter().map(|s| async {
+            match s {
+                Source::Local => LiveBrowser::launch(&cfg).await,
+                Source::Remote(url) => LiveBrowser::connect(&cfg, url).await,
+            }
+        });
+        let browsers = futures::future::try_join_all(starts).await?;
+        let slots = sources
+            .into_iter()
+            .zip(browsers)
+            .map(|(source, b)| Slot {
+                source,
+                browser: Mutex::new(Some(b)),
+            })
+            .collect::<Vec<_>>();
         Ok(BrowserPool {
             inner: Arc::new(Inner {
-                permits: Arc::new(Semaphore::new(cfg.capacity())),
+                permits: Arc::new(Semaphore::new(
+                    slots.len() * cfg.contexts_per_browser.max(1),
+                )),
                 cfg,
                 slots,
                 closed: AtomicBool::new(false),
                 relaunches: AtomicU64::new(0),
+                recycled: AtomicU64::new(0),
                 leases: AtomicU64::new(0),
+                retiring: Arc::new(StdMutex::new(Vec::new())),
             }),
         })
     }
@@ -74,13 +139,14 @@ impl BrowserPool {
 
     /// Current occupancy.
     pub fn stats(&self) -> PoolStats {
-        let capacity = self.inner.cfg.capacity();
+        let capacity = self.inner.slots.len() * self.inner.cfg.contexts_per_browser.max(1);
         PoolStats {
             browsers: self.inner.slots.len(),
             capacity,
-            leased: capacity - self.inner.permits.available_permits(),
+            leased: capacity.saturating_sub(self.inner.permits.available_permits()),
             relaunches: self.inner.relaunches.load(Ordering::Relaxed),
             leases: self.inner.leases.load(Ordering::Relaxed),
+            recycled: self.inner.recycled.load(Ordering::Relaxed),
         }
     }
 
@@ -108,13 +174,7 @@ impl BrowserPool {
                 Ok((page, context)) => {
                     inner.leases.fetch_add(1, Ordering::Relaxed);
                     browser.served.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Session::new(
-                        page,
-                        context,
-                        browser,
-                        inner.cfg.clone(),
-                        permit,
-                    ));
+                    return Session::new(page, context, browser, inner.cfg.clone(), permit).await;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "opening a browser context failed");
@@ -128,19 +188,31 @@ impl BrowserPool {
         Err(last_err.expect("the loop ran at least once"))
     }
 
-    /// The live browser with the fewest active sessions, relaunching dead ones on the way.
+    /// The live browser with the fewest active sessions, relaunching dead ones and
+    /// recycling worn ones on the way.
     async fn pick_browser(&self) -> Result<Arc<LiveBrowser>, PoolError> {
         let mut best: Option<Arc<LiveBrowser>> = None;
         for slot in &self.inner.slots {
-            let mut guard = slot.lock().await;
+            let mut guard = slot.browser.lock().await;
             let alive = guard.as_ref().is_some_and(|b| b.is_alive());
             if !alive {
                 if let Some(dead) = guard.take() {
-                    tracing::warn!(pid = dead.pid(), "browser died; relaunching");
+                    tracing::warn!(
+                        pid = dead.pid(),
+                        remote = dead.remote(),
+                        "browser died; replacing it"
+                    );
                     tokio::spawn(async move { dead.shutdown().await });
                     self.inner.relaunches.fetch_add(1, Ordering::Relaxed);
                 }
-                *guard = Some(LiveBrowser::launch(&self.inner.cfg).await?);
+                *guard = Some(slot.start(&self.inner.cfg).await?);
+            } else if let Some(why) = guard.as_ref().and_then(|b| self.worn_out(b)) {
+                let fresh = slot.start(&self.inner.cfg).await?;
+                if let Some(old) = guard.replace(fresh) {
+                    tracing::info!(pid = old.pid(), why, "recycling a browser");
+                    self.inner.recycled.fetch_add(1, Ordering::Relaxed);
+                    self.retire(old);
+                }
             }
             let candidate = guard.as_ref().expect("slot was just filled").clone();
             let load = candidate.active.load(Ordering::SeqCst);
@@ -154,14 +226,54 @@ impl BrowserPool {
         best.ok_or(PoolError::Closed)
     }
 
-    /// Process ids of the live browsers (for diagnostics and crash tests).
+    /// Why a live local browser should be replaced now, if it should.
+    fn worn_out(&self, b: &LiveBrowser) -> Option<&'static str> {
+        let cfg = &self.inner.cfg;
+        let pid = b.pid()?; // remote browsers are not ours to restart
+        let served = b.served.load(Ordering::Relaxed);
+        if cfg.recycle_after.is_some_and(|n| served >= n) {
+            return Some("served its quota of sessions");
+        }
+        let limit = cfg.recycle_above_bytes?;
+        let due = served / MEMORY_CHECK_EVERY;
+        if due > b.memory_checked.swap(due, Ordering::Relaxed) {
+            let used = crate::memory::process_tree(pid).map_or(0, |m| m.pss);
+            if used > limit {
+                return Some("grew past the memory threshold");
+            }
+        }
+        None
+    }
+
+    /// Lets a replaced browser finish its sessions, then closes it.
+    fn retire(&self, old: Arc<LiveBrowser>) {
+        let retiring = self.inner.retiring.clone();
+        retiring.lock().expect("retiring lock").push(old.clone());
+        tokio::spawn(async move {
+            // Sessions have their own time limits; this bound only guards against leaks.
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+            while old.active.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            old.shutdown().await;
+            retiring
+                .lock()
+                .expect("retiring lock")
+                .retain(|b| !Arc::ptr_eq(b, &old));
+        });
+    }
+
+    /// Process ids of the local browsers, retiring ones included (for diagnostics, memory
+    /// accounting and crash tests).
     pub async fn browser_pids(&self) -> Vec<u32> {
         let mut out = Vec::new();
         for slot in &self.inner.slots {
-            if let Some(pid) = slot.lock().await.as_ref().and_then(|b| b.pid()) {
+            if let Some(pid) = slot.browser.lock().await.as_ref().and_then(|b| b.pid()) {
                 out.push(pid);
             }
         }
+        let retiring = self.inner.retiring.lock().expect("retiring lock");
+        out.extend(retiring.iter().filter_map(|b| b.pid()));
         out
     }
 
@@ -181,9 +293,19 @@ impl BrowserPool {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.permits.close();
         for slot in &self.inner.slots {
-            if let Some(browser) = slot.lock().await.take() {
+            if let Some(browser) = slot.browser.lock().await.take() {
                 browser.shutdown().await;
             }
+        }
+        let retiring: Vec<_> = self
+            .inner
+            .retiring
+            .lock()
+            .expect("retiring lock")
+            .drain(..)
+            .collect();
+        for browser in retiring {
+            browser.shutdown().await;
         }
     }
 }
@@ -209,6 +331,23 @@ async fn open_context(
         after: cfg.cdp_timeout,
     })?
     .map_err(|e| PoolError::from_cdp("Target.createBrowserContext", e))?;
+    // Downloads are refused, but reported (the session turns the events into observations).
+    let deny = SetDownloadBehaviorParams {
+        behavior: SetDownloadBehaviorBehavior::Deny,
+        browser_context_id: Some(context.clone()),
+        download_path: None,
+        events_enabled: Some(true),
+    };
+    match tokio::time::timeout(cfg.cdp_timeout, guard.execute(deny)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "could not deny downloads in a context"),
+        Err(_) => {
+            return Err(PoolError::Timeout {
+                op: "Browser.setDownloadBehavior",
+                after: cfg.cdp_timeout,
+            });
+        }
+    }
     let params = CreateTargetParams {
         browser_context_id: Some(context.clone()),
         ..CreateTargetParams::new("about:blank")

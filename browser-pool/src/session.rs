@@ -5,36 +5,44 @@
 //! action the session waits for the page to settle: the next document loaded, and its DOM
 //! quiet for a moment, bounded by `settle_max`.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::accessibility::GetFullAxTreeParams;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
+use chromiumoxide::cdp::browser_protocol::browser::EventDownloadWillBegin;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventParams, DispatchKeyEventType,
     DispatchMouseEventParams, DispatchMouseEventType, DragData, EventDragIntercepted,
     InsertTextParams, MouseButton, SetInterceptDragsParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, EventJavascriptDialogOpening,
-    GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
-    NavigateToHistoryEntryParams,
+    BringToFrontParams, CaptureScreenshotFormat, CaptureScreenshotParams,
+    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, Viewport,
 };
-use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateTargetParams, EventTargetCreated, EventTargetDestroyed, GetTargetsParams, TargetId,
+};
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams};
 use chromiumoxide::types::Command;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::task::JoinHandle;
 
 use crate::action::{Action, Direction, Scroll, Target};
-use crate::config::PoolConfig;
+use crate::config::{ImageFormat, PoolConfig};
 use crate::error::PoolError;
+use crate::events::{EventLog, PageEvent};
 use crate::js;
 use crate::keys::{KeyCombo, Modifiers};
 use crate::launch::LiveBrowser;
-use crate::observation::{Element, Observation, Screenshot, ScrollState};
+use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo};
+use crate::tab::{Life, Tab};
 
 /// What happened when an action ran.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,15 +80,49 @@ pub struct ElementState {
 /// Dropping a session releases it; [`Session::close`] does the same but waits for the
 /// context to be disposed.
 pub struct Session {
+    /// The active tab's page.
     page: Page,
+    /// Open tabs in opening order; never empty while the session lives.
+    tabs: Vec<Tab>,
+    active: usize,
     context: Option<BrowserContextId>,
     browser: Arc<LiveBrowser>,
     cfg: Arc<PoolConfig>,
     permit: Option<OwnedSemaphorePermit>,
     action_seq: u64,
     last_error: Option<String>,
-    dialogs: Arc<Mutex<Vec<String>>>,
-    dialog_task: Option<JoinHandle<()>>,
+    events: EventLog,
+    /// Targets the browser reports for this context: opened and destroyed tabs.
+    signals: Arc<Mutex<TabSignals>>,
+    /// Downloads refused in this session so far.
+    downloads: Arc<AtomicU64>,
+    watchers: Vec<JoinHandle<()>>,
+}
+
+/// What [`Session::stop_scripts`] found.
+enum Rescue {
+    /// The page answered at once: the call was slow, not the page stuck.
+    Responsive,
+    /// A runaway script was terminated.
+    Stopped,
+    /// The page did not answer even that.
+    Failed,
+}
+
+#[derive(Default)]
+struct TabSignals {
+    opened: Vec<(TargetId, String)>,
+    destroyed: Vec<TargetId>,
+    /// This session's tabs by target id (a download names the frame that started it), with
+    /// the sender that marks a tab closed.
+    ours: HashMap<String, Arc<watch::Sender<Life>>>,
+}
+
+#[derive(Deserialize)]
+struct Probe {
+    state: String,
+    #[serde(default)]
+    quiet_ms: f64,
 }
 
 #[derive(Deserialize)]
@@ -129,26 +171,50 @@ const VALUE_INPUTS: &[&str] = &[
 ];
 
 impl Session {
-    pub(crate) fn new(
+    /// Wraps a fresh context and its first page. On failure the caller disposes the context.
+    pub(crate) async fn new(
         page: Page,
         context: BrowserContextId,
         browser: Arc<LiveBrowser>,
         cfg: Arc<PoolConfig>,
         permit: OwnedSemaphorePermit,
-    ) -> Session {
-        let dialogs = Arc::new(Mutex::new(Vec::new()));
-        let dialog_task = spawn_dialog_handler(page.clone(), dialogs.clone());
-        Session {
+    ) -> Result<Session, PoolError> {
+        let events = EventLog::default();
+        let first = Tab::attach(page.clone(), &cfg, &events).await?;
+        let signals = Arc::new(Mutex::new(TabSignals::default()));
+        signals
+            .lock()
+            .expect("signal lock")
+            .ours
+            .insert(first.target.inner().clone(), first.closer.clone());
+        let downloads = Arc::new(AtomicU64::new(0));
+        let watchers = watch_context(
+            &browser,
+            &context,
+            signals.clone(),
+            events.clone(),
+            downloads.clone(),
+        )
+        .await?;
+        Ok(Session {
             page,
+            tabs: vec![first],
+            active: 0,
             context: Some(context),
             browser,
             cfg,
             permit: Some(permit),
             action_seq: 0,
             last_error: None,
-            dialogs,
-            dialog_task: Some(dialog_task),
-        }
+            events,
+            signals,
+            downloads,
+            watchers,
+        })
+    }
+
+    fn tab(&self) -> &Tab {
+        &self.tabs[self.active]
     }
 
     /// The process id of the browser this session runs in.
@@ -156,17 +222,88 @@ impl Session {
         self.browser.pid()
     }
 
-    async fn call<C: Command>(&self, op: &'static str, cmd: C) -> Result<C::Response, PoolError> {
-        self.call_within(op, cmd, self.cfg.cdp_timeout).await
+    /// The limit for one page-level call: past it the page's scripts are stopped.
+    fn page_limit(&self) -> Duration {
+        self.cfg.script_timeout.min(self.cfg.cdp_timeout)
     }
 
-    async fn call_within<C: Command>(
+    async fn call<C: Command + Clone>(
+        &self,
+        op: &'static str,
+        cmd: C,
+    ) -> Result<C::Response, PoolError> {
+        self.call_within(op, cmd, self.page_limit()).await
+    }
+
+    /// One page-level CDP call. When it hangs, the page's running script is terminated and
+    /// the call tried once more; a page that still does not answer is reported unresponsive.
+    /// For calls that must not run twice (input events) use [`Session::input`].
+    async fn call_within<C: Command + Clone>(
         &self,
         op: &'static str,
         cmd: C,
         limit: Duration,
     ) -> Result<C::Response, PoolError> {
-        match tokio::time::timeout(limit, self.page.execute(cmd)).await {
+        match self.call_once(op, cmd.clone(), limit).await {
+            Err(PoolError::Timeout { after, .. }) => match self.stop_scripts(op).await {
+                Rescue::Stopped | Rescue::Responsive => {
+                    match self.call_once(op, cmd, limit).await {
+                        Err(PoolError::Timeout { after, .. }) => {
+                            Err(PoolError::PageUnresponsive { op, after })
+                        }
+                        other => other,
+                    }
+                }
+                Rescue::Failed if self.browser.is_alive() => {
+                    Err(PoolError::PageUnresponsive { op, after })
+                }
+                Rescue::Failed => Err(PoolError::BrowserGone {
+                    op,
+                    message: "browser process exited".into(),
+                }),
+            },
+            other => other,
+        }
+    }
+
+    /// An input event: when the page's handler hangs on it, the script is stopped and the
+    /// event counts as delivered (sending it again would click twice).
+    async fn input<C: Command + Clone>(&self, op: &'static str, cmd: C) -> Result<(), PoolError> {
+        let limit = self.page_limit();
+        match self.call_once(op, cmd, limit).await {
+            Ok(_) => Ok(()),
+            Err(PoolError::Timeout { after, .. }) => match self.stop_scripts(op).await {
+                Rescue::Stopped | Rescue::Responsive => Ok(()),
+                Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn call_once<C: Command>(
+        &self,
+        op: &'static str,
+        cmd: C,
+        limit: Duration,
+    ) -> Result<C::Response, PoolError> {
+        let tab = self.tab();
+        let ended = |life| match life {
+            Life::Crashed => PoolError::TargetCrashed { op },
+            // Recoverable: settling and observing move on to another tab.
+            Life::Closed | Life::Live => PoolError::Cdp {
+                op,
+                message: "the tab was closed".into(),
+            },
+        };
+        if tab.life() != Life::Live {
+            return Err(ended(tab.life()));
+        }
+        let call = tokio::time::timeout(limit, self.page.execute(cmd));
+        let outcome = tokio::select! {
+            r = call => r,
+            life = tab.ended() => return Err(ended(life)),
+        };
+        match outcome {
             Err(_) => {
                 // A hung call usually means a hung renderer or a dead browser.
                 if !self.browser.is_alive() {
@@ -182,6 +319,30 @@ impl Session {
         }
     }
 
+    /// After a call timed out: when the page's main thread is busy (an infinite loop, an
+    /// alert storm), terminates the running script; `Runtime.terminateExecution`
+    /// interrupts even a busy main thread.
+    async fn stop_scripts(&self, during: &'static str) -> Rescue {
+        if !self.browser.is_alive() || self.tab().life() != Life::Live {
+            return Rescue::Failed;
+        }
+        let ping = self.page.execute(EvaluateParams::new("1"));
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(300), ping).await {
+            return Rescue::Responsive;
+        }
+        let stop = self.page.execute(TerminateExecutionParams::default());
+        match tokio::time::timeout(Duration::from_secs(2), stop).await {
+            Ok(Ok(_)) => {
+                tracing::info!(during, "terminated a runaway page script");
+                self.events.push(PageEvent::ScriptStopped {
+                    during: during.to_string(),
+                });
+                Rescue::Stopped
+            }
+            _ => Rescue::Failed,
+        }
+    }
+
     /// Shows an error in the next observation, as if an action had failed (used when a
     /// policy's output is not a valid action).
     pub fn report_error(&mut self, message: impl Into<String>) {
@@ -192,7 +353,7 @@ impl Session {
     ///
     /// The outer error is an infrastructure failure; the inner one a JavaScript exception.
     pub async fn evaluate(&self, expression: &str) -> Result<Result<Value, String>, PoolError> {
-        self.eval_within(expression, self.cfg.cdp_timeout).await
+        self.eval_within(expression, self.page_limit()).await
     }
 
     /// Evaluates an expression whose script must finish within `limit` (a busy loop is
@@ -289,24 +450,47 @@ impl Session {
         Ok(v.as_str().unwrap_or_default().to_string())
     }
 
-    /// Waits until the document that action `seq` leads to has loaded and gone quiet.
-    async fn settle(&self, seq: u64) -> Result<(), PoolError> {
+    /// Waits until the document that action `seq` leads to has loaded, its DOM has been
+    /// quiet for `settle_quiet` and no recent request is in flight; at most `settle_max`
+    /// (and at most [`RESTLESS_MAX`] after load, for pages that never go quiet).
+    async fn settle(&mut self, seq: u64, downloads_before: u64) -> Result<(), PoolError> {
         let start = Instant::now();
+        let probe = js::settle(seq);
+        let mut loaded_at: Option<Instant> = None;
         loop {
-            let left = self.cfg.settle_max.saturating_sub(start.elapsed());
-            if left.is_zero() {
+            if start.elapsed() >= self.cfg.settle_max {
                 tracing::debug!(seq, "page did not settle in time; observing anyway");
                 return Ok(());
             }
-            let script = js::settle(seq, self.cfg.settle_quiet.as_millis(), left.as_millis());
-            match self.eval_within(&script, left + self.cfg.cdp_timeout).await {
-                Ok(Ok(Value::String(s))) if s == "leaving" => {}
-                Ok(Ok(_)) => return Ok(()),
-                // The old document went away under the script: wait for the next one.
+            if self.tab().life() == Life::Closed {
+                // The page closed its own tab: settle the one that is active now.
+                self.absorb_tabs().await?;
+                loaded_at = None;
+            }
+            match self.eval_within(&probe, self.page_limit()).await {
+                Ok(Ok(v)) => match serde_json::from_value::<Probe>(v) {
+                    Ok(p) if p.state == "leaving" => {
+                        // A link that turned into a (refused) download never leaves.
+                        if self.downloads.load(Ordering::SeqCst) != downloads_before {
+                            let _ = self.evaluate("window.__sgLeaving = null").await?;
+                        }
+                    }
+                    Ok(p) if p.state == "complete" => {
+                        let loaded = *loaded_at.get_or_insert_with(Instant::now);
+                        let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
+                            && !self.tab().network_busy();
+                        if quiet || loaded.elapsed() >= RESTLESS_MAX {
+                            return Ok(());
+                        }
+                    }
+                    // Still loading.
+                    Ok(_) | Err(_) => {}
+                },
+                // The old document went away under the probe: wait for the next one.
                 Ok(Err(_)) | Err(PoolError::Cdp { .. }) => {}
                 Err(e) => return Err(e),
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            tokio::time::sleep(SETTLE_POLL).await;
         }
     }
 
@@ -332,37 +516,87 @@ impl Session {
         })
     }
 
-    /// Takes an observation of the current page.
+    /// Takes an observation of the active tab, after taking in tabs the page opened or
+    /// closed and closing any tab whose URL the policy forbids.
     pub async fn observe(&mut self) -> Result<Observation, PoolError> {
-        let page = self.scan().await?;
-        let screenshot = self.screenshot().await?;
-        let mut last_action_error = self.last_error.take();
-        let dialogs: Vec<String> = std::mem::take(&mut *self.dialogs.lock().expect("dialog lock"));
-        if !dialogs.is_empty() {
-            let note = format!(
-                "the page showed a dialog (accepted): {}",
-                dialogs.join(" | ")
-            );
-            last_action_error = Some(match last_action_error {
-                Some(e) => format!("{e}; {note}"),
-                None => note,
-            });
+        self.absorb_tabs().await?;
+        let mut page = match self.scan().await {
+            // The tab closed itself just now; observe the one that takes its place.
+            Err(_) if self.tab().life() == Life::Closed => {
+                self.absorb_tabs().await?;
+                self.scan().await?
+            }
+            other => other?,
+        };
+        if self.enforce_url_policy(&page.url).await? {
+            page = self.scan().await?;
         }
+        let screenshot = self.screenshot().await?;
+        let marked = if self.cfg.set_of_marks {
+            Some(
+                crate::marks::overlay(&screenshot, &page.elements, self.cfg.jpeg_quality).map_err(
+                    |message| PoolError::Cdp {
+                        op: "set-of-marks",
+                        message,
+                    },
+                )?,
+            )
+        } else {
+            None
+        };
+        let ax_tree = if self.cfg.accessibility_tree {
+            Some(self.accessibility_tree().await?)
+        } else {
+            None
+        };
+        let tabs = self.tab_list(&page.url, &page.title).await?;
         Ok(Observation {
             url: page.url,
             title: page.title,
             screenshot,
             elements: page.elements,
             scroll: page.scroll,
-            last_action_error,
+            last_action_error: self.last_error.take(),
+            marked,
+            ax_tree,
+            tabs,
+            events: self.events.take(),
         })
     }
 
-    /// Captures the viewport as JPEG.
+    /// The accessibility tree of the active tab as indented text.
+    pub async fn accessibility_tree(&self) -> Result<String, PoolError> {
+        let ret = self
+            .call(
+                "Accessibility.getFullAXTree",
+                GetFullAxTreeParams::default(),
+            )
+            .await?;
+        Ok(crate::ax_tree::render(&ret.nodes))
+    }
+
+    /// Captures the viewport in the configured format, size and scale.
     pub async fn screenshot(&self) -> Result<Screenshot, PoolError> {
+        let cfg = &self.cfg;
+        let (format, quality) = match cfg.screenshot_format {
+            ImageFormat::Jpeg => (
+                CaptureScreenshotFormat::Jpeg,
+                Some(i64::from(cfg.jpeg_quality)),
+            ),
+            ImageFormat::Png => (CaptureScreenshotFormat::Png, None),
+        };
+        let scaled = (cfg.screenshot_scale - 1.0).abs() > f64::EPSILON;
+        let clip = scaled.then(|| Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: f64::from(cfg.viewport_width),
+            height: f64::from(cfg.viewport_height),
+            scale: cfg.screenshot_scale,
+        });
         let params = CaptureScreenshotParams {
-            format: Some(CaptureScreenshotFormat::Jpeg),
-            quality: Some(i64::from(self.cfg.jpeg_quality)),
+            format: Some(format),
+            quality,
+            clip,
             ..Default::default()
         };
         let ret = self.call("Page.captureScreenshot", params).await?;
@@ -374,11 +608,13 @@ impl Session {
                 op: "Page.captureScreenshot",
                 message: format!("bad base64: {e}"),
             })?;
+        let scale = cfg.device_scale_factor * cfg.screenshot_scale;
         Ok(Screenshot {
             bytes,
-            mime: "image/jpeg",
-            width: self.cfg.viewport_width,
-            height: self.cfg.viewport_height,
+            mime: cfg.screenshot_format.mime(),
+            width: (f64::from(cfg.viewport_width) * scale).round() as u32,
+            height: (f64::from(cfg.viewport_height) * scale).round() as u32,
+            scale,
         })
     }
 
@@ -394,6 +630,8 @@ impl Session {
         }
         // Best effort: a page that is mid-navigation has no document to mark.
         let _ = self.evaluate(&js::prepare(seq)).await?;
+        let downloads_before = self.downloads.load(Ordering::SeqCst);
+        let tab_before = self.tab().target.clone();
         let report = match action {
             Action::Click(target) => self.click(target).await?,
             Action::DoubleClick(target) => self.double_click(target).await?,
@@ -419,11 +657,248 @@ impl Session {
                 tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
                 ActReport::default()
             }
+            Action::SwitchTab(n) => self.switch_tab(*n).await?,
+            Action::CloseTab(n) => self.close_tab(*n).await?,
             Action::Answer(_) | Action::Stop => unreachable!("terminal actions return early"),
         };
-        self.settle(seq).await?;
+        self.settle(seq, downloads_before).await?;
+        // A popup the action opened becomes the active tab; it must settle too.
+        self.absorb_tabs().await?;
+        if self.tab().target != tab_before {
+            self.settle(seq, downloads_before).await?;
+        }
         self.last_error = report.error.clone();
         Ok(report)
+    }
+
+    /// Takes in the tabs the browser opened or closed for this context since last time.
+    /// A new tab becomes the active one, as it would in front of a person.
+    async fn absorb_tabs(&mut self) -> Result<(), PoolError> {
+        let (opened, destroyed) = {
+            let mut s = self.signals.lock().expect("signal lock");
+            (
+                std::mem::take(&mut s.opened),
+                std::mem::take(&mut s.destroyed),
+            )
+        };
+        for target in destroyed {
+            if let Some(i) = self.tabs.iter().position(|t| t.target == target) {
+                self.remove_tab(i);
+                self.events.push(PageEvent::TabClosed { tab: i as u32 + 1 });
+            }
+        }
+        for (target, url) in opened {
+            if self.tabs.iter().any(|t| t.target == target) {
+                continue;
+            }
+            let Some(page) = self.find_page(&target).await? else {
+                tracing::debug!(?target, "a new tab closed before it could be attached");
+                continue;
+            };
+            let tab = Tab::attach(page, &self.cfg, &self.events).await?;
+            self.adopt(tab);
+            self.active = self.tabs.len() - 1;
+            self.events.push(PageEvent::TabOpened {
+                tab: self.tabs.len() as u32,
+                url,
+            });
+        }
+        if self.tabs.is_empty() {
+            // Every tab closed itself: carry on in a blank one, as a browser window would.
+            let page = self.open_blank_tab().await?;
+            let tab = Tab::attach(page, &self.cfg, &self.events).await?;
+            self.adopt(tab);
+            self.active = 0;
+        }
+        self.page = self.tab().page.clone();
+        Ok(())
+    }
+
+    /// The page of a target the browser just created; the handler attaches to it
+    /// asynchronously, so it may take a moment to appear.
+    async fn find_page(&self, target: &TargetId) -> Result<Option<Page>, PoolError> {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let found = {
+                let browser = self.browser.browser.read().await;
+                browser.get_page(target.clone()).await
+            };
+            match found {
+                Ok(page) => return Ok(Some(page)),
+                Err(chromiumoxide::error::CdpError::NotFound) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(chromiumoxide::error::CdpError::NotFound) => return Ok(None),
+                Err(e) => return Err(PoolError::from_cdp("Target.attachToTarget", e)),
+            }
+        }
+    }
+
+    async fn open_blank_tab(&self) -> Result<Page, PoolError> {
+        let params = CreateTargetParams {
+            browser_context_id: self.context.clone(),
+            ..CreateTargetParams::new("about:blank")
+        };
+        let browser = self.browser.browser.read().await;
+        match tokio::time::timeout(self.cfg.cdp_timeout, browser.new_page(params)).await {
+            Ok(Ok(page)) => Ok(page),
+            Ok(Err(e)) => Err(PoolError::from_cdp("Target.createTarget", e)),
+            Err(_) => Err(PoolError::Timeout {
+                op: "Target.createTarget",
+                after: self.cfg.cdp_timeout,
+            }),
+        }
+    }
+
+    fn adopt(&mut self, tab: Tab) {
+        self.signals
+            .lock()
+            .expect("signal lock")
+            .ours
+            .insert(tab.target.inner().clone(), tab.closer.clone());
+        self.tabs.push(tab);
+    }
+
+    fn remove_tab(&mut self, i: usize) {
+        let tab = self.tabs.remove(i);
+        self.signals
+            .lock()
+            .expect("signal lock")
+            .ours
+            .remove(tab.target.inner());
+        if self.active > i || self.active >= self.tabs.len() {
+            self.active = self.active.saturating_sub(1);
+        }
+    }
+
+    /// Closes the active tab (or, for the only tab, leaves its page) when its URL breaks
+    /// the URL policy: a popup's first navigation starts before the tab can be watched.
+    /// True when something was done and the page must be scanned again.
+    async fn enforce_url_policy(&mut self, url: &str) -> Result<bool, PoolError> {
+        // Chromium's own error page is where refused navigations end up; it is harmless.
+        if url.starts_with("chrome-error:") {
+            return Ok(false);
+        }
+        let Err(reason) = self.cfg.urls.check(url) else {
+            return Ok(false);
+        };
+        self.events.push(PageEvent::Blocked {
+            url: url.to_string(),
+            reason: reason.clone(),
+        });
+        if self.tabs.len() > 1 {
+            let i = self.active;
+            let page = self.tabs[i].page.clone();
+            self.remove_tab(i);
+            self.events.push(PageEvent::TabClosed { tab: i as u32 + 1 });
+            let _ = tokio::time::timeout(self.cfg.cdp_timeout, page.close()).await;
+            self.page = self.tab().page.clone();
+        } else {
+            let _ = self
+                .call_within(
+                    "Page.navigate",
+                    NavigateParams::new("about:blank"),
+                    self.cfg.navigation_timeout,
+                )
+                .await?;
+            self.settle(self.action_seq, self.downloads.load(Ordering::SeqCst))
+                .await?;
+        }
+        Ok(true)
+    }
+
+    /// The tab list; the inactive tabs' URLs and titles come from the browser, which
+    /// answers even when their pages are busy.
+    async fn tab_list(&self, url: &str, title: &str) -> Result<Vec<TabInfo>, PoolError> {
+        let mut infos: HashMap<String, (String, String)> = HashMap::new();
+        if self.tabs.len() > 1 {
+            let browser = self.browser.browser.read().await;
+            let targets = tokio::time::timeout(
+                self.cfg.cdp_timeout,
+                browser.execute(GetTargetsParams::default()),
+            )
+            .await
+            .map_err(|_| PoolError::Timeout {
+                op: "Target.getTargets",
+                after: self.cfg.cdp_timeout,
+            })?
+            .map_err(|e| PoolError::from_cdp("Target.getTargets", e))?;
+            for t in &targets.result.target_infos {
+                infos.insert(
+                    t.target_id.inner().clone(),
+                    (t.url.clone(), t.title.clone()),
+                );
+            }
+        }
+        Ok(self
+            .tabs
+            .iter()
+            .enumerate()
+            .map(|(i, tab)| {
+                let active = i == self.active;
+                let (u, t) = if active {
+                    (url.to_string(), title.to_string())
+                } else {
+                    infos.remove(tab.target.inner()).unwrap_or_default()
+                };
+                TabInfo {
+                    number: i as u32 + 1,
+                    url: u,
+                    title: t,
+                    active,
+                }
+            })
+            .collect())
+    }
+
+    fn tab_index(&self, n: u32) -> Result<usize, String> {
+        let i = (n as usize).wrapping_sub(1);
+        if i < self.tabs.len() {
+            Ok(i)
+        } else {
+            Err(format!(
+                "there is no tab {n}; the open tabs are 1 to {}",
+                self.tabs.len()
+            ))
+        }
+    }
+
+    async fn switch_tab(&mut self, n: u32) -> Result<ActReport, PoolError> {
+        self.absorb_tabs().await?;
+        let i = match self.tab_index(n) {
+            Ok(i) => i,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        self.active = i;
+        self.page = self.tab().page.clone();
+        // Background tabs are throttled; the active one must render and run at full speed.
+        self.call("Page.bringToFront", BringToFrontParams::default())
+            .await?;
+        Ok(ActReport::default())
+    }
+
+    async fn close_tab(&mut self, n: u32) -> Result<ActReport, PoolError> {
+        self.absorb_tabs().await?;
+        let i = match self.tab_index(n) {
+            Ok(i) => i,
+            Err(e) => return Ok(ActReport::failed(e)),
+        };
+        if self.tabs.len() == 1 {
+            return Ok(ActReport::failed(
+                "cannot close the only tab; use stop() to end the episode",
+            ));
+        }
+        let page = self.tabs[i].page.clone();
+        self.remove_tab(i);
+        self.page = self.tab().page.clone();
+        match tokio::time::timeout(self.cfg.cdp_timeout, page.close()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "closing a tab failed"),
+            Err(_) => tracing::debug!("closing a tab timed out"),
+        }
+        self.call("Page.bringToFront", BringToFrontParams::default())
+            .await?;
+        Ok(ActReport::default())
     }
 
     async fn resolve(&self, target: &Target) -> Result<Result<Resolved, String>, PoolError> {
@@ -485,9 +960,7 @@ impl Session {
             click_count: Some(click_count),
             ..DispatchMouseEventParams::new(kind, x, y)
         };
-        self.call("Input.dispatchMouseEvent", params)
-            .await
-            .map(|_| ())
+        self.input("Input.dispatchMouseEvent", params).await
     }
 
     async fn click_at(&self, x: f64, y: f64) -> Result<(), PoolError> {
@@ -705,7 +1178,7 @@ impl Session {
                         DispatchDragEventType::DragEnter
                     };
                     entered = true;
-                    self.call(
+                    self.input(
                         "Input.dispatchDragEvent",
                         DispatchDragEventParams::new(kind, x, y, d.clone()),
                     )
@@ -722,7 +1195,7 @@ impl Session {
                 if kind == DispatchDragEventType::DragEnter && entered {
                     continue;
                 }
-                self.call(
+                self.input(
                     "Input.dispatchDragEvent",
                     DispatchDragEventParams::new(kind, end.0, end.1, d.clone()),
                 )
@@ -795,7 +1268,7 @@ impl Session {
             delta_y: Some(delta),
             ..DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, px, py)
         };
-        self.call("Input.dispatchMouseEvent", params).await?;
+        self.input("Input.dispatchMouseEvent", params).await?;
         let read = "(window.__sgScrollArea || {}).scrollTop";
         let before = area.top.map(Value::from);
         let mut moved = false;
@@ -840,7 +1313,7 @@ impl Session {
                     .await?;
             }
             if !text.is_empty() {
-                self.call("Input.insertText", InsertTextParams::new(text))
+                self.input("Input.insertText", InsertTextParams::new(text))
                     .await?;
             }
             return Ok(ActReport {
@@ -872,7 +1345,7 @@ impl Session {
             });
         }
         if mode.mode.as_deref() == Some("type") && !text.is_empty() {
-            self.call("Input.insertText", InsertTextParams::new(text))
+            self.input("Input.insertText", InsertTextParams::new(text))
                 .await?;
         }
         Ok(ActReport {
@@ -921,9 +1394,7 @@ impl Session {
             unmodified_text: text.map(str::to_string),
             ..DispatchKeyEventParams::new(kind)
         };
-        self.call("Input.dispatchKeyEvent", params)
-            .await
-            .map(|_| ())
+        self.input("Input.dispatchKeyEvent", params).await
     }
 
     async fn press(&self, keys: &KeyCombo) -> Result<ActReport, PoolError> {
@@ -1005,7 +1476,7 @@ impl Session {
             delta_y: Some(dy),
             ..DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, w / 2.0, h / 2.0)
         };
-        self.call("Input.dispatchMouseEvent", params).await?;
+        self.input("Input.dispatchMouseEvent", params).await?;
         // Wheel scrolling is applied asynchronously by the compositor.
         let mut after = before.clone();
         for _ in 0..10 {
@@ -1023,12 +1494,12 @@ impl Session {
     }
 
     async fn goto(&self, url: &str) -> Result<ActReport, PoolError> {
-        let scheme_ok =
-            url.starts_with("http://") || url.starts_with("https://") || url == "about:blank";
-        if !scheme_ok {
-            return Ok(ActReport::failed(format!(
-                "goto only opens http(s) URLs, not {url:?}"
-            )));
+        if let Err(reason) = self.cfg.urls.check(url) {
+            self.events.push(PageEvent::Blocked {
+                url: url.to_string(),
+                reason: reason.clone(),
+            });
+            return Ok(ActReport::failed(format!("goto refused {url:?}: {reason}")));
         }
         // A fragment-only change is a same-document navigation: no load event follows, so
         // waiting for one (as Page.navigate does) would hang until the timeout.
@@ -1044,21 +1515,33 @@ impl Session {
                 Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
             });
         }
-        let limit = self.cfg.navigation_timeout;
-        match tokio::time::timeout(limit, self.page.goto(NavigateParams::new(url))).await {
-            Err(_) => Ok(ActReport::failed(format!(
-                "{url} did not finish loading within {limit:?}"
+        // Page.navigate answers once the navigation commits or fails; loading the rest is
+        // what settling waits for. A page whose scripts hang keeps it from answering: then
+        // the scripts are stopped and the navigation left to settling, never sent twice.
+        let limit = self.page_limit();
+        match self
+            .call_once("Page.navigate", NavigateParams::new(url), limit)
+            .await
+        {
+            Ok(ret) => Ok(match ret.error_text {
+                Some(e) if !e.is_empty() => ActReport::failed(format!("could not open {url}: {e}")),
+                _ => ActReport::default(),
+            }),
+            Err(PoolError::Cdp { message, .. }) => Ok(ActReport::failed(format!(
+                "could not open {url}: {message}"
             ))),
-            Ok(Ok(_)) => Ok(ActReport::default()),
-            Ok(Err(e)) => {
-                let err = PoolError::from_cdp("Page.navigate", e);
-                match err {
-                    PoolError::Cdp { message, .. } => Ok(ActReport::failed(format!(
-                        "could not open {url}: {message}"
-                    ))),
-                    other => Err(other),
-                }
-            }
+            Err(PoolError::Timeout { .. }) => match self.stop_scripts("Page.navigate").await {
+                // Still navigating (a slow server), or unblocked: settling waits for it.
+                Rescue::Stopped | Rescue::Responsive => Ok(ActReport::default()),
+                Rescue::Failed if self.browser.is_alive() => Ok(ActReport::failed(format!(
+                    "{url} did not start loading within {limit:?}"
+                ))),
+                Rescue::Failed => Err(PoolError::BrowserGone {
+                    op: "Page.navigate",
+                    message: "browser process exited".into(),
+                }),
+            },
+            Err(e) => Err(e),
         }
     }
 
@@ -1111,9 +1594,10 @@ impl Session {
     }
 
     async fn release(&mut self) {
-        if let Some(task) = self.dialog_task.take() {
-            task.abort();
+        for w in self.watchers.drain(..) {
+            w.abort();
         }
+        self.tabs.clear();
         if let Some(context) = self.context.take() {
             dispose(&self.browser, context, self.cfg.cdp_timeout).await;
             self.browser
@@ -1141,9 +1625,10 @@ async fn dispose(browser: &LiveBrowser, context: BrowserContextId, limit: Durati
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Some(task) = self.dialog_task.take() {
-            task.abort();
+        for w in self.watchers.drain(..) {
+            w.abort();
         }
+        self.tabs.clear();
         let Some(context) = self.context.take() else {
             return;
         };
@@ -1167,22 +1652,84 @@ impl Drop for Session {
     }
 }
 
-/// Accepts JavaScript dialogs as they open (an open `alert` blocks every script in the
-/// page) and records their messages for the next observation.
-fn spawn_dialog_handler(page: Page, log: Arc<Mutex<Vec<String>>>) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let Ok(mut events) = page.event_listener::<EventJavascriptDialogOpening>().await else {
-            return;
-        };
-        while let Some(ev) = events.next().await {
-            log.lock()
-                .expect("dialog lock")
-                .push(format!("{:?}: {}", ev.r#type, ev.message));
-            let _ = tokio::time::timeout(
-                Duration::from_secs(5),
-                page.execute(HandleJavaScriptDialogParams::new(true)),
-            )
-            .await;
+/// Listens on the browser connection for what concerns this session's context: tabs the
+/// pages open (popups, `target=_blank`), tabs that close, and downloads (refused by the
+/// context's download behaviour, recorded here).
+async fn watch_context(
+    browser: &LiveBrowser,
+    context: &BrowserContextId,
+    signals: Arc<Mutex<TabSignals>>,
+    events: EventLog,
+    downloads: Arc<AtomicU64>,
+) -> Result<Vec<JoinHandle<()>>, PoolError> {
+    let guard = browser.browser.read().await;
+    let gone = |e| PoolError::from_cdp("event listener", e);
+    let mut created = guard
+        .event_listener::<EventTargetCreated>()
+        .await
+        .map_err(gone)?;
+    let mut destroyed = guard
+        .event_listener::<EventTargetDestroyed>()
+        .await
+        .map_err(gone)?;
+    let mut download = guard
+        .event_listener::<EventDownloadWillBegin>()
+        .await
+        .map_err(gone)?;
+    drop(guard);
+    let ctx = context.clone();
+    let tabs = signals.clone();
+    let on_created = tokio::spawn(async move {
+        while let Some(ev) = created.next().await {
+            let info = &ev.target_info;
+            if info.r#type == "page" && info.browser_context_id.as_ref() == Some(&ctx) {
+                let mut s = tabs.lock().expect("signal lock");
+                if !s.ours.contains_key(info.target_id.inner()) {
+                    s.opened.push((info.target_id.clone(), info.url.clone()));
+                }
+            }
         }
-    })
+    });
+    let tabs = signals.clone();
+    let on_destroyed = tokio::spawn(async move {
+        while let Some(ev) = destroyed.next().await {
+            let mut s = tabs.lock().expect("signal lock");
+            if let Some(closer) = s.ours.get(ev.target_id.inner()) {
+                // Calls waiting on the tab give up now instead of timing out.
+                closer.send_if_modified(|life| {
+                    let live = *life == Life::Live;
+                    if live {
+                        *life = Life::Closed;
+                    }
+                    live
+                });
+                s.destroyed.push(ev.target_id.clone());
+            }
+            // A popup that closed before it was taken in is forgotten.
+            s.opened.retain(|(t, _)| *t != ev.target_id);
+        }
+    });
+    let on_download = tokio::spawn(async move {
+        while let Some(ev) = download.next().await {
+            let ours = signals
+                .lock()
+                .expect("signal lock")
+                .ours
+                .contains_key(ev.frame_id.inner());
+            if ours {
+                downloads.fetch_add(1, Ordering::SeqCst);
+                events.push(PageEvent::Download {
+                    url: ev.url.clone(),
+                    filename: ev.suggested_filename.clone(),
+                });
+            }
+        }
+    });
+    Ok(vec![on_created, on_destroyed, on_download])
 }
+
+/// How often settling probes the page.
+const SETTLE_POLL: Duration = Duration::from_millis(15);
+
+/// Once loaded, a page that never goes quiet (animations, tickers) is not waited for longer.
+const RESTLESS_MAX: Duration = Duration::from_millis(1500);

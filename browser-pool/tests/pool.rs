@@ -318,9 +318,16 @@ async fn actions_observations_and_isolation() {
     assert_eq!(r.error, None);
     let obs = s.observe().await.unwrap();
     assert!(
-        obs.last_action_error
-            .unwrap_or_default()
-            .contains("hi there")
+        obs.events.iter().any(|e| matches!(
+            e,
+            browser_pool::PageEvent::Dialog { message, accepted: true, .. } if message == "hi there"
+        )),
+        "{:?}",
+        obs.events
+    );
+    assert_eq!(
+        obs.last_action_error, None,
+        "a dialog is not an action error"
     );
     assert_eq!(text(&s, "#h").await, "after alert");
 

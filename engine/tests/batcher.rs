@@ -55,6 +55,7 @@ fn input(seed: u64) -> StepInput {
                 mime: "image/jpeg",
                 width: 1,
                 height: 1,
+                scale: 1.0,
             },
             elements: Vec::new(),
             scroll: ScrollState {
@@ -64,6 +65,7 @@ fn input(seed: u64) -> StepInput {
                 viewport_height: 0.0,
             },
             last_action_error: None,
+            ..Default::default()
         }),
         history: Arc::from(Vec::new()),
         step: 0,

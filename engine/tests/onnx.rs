@@ -51,6 +51,7 @@ fn observation(shade: u8, labels: usize) -> Observation {
             mime: "image/jpeg",
             width: 1280,
             height: 720,
+            scale: 1.0,
         },
         elements: (1..=labels as u32)
             .map(|n| Element {
@@ -81,6 +82,7 @@ fn observation(shade: u8, labels: usize) -> Observation {
             viewport_height: 720.0,
         },
         last_action_error: None,
+        ..Default::default()
     }
 }
 

@@ -977,6 +977,7 @@ mod tests {
                     mime: "image/jpeg",
                     width: 1280,
                     height: 720,
+                    scale: 1.0,
                 },
                 elements: Vec::new(),
                 scroll: ScrollState {
@@ -986,6 +987,7 @@ mod tests {
                     viewport_height: 720.0,
                 },
                 last_action_error: None,
+                ..Default::default()
             }),
             history: std::sync::Arc::new([]),
             step: 0,

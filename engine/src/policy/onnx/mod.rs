@@ -10,7 +10,6 @@ pub mod config;
 pub mod image;
 pub mod model;
 pub mod prompt;
-mod som;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -201,14 +201,16 @@ fn memory_of(thought: &str) -> Option<&str> {
 }
 
 fn decode(obs: &browser_pool::Observation, grounding: Grounding) -> Option<DynamicImage> {
-    let img = image::load_from_memory(&obs.screenshot.bytes).ok()?;
-    Some(match grounding {
-        Grounding::Marks => {
+    Some(match (grounding, &obs.marked) {
+        // The pool drew the marks already.
+        (Grounding::Marks, Some(marked)) => image::load_from_memory(&marked.bytes).ok()?,
+        (Grounding::Marks, None) => {
+            let img = image::load_from_memory(&obs.screenshot.bytes).ok()?;
             let mut rgb = img.to_rgb8();
-            super::som::draw(&mut rgb, &obs.elements);
+            browser_pool::marks::draw(&mut rgb, &obs.elements, obs.screenshot.scale);
             DynamicImage::ImageRgb8(rgb)
         }
-        Grounding::Coordinates => img,
+        (Grounding::Coordinates, _) => image::load_from_memory(&obs.screenshot.bytes).ok()?,
     })
 }
 

@@ -1,8 +1,9 @@
 //! Set-of-marks: numbered boxes drawn over a screenshot so a vision model can name elements
 //! by number. The digits come from a tiny built-in bitmap font (no font files needed).
 
-use browser_pool::Element;
 use image::{Rgb, RgbImage};
+
+use crate::observation::{Element, Screenshot};
 
 /// 3x5 bitmaps of the digits 0-9, one row per byte (3 low bits).
 const DIGITS: [[u8; 5]; 10] = [
@@ -63,15 +64,14 @@ fn label(img: &mut RgbImage, x: i64, y: i64, n: u32, bg: Rgb<u8>) {
     }
 }
 
-/// Draws a box and its number for every element in the viewport.
-pub fn draw(img: &mut RgbImage, elements: &[Element]) {
+/// Draws a box and its number for every element in the viewport. `scale` is image pixels
+/// per CSS pixel (the screenshot's [`Screenshot::scale`](crate::Screenshot::scale)).
+pub fn draw(img: &mut RgbImage, elements: &[Element], scale: f64) {
     for e in elements.iter().filter(|e| e.in_viewport) {
         let c = Rgb(COLOURS[e.id as usize % COLOURS.len()]);
-        let (x0, y0) = (e.bbox.x.round() as i64, e.bbox.y.round() as i64);
-        let (x1, y1) = (
-            (e.bbox.x + e.bbox.width).round() as i64,
-            (e.bbox.y + e.bbox.height).round() as i64,
-        );
+        let px = |v: f64| (v * scale).round() as i64;
+        let (x0, y0) = (px(e.bbox.x), px(e.bbox.y));
+        let (x1, y1) = (px(e.bbox.x + e.bbox.width), px(e.bbox.y + e.bbox.height));
         for t in 0..2 {
             for x in x0..=x1 {
                 put(img, x, y0 + t, c);
@@ -86,10 +86,38 @@ pub fn draw(img: &mut RgbImage, elements: &[Element]) {
     }
 }
 
+/// A copy of `shot` with the marks drawn on, encoded the same way.
+pub(crate) fn overlay(
+    shot: &Screenshot,
+    elements: &[Element],
+    jpeg_quality: u8,
+) -> Result<Screenshot, String> {
+    let img = image::load_from_memory(&shot.bytes).map_err(|e| format!("decoding: {e}"))?;
+    let mut rgb = img.to_rgb8();
+    draw(&mut rgb, elements, shot.scale);
+    let mut bytes = Vec::new();
+    let mut out = std::io::Cursor::new(&mut bytes);
+    if shot.mime == "image/png" {
+        rgb.write_to(&mut out, image::ImageFormat::Png)
+            .map_err(|e| format!("encoding: {e}"))?;
+    } else {
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, jpeg_quality)
+            .encode_image(&rgb)
+            .map_err(|e| format!("encoding: {e}"))?;
+    }
+    Ok(Screenshot {
+        bytes,
+        mime: shot.mime,
+        width: rgb.width(),
+        height: rgb.height(),
+        scale: shot.scale,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use browser_pool::Rect;
+    use crate::observation::Rect;
 
     #[test]
     fn boxes_and_numbers_are_drawn_where_the_elements_are() {
@@ -114,7 +142,7 @@ mod tests {
             },
             in_viewport: true,
         };
-        draw(&mut img, &[e]);
+        draw(&mut img, std::slice::from_ref(&e), 1.0);
         assert_ne!(
             img.get_pixel(80, 40),
             &Rgb([255, 255, 255]),
@@ -129,6 +157,19 @@ mod tests {
             img.get_pixel(51, 27),
             &Rgb([255, 255, 255]),
             "label above the box"
+        );
+        // At device scale 2 the same element lands at twice the pixel coordinates.
+        let mut big = RgbImage::from_pixel(400, 200, Rgb([255, 255, 255]));
+        draw(&mut big, &[e], 2.0);
+        assert_ne!(
+            big.get_pixel(160, 80),
+            &Rgb([255, 255, 255]),
+            "scaled top edge"
+        );
+        assert_eq!(
+            big.get_pixel(160, 110),
+            &Rgb([255, 255, 255]),
+            "scaled inside"
         );
     }
 }

@@ -1,0 +1,267 @@
+//! One page of a session and the watchers that keep it safe and observable.
+//!
+//! Each tab runs small background tasks fed by CDP events: answering JavaScript dialogs
+//! (an open `alert` blocks every script in the page), noticing a crashed renderer (whose
+//! calls would otherwise hang), counting requests in flight (for network-quiet settling)
+//! and, when URL lists are configured, refusing documents they forbid. The tasks end with
+//! the tab.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
+};
+use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
+use chromiumoxide::cdp::browser_protocol::log::EventEntryAdded;
+use chromiumoxide::cdp::browser_protocol::network::{
+    ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use futures::StreamExt;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::{DialogPolicy, PoolConfig};
+use crate::error::PoolError;
+use crate::events::{EventLog, PageEvent};
+
+/// A request in flight longer than this is treated as long-lived (long polling, streaming)
+/// and no longer holds up settling.
+const LONG_REQUEST: Duration = Duration::from_secs(2);
+
+/// How Chromium words a refused `file://` (or other local) navigation in the page's log.
+const LOCAL_RESOURCE: &str = "Not allowed to load local resource: ";
+
+/// Whether a tab's page can still be driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Life {
+    Live,
+    /// The renderer died: an infrastructure failure.
+    Crashed,
+    /// The page closed itself (`window.close()`): the session moves to another tab.
+    Closed,
+}
+
+pub(crate) struct Tab {
+    pub(crate) page: Page,
+    pub(crate) target: TargetId,
+    life: watch::Receiver<Life>,
+    /// Set by the session when the browser reports the target destroyed.
+    pub(crate) closer: Arc<watch::Sender<Life>>,
+    inflight: Arc<Mutex<HashMap<String, Instant>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Tab {
+    /// Starts the watchers on `page`. Fails only when the page's connection is gone.
+    pub(crate) async fn attach(
+        page: Page,
+        cfg: &PoolConfig,
+        events: &EventLog,
+    ) -> Result<Tab, PoolError> {
+        let gone = |e: chromiumoxide::error::CdpError| PoolError::from_cdp("event listener", e);
+        let target = page.target_id().clone();
+        let mut tasks = Vec::new();
+
+        let dialogs = page
+            .event_listener::<EventJavascriptDialogOpening>()
+            .await
+            .map_err(gone)?;
+        tasks.push(tokio::spawn(answer_dialogs(
+            page.clone(),
+            dialogs,
+            cfg.dialogs,
+            events.clone(),
+        )));
+
+        let (life_tx, life) = watch::channel(Life::Live);
+        let life_tx = Arc::new(life_tx);
+        let mut crashes = page
+            .event_listener::<EventTargetCrashed>()
+            .await
+            .map_err(gone)?;
+        let crash_tx = life_tx.clone();
+        tasks.push(tokio::spawn(async move {
+            if crashes.next().await.is_some() {
+                crash_tx.send_replace(Life::Crashed);
+            }
+        }));
+
+        let inflight = Arc::new(Mutex::new(HashMap::new()));
+        tasks.push(
+            track_requests(&page, inflight.clone())
+                .await
+                .map_err(gone)?,
+        );
+
+        let mut log = page
+            .event_listener::<EventEntryAdded>()
+            .await
+            .map_err(gone)?;
+        let log_events = events.clone();
+        tasks.push(tokio::spawn(async move {
+            while let Some(entry) = log.next().await {
+                if let Some(url) = entry.entry.text.strip_prefix(LOCAL_RESOURCE) {
+                    log_events.push(PageEvent::Blocked {
+                        url: url.trim().to_string(),
+                        reason: "pages may not open local files or browser pages".into(),
+                    });
+                }
+            }
+        }));
+
+        if !cfg.urls.is_open() {
+            let paused = page
+                .event_listener::<EventRequestPaused>()
+                .await
+                .map_err(gone)?;
+            let pattern = RequestPattern {
+                url_pattern: Some("*".into()),
+                resource_type: Some(ResourceType::Document),
+                request_stage: Some(fetch::RequestStage::Request),
+            };
+            page.execute(fetch::EnableParams {
+                patterns: Some(vec![pattern]),
+                handle_auth_requests: None,
+            })
+            .await
+            .map_err(|e| PoolError::from_cdp("Fetch.enable", e))?;
+            tasks.push(tokio::spawn(gate_documents(
+                page.clone(),
+                paused,
+                cfg.urls.clone(),
+                events.clone(),
+            )));
+        }
+
+        Ok(Tab {
+            page,
+            target,
+            life,
+            closer: life_tx,
+            inflight,
+            tasks,
+        })
+    }
+
+    pub(crate) fn life(&self) -> Life {
+        *self.life.borrow()
+    }
+
+    /// Resolves when the tab crashes or closes; never, while it lives.
+    pub(crate) async fn ended(&self) -> Life {
+        let mut rx = self.life.clone();
+        match rx.wait_for(|l| *l != Life::Live).await {
+            Ok(l) => *l,
+            // The tab holds a sender itself, so this cannot happen; never end early.
+            Err(_) => futures::future::pending().await,
+        }
+    }
+
+    /// Whether a request that started recently is still in flight.
+    pub(crate) fn network_busy(&self) -> bool {
+        let map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        map.values().any(|started| started.elapsed() < LONG_REQUEST)
+    }
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn answer_dialogs(
+    page: Page,
+    mut dialogs: chromiumoxide::listeners::EventStream<EventJavascriptDialogOpening>,
+    policy: DialogPolicy,
+    events: EventLog,
+) {
+    let accept = policy == DialogPolicy::Accept;
+    while let Some(ev) = dialogs.next().await {
+        events.push(PageEvent::Dialog {
+            dialog: ev.r#type.as_ref().to_string(),
+            message: ev.message.chars().take(300).collect(),
+            accepted: accept,
+            count: 1,
+        });
+        let mut answer = HandleJavaScriptDialogParams::new(accept);
+        if accept {
+            answer.prompt_text = ev.default_prompt.clone();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), page.execute(answer)).await;
+    }
+}
+
+async fn track_requests(
+    page: &Page,
+    inflight: Arc<Mutex<HashMap<String, Instant>>>,
+) -> Result<JoinHandle<()>, chromiumoxide::error::CdpError> {
+    let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
+    let mut finished = page.event_listener::<EventLoadingFinished>().await?;
+    let mut failed = page.event_listener::<EventLoadingFailed>().await?;
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                Some(ev) = sent.next() => {
+                    // Streams never finish; they must not hold up settling.
+                    let streaming = matches!(
+                        ev.r#type,
+                        Some(ResourceType::EventSource | ResourceType::WebSocket | ResourceType::Media)
+                    );
+                    if !streaming && !ev.request.url.starts_with("data:") {
+                        let mut map = inflight.lock().unwrap_or_else(|p| p.into_inner());
+                        map.insert(ev.request_id.inner().clone(), Instant::now());
+                    }
+                }
+                Some(ev) = finished.next() => {
+                    inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(ev.request_id.inner());
+                }
+                Some(ev) = failed.next() => {
+                    inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(ev.request_id.inner());
+                }
+                else => break,
+            }
+        }
+    }))
+}
+
+async fn gate_documents(
+    page: Page,
+    mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
+    urls: crate::url_policy::UrlPolicy,
+    events: EventLog,
+) {
+    while let Some(ev) = paused.next().await {
+        let verdict = urls.check(&ev.request.url);
+        let call = match verdict {
+            Ok(()) => page
+                .execute(ContinueRequestParams::new(ev.request_id.clone()))
+                .await
+                .map(|_| ()),
+            Err(reason) => {
+                events.push(PageEvent::Blocked {
+                    url: ev.request.url.clone(),
+                    reason,
+                });
+                page.execute(FailRequestParams::new(
+                    ev.request_id.clone(),
+                    ErrorReason::BlockedByClient,
+                ))
+                .await
+                .map(|_| ())
+            }
+        };
+        if let Err(e) = call {
+            tracing::debug!(error = %e, "answering a paused request failed");
+        }
+    }
+}

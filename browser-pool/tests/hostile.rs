@@ -1,0 +1,550 @@
+//! Hostile and unusual pages against real Chromium: a script that never yields, an alert
+//! storm, popups and tabs, downloads, local-file links, URL lists, a crashed renderer, a
+//! remote browser reached by its CDP address, recycling, and the observation options
+//! (set-of-marks, PNG, device scale, accessibility tree). Each case must be handled and
+//! reported, and none may hang the pool.
+
+use std::time::{Duration, Instant};
+
+use browser_pool::{
+    Action, BrowserPool, DialogPolicy, ImageFormat, PageEvent, PoolConfig, PoolError, UrlPolicy,
+    parse_action,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const INDEX: &str = r#"<!doctype html><html><head><title>Hostile</title></head><body>
+<h1 id="h">Start</h1>
+<button id="spin" onclick="while (true) {}">Spin forever</button>
+<button id="storm" onclick="for (let i = 0; i < 40; i++) alert('storm'); document.getElementById('h').textContent = 'after storm'">Storm</button>
+<button id="confirm" onclick="document.getElementById('h').textContent = confirm('Sure?') ? 'yes' : 'no'">Confirm</button>
+<button id="popup" onclick="window.open('/second.html', '_blank')">Open popup</button>
+<a id="blank" href="/second.html" target="_blank">New tab link</a>
+<a id="download" href="/file.zip">Download</a>
+<a id="local" href="file:///etc/passwd">Local file</a>
+<a id="denied" href="/admin.html">Admin</a>
+<a id="denied-popup" href="/admin.html" target="_blank">Admin in a tab</a>
+</body></html>"#;
+
+const SECOND: &str = r#"<!doctype html><html><head><title>Second</title></head><body>
+<p id="p">second page</p><button id="close" onclick="window.close()">Close me</button></body></html>"#;
+
+const ADMIN: &str =
+    r#"<!doctype html><html><head><title>Admin</title></head><body>secret</body></html>"#;
+
+const LOOP_AT_LOAD: &str = r#"<!doctype html><html><head><title>Looping</title></head><body>
+<p id="before">before</p><script>while (true) {}</script><p id="after">after</p></body></html>"#;
+
+async fn serve() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let path = req.split_whitespace().nth(1).unwrap_or("/");
+                let (status, kind, body) = match path {
+                    "/" => ("200 OK", "text/html; charset=utf-8", INDEX),
+                    "/second.html" => ("200 OK", "text/html; charset=utf-8", SECOND),
+                    "/admin.html" => ("200 OK", "text/html; charset=utf-8", ADMIN),
+                    "/loop.html" => ("200 OK", "text/html; charset=utf-8", LOOP_AT_LOAD),
+                    "/file.zip" => ("200 OK", "application/zip", "PK-not-really-a-zip"),
+                    _ => ("404 Not Found", "text/html", "<h1>not found</h1>"),
+                };
+                let extra = if path == "/file.zip" {
+                    "Content-Disposition: attachment; filename=\"report.zip\"\r\n"
+                } else {
+                    ""
+                };
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn config() -> PoolConfig {
+    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 2;
+    cfg.script_timeout = Duration::from_secs(2);
+    cfg
+}
+
+fn act(line: &str) -> Action {
+    parse_action(line).unwrap()
+}
+
+async fn heading(s: &browser_pool::Session) -> String {
+    s.query_selector("#h")
+        .await
+        .unwrap()
+        .unwrap()
+        .map(|e| e.text)
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_pages_are_stopped_and_storms_of_dialogs_answered() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let base = serve().await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+
+    // A click whose handler never returns: the script is stopped, the page lives on.
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let started = Instant::now();
+    s.act(&act(r##"click(css="#spin")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::ScriptStopped { .. })),
+        "{:?}",
+        obs.events
+    );
+    assert_eq!(obs.title, "Hostile");
+    assert_eq!(heading(&s).await, "Start", "the page still answers");
+
+    // A page whose inline script loops at load: the rest of the page still arrives.
+    let started = Instant::now();
+    s.act(&Action::Goto(format!("{base}/loop.html")))
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(obs.title, "Looping");
+    assert!(
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::ScriptStopped { .. })),
+        "{:?}",
+        obs.events
+    );
+
+    // Forty alerts in a row: every one answered, folded into one event.
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    s.act(&act(r##"click(css="#storm")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    let storm = obs
+        .events
+        .iter()
+        .find_map(|e| match e {
+            PageEvent::Dialog { message, count, .. } if message == "storm" => Some(*count),
+            _ => None,
+        })
+        .expect("the storm is reported");
+    assert_eq!(storm, 40);
+    assert_eq!(heading(&s).await, "after storm");
+
+    // The same pool still serves a fresh session promptly.
+    let mut other = pool.lease().await.unwrap();
+    other
+        .act(&Action::Goto(format!("{base}/second.html")))
+        .await
+        .unwrap();
+    assert_eq!(other.observe().await.unwrap().title, "Second");
+    other.close().await;
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_can_be_dismissed() {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.dialogs = DialogPolicy::Dismiss;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    s.act(&act(r##"click(css="#confirm")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(heading(&s).await, "no");
+    assert!(obs.events.iter().any(|e| matches!(
+        e,
+        PageEvent::Dialog { dialog, accepted: false, .. } if dialog == "confirm"
+    )));
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn popups_become_tabs_that_can_be_switched_and_closed() {
+    let base = serve().await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.tabs.len(), 1);
+    assert!(obs.tabs[0].active);
+
+    // window.open: the popup is tab 2 and active.
+    s.act(&act(r##"click(css="#popup")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.title, "Second", "the popup is observed");
+    assert_eq!(obs.tabs.len(), 2, "{:?}", obs.tabs);
+    assert!(obs.tabs[1].active && !obs.tabs[0].active);
+    assert_eq!(obs.tabs[0].title, "Hostile");
+    assert!(obs.tabs[1].url.ends_with("/second.html"));
+    assert!(
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::TabOpened { tab: 2, .. })),
+        "{:?}",
+        obs.events
+    );
+
+    // Back to the first tab, then a target=_blank link opens tab 3.
+    let r = s.act(&act("switch_tab(1)")).await.unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!(s.observe().await.unwrap().title, "Hostile");
+    s.act(&act(r##"click(css="#blank")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.tabs.len(), 3);
+    assert!(obs.tabs[2].active);
+    assert_eq!(obs.title, "Second");
+
+    // Errors for tabs that do not exist; closing works; the page can close its own popup.
+    let r = s.act(&act("switch_tab(7)")).await.unwrap();
+    assert!(r.error.unwrap().contains("no tab 7"));
+    s.act(&act("close_tab(2)")).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.tabs.len(), 2);
+    assert!(obs.tabs[1].active, "the active tab moved down a number");
+    s.act(&act(r##"click(css="#close")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.tabs.len(), 1, "{:?}", obs.tabs);
+    assert_eq!(obs.title, "Hostile");
+    assert!(
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::TabClosed { tab: 2 })),
+        "{:?}",
+        obs.events
+    );
+    let r = s.act(&act("close_tab(1)")).await.unwrap();
+    assert!(r.error.unwrap().contains("only tab"));
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.urls = UrlPolicy {
+        allow: vec![],
+        deny: vec![format!("{base}/admin*")],
+    };
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+
+    // A download link: refused, reported, and the page stays put without a long wait.
+    let started = Instant::now();
+    s.act(&act(r##"click(css="#download")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        obs.events.iter().any(|e| matches!(
+            e,
+            PageEvent::Download { filename, .. } if filename == "report.zip"
+        )),
+        "{:?}",
+        obs.events
+    );
+    assert_eq!(obs.title, "Hostile");
+
+    // A file:// link: Chromium refuses it; the refusal is reported.
+    s.act(&act(r##"click(css="#local")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.title, "Hostile");
+    assert!(
+        obs.events.iter().any(|e| matches!(
+            e,
+            PageEvent::Blocked { url, .. } if url.starts_with("file:")
+        )),
+        "{:?}",
+        obs.events
+    );
+
+    // The deny list: by goto, by a link, and by a popup.
+    let r = s
+        .act(&Action::Goto(format!("{base}/admin.html")))
+        .await
+        .unwrap();
+    assert!(r.error.unwrap().contains("deny list"));
+    s.act(&act(r##"click(css="#denied")"##)).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_ne!(obs.title, "Admin");
+    assert!(
+        obs.events.iter().any(|e| matches!(
+            e,
+            PageEvent::Blocked { url, reason } if url.ends_with("/admin.html") && reason.contains("deny")
+        )),
+        "{:?}",
+        obs.events
+    );
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    s.act(&act(r##"click(css="#denied-popup")"##))
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_ne!(obs.title, "Admin");
+    assert!(
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::Blocked { .. })),
+        "{:?}",
+        obs.events
+    );
+    let text = s.page_text().await.unwrap();
+    assert!(!text.contains("secret"), "{text}");
+    s.close().await;
+    pool.shutdown().await;
+}
+
+/// Renderer processes under `pid`, by their command line.
+fn renderers(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd);
+        let mine = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = &s[s.rfind(')')? + 2..];
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            })
+            .is_some_and(|ppid| ppid == pid || is_descendant(ppid, pid));
+        if mine && cmd.contains("--type=renderer") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn is_descendant(mut p: u32, root: u32) -> bool {
+    for _ in 0..8 {
+        if p == root {
+            return true;
+        }
+        let Some(parent) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = &s[s.rfind(')')? + 2..];
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            })
+        else {
+            return false;
+        };
+        if parent <= 1 {
+            return false;
+        }
+        p = parent;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_tab_fails_its_lease_with_an_infrastructure_error() {
+    let base = serve().await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let pid = s.browser_pid().unwrap();
+    let victims = renderers(pid);
+    assert!(!victims.is_empty(), "found the renderer processes");
+    for r in &victims {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &r.to_string()])
+            .status();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let err = s.observe().await.expect_err("the tab is gone");
+    assert!(matches!(err, PoolError::TargetCrashed { .. }), "{err}");
+    assert!(!err.browser_is_dead(), "the browser itself is fine");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(s);
+    // The same browser serves the next episode.
+    let mut s = pool.lease().await.unwrap();
+    assert_eq!(s.browser_pid(), Some(pid));
+    s.act(&Action::Goto(format!("{base}/second.html")))
+        .await
+        .unwrap();
+    assert_eq!(s.observe().await.unwrap().title, "Second");
+    assert_eq!(pool.stats().relaunches, 0);
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_are_recycled_after_their_quota() {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.recycle_after = Some(2);
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut pids = Vec::new();
+    for _ in 0..5 {
+        let mut s = pool.lease().await.unwrap();
+        pids.push(s.browser_pid().unwrap());
+        s.act(&Action::Goto(format!("{base}/second.html")))
+            .await
+            .unwrap();
+        assert_eq!(s.observe().await.unwrap().title, "Second");
+        s.close().await;
+    }
+    assert_eq!(pids[0], pids[1]);
+    assert_ne!(pids[1], pids[2], "replaced after two sessions");
+    assert_eq!(pids[2], pids[3]);
+    assert_ne!(pids[3], pids[4]);
+    assert_eq!(pool.stats().recycled, 2);
+    assert_eq!(pool.stats().relaunches, 0, "recycling is not a crash");
+    // Retired browsers exit once their sessions are done.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{}", pids[0])).exists() && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pids[0])).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z"),
+        "the first browser exited"
+    );
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_browser_is_driven_by_its_cdp_address_and_left_running() {
+    let base = serve().await;
+    let profile = tempfile::tempdir().unwrap();
+    let mut chrome = std::process::Command::new(PoolConfig::default_chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--remote-debugging-port=0",
+            "about:blank",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Chromium writes its port and browser path here once DevTools listens.
+    let file = profile.path().join("DevToolsActivePort");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let contents = loop {
+        if let Ok(s) = std::fs::read_to_string(&file)
+            && s.lines().count() >= 2
+        {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "remote chromium did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut lines = contents.lines();
+    let port = lines.next().unwrap().trim();
+    let path = lines.next().unwrap().trim();
+    let ws = format!("ws://127.0.0.1:{port}{path}");
+
+    let mut cfg = config();
+    cfg.browsers = 0;
+    cfg.remote = vec![ws];
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    assert_eq!(pool.stats().browsers, 1);
+    let mut a = pool.lease().await.unwrap();
+    let mut b = pool.lease().await.unwrap();
+    assert_eq!(
+        a.browser_pid(),
+        None,
+        "a remote browser has no local process"
+    );
+    a.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    b.act(&Action::Goto(format!("{base}/second.html")))
+        .await
+        .unwrap();
+    assert_eq!(a.observe().await.unwrap().title, "Hostile");
+    assert_eq!(b.observe().await.unwrap().title, "Second");
+    a.close().await;
+    b.close().await;
+    pool.shutdown().await;
+    assert!(
+        chrome.try_wait().unwrap().is_none(),
+        "the pool leaves a remote browser running"
+    );
+    chrome.kill().unwrap();
+    chrome.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observation_options_marks_png_scale_and_accessibility_tree() {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.set_of_marks = true;
+    cfg.accessibility_tree = true;
+    cfg.screenshot_format = ImageFormat::Png;
+    cfg.device_scale_factor = 2.0;
+    cfg.screenshot_scale = 0.5;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.screenshot.mime, "image/png");
+    assert!(obs.screenshot.bytes.starts_with(b"\x89PNG"));
+    let img = image::load_from_memory(&obs.screenshot.bytes).unwrap();
+    assert_eq!(
+        (img.width(), img.height()),
+        (1280, 720),
+        "2x device scale, halved"
+    );
+    assert_eq!(obs.screenshot.scale, 1.0);
+    let marked = obs.marked.as_ref().expect("set-of-marks requested");
+    assert_eq!(marked.mime, "image/png");
+    assert_ne!(marked.bytes, obs.screenshot.bytes, "marks drawn on a copy");
+    let tree = obs
+        .ax_tree
+        .as_deref()
+        .expect("accessibility tree requested");
+    assert!(tree.contains("button \"Spin forever\""), "{tree}");
+    assert!(tree.contains("link \"Download\""), "{tree}");
+    assert!(tree.contains("heading \"Start\""), "{tree}");
+    s.close().await;
+    pool.shutdown().await;
+}
