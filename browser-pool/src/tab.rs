@@ -157,8 +157,10 @@ impl Tab {
     /// Resolves when the tab crashes or closes; never, while it lives.
     pub(crate) async fn ended(&self) -> Life {
         let mut rx = self.life.clone();
-        match rx.wait_for(|l| *l != Life::Live).await {
-            Ok(l) => *l,
+        // Copied out at once: the borrow guard must not live across an await.
+        let ended = rx.wait_for(|l| *l != Life::Live).await.map(|l| *l);
+        match ended {
+            Ok(l) => l,
             // The tab holds a sender itself, so this cannot happen; never end early.
             Err(_) => futures::future::pending().await,
         }

@@ -44,6 +44,8 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         title: "t".into(),
         screenshot: Some(hash.clone()),
         elements: json!([]),
+        events: json!([{"kind": "download", "url": "http://x/f.zip", "filename": "f.zip"}]),
+        tabs: json!([{"number": 1, "url": "http://x/", "title": "t", "active": true}]),
         action: "click(1)".into(),
         thought: None,
         raw_output: None,
@@ -133,6 +135,8 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
     assert_eq!(detail.steps.len(), 3);
     assert_eq!(detail.steps[2].idx, 2);
     assert_eq!(detail.steps[0].logprob, Some(-0.5));
+    assert_eq!(detail.steps[0].events[0]["filename"], "f.zip");
+    assert_eq!(detail.steps[0].tabs[0]["active"], true);
     assert_eq!(
         store.finished_by(c).await.unwrap(),
         vec![("A".to_string(), 1)],

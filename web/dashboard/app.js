@@ -1044,6 +1044,11 @@
           field('Thought', s.thought != null && s.thought !== '' ? h('p', { class: 'thought', id: 'thought' }, String(s.thought)) : h('span', { class: 'muted' }, 'No thought recorded.')),
           field('URL', urlText(s.url)),
           field('Title', s.title ? h('span', { id: 'page-title' }, String(s.title)) : dash()),
+          Array.isArray(s.events) && s.events.length ? field('Page events', h('ul', { class: 'events', id: 'page-events' },
+            s.events.map((e) => h('li', { class: ['event', 'event-' + String(e.kind || '')] }, eventText(e))))) : null,
+          Array.isArray(s.tabs) && s.tabs.length > 1 ? field('Tabs', h('ol', { class: 'tabs', id: 'tabs' },
+            s.tabs.map((t) => h('li', { class: t.active ? 'tab-active' : null, title: String(t.url || '') },
+              String(t.title || t.url || '(blank)') + (t.active ? ' (active)' : ''))))) : null,
           field('Timings', h('div', { class: 'timings', id: 'timings' },
             timing.map(([k, ms]) => h('span', { class: 'timing' }, h('span', { class: ['swatch', 'timing-' + k] }), `${k} `, h('strong', null, fmtMs(ms)))),
             h('span', { class: 'muted' }, ` = ${fmtMs(totalMs)}`),
@@ -1094,7 +1099,20 @@
     return h('div', { class: 'field' }, h('div', { class: 'field-label' }, label), h('div', { class: 'field-value' }, ...value));
   }
 
-  function elementLine(el) {
+  // One page event in words; unknown kinds (from newer servers) still show their fields.
+function eventText(e) {
+  switch (e && e.kind) {
+    case 'dialog': return `${e.dialog} dialog ${e.accepted ? 'accepted' : 'dismissed'}: "${e.message}"` + (e.count > 1 ? ` ×${e.count}` : '');
+    case 'tab_opened': return `opened tab ${e.tab}: ${e.url}`;
+    case 'tab_closed': return `closed tab ${e.tab}`;
+    case 'download': return `download refused: ${e.filename} (${e.url})`;
+    case 'blocked': return `blocked ${e.url}: ${e.reason}`;
+    case 'script_stopped': return `stopped a runaway script (during ${e.during})`;
+    default: return JSON.stringify(e);
+  }
+}
+
+function elementLine(el) {
     if (!el || typeof el !== 'object') return String(el);
     let line = `[${el.id}] ${el.role || el.tag || '?'} ${JSON.stringify(String(el.label == null ? '' : el.label))}`;
     if (el.value != null) line += ` value=${JSON.stringify(String(el.value))}`;

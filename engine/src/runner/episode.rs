@@ -249,6 +249,8 @@ impl Episode {
             title: obs.title.clone(),
             screenshot: Some(pending.screenshot.clone()),
             elements: serde_json::to_value(&obs.elements).unwrap_or_default(),
+            events: serde_json::to_value(&obs.events).unwrap_or_default(),
+            tabs: serde_json::to_value(&obs.tabs).unwrap_or_default(),
             action: String::new(),
             thought: decision.thought.clone(),
             raw_output: Some(decision.raw_output.clone()),

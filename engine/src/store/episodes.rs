@@ -69,6 +69,10 @@ pub struct StepRecord {
     pub screenshot: Option<String>,
     /// The numbered elements shown to the policy.
     pub elements: serde_json::Value,
+    /// Page events since the previous observation (`browser_pool::PageEvent` as JSON).
+    pub events: serde_json::Value,
+    /// Open tabs at observation time (`browser_pool::TabInfo` as JSON).
+    pub tabs: serde_json::Value,
     /// Canonical action line (or the raw output when it did not parse).
     pub action: String,
     /// The policy's reasoning.
@@ -209,6 +213,10 @@ pub struct StepView {
     pub screenshot: Option<String>,
     /// Numbered elements.
     pub elements: serde_json::Value,
+    /// Page events since the previous step: dialogs, tabs, downloads, blocked URLs.
+    pub events: serde_json::Value,
+    /// Open tabs.
+    pub tabs: serde_json::Value,
     /// Action.
     pub action: String,
     /// Thought.
@@ -391,7 +399,8 @@ impl Store {
         if !rec.steps.is_empty() {
             let mut q = QueryBuilder::new(
                 "INSERT INTO steps (episode_id, idx, url, title, screenshot, elements, action, thought, raw_output,
-                    action_error, click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms) ",
+                    action_error, click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms,
+                    events, tabs) ",
             );
             q.push_values(rec.steps.iter().enumerate(), |mut b, (i, s)| {
                 b.push_bind(rec.id)
@@ -410,7 +419,9 @@ impl Store {
                     .push_bind((!s.token_logprobs.is_empty()).then(|| s.token_logprobs.clone()))
                     .push_bind(s.observe_ms)
                     .push_bind(s.policy_ms)
-                    .push_bind(s.act_ms);
+                    .push_bind(s.act_ms)
+                    .push_bind(&s.events)
+                    .push_bind(&s.tabs);
             });
             q.build().execute(&mut *tx).await?;
         }
@@ -513,8 +524,8 @@ impl Store {
             .fetch_one(&self.pool)
             .await?;
         let steps = sqlx::query_as(
-            "SELECT idx, url, title, screenshot, elements, action, thought, raw_output, action_error, click_x, click_y,
-                logprob, observe_ms, policy_ms, act_ms
+            "SELECT idx, url, title, screenshot, elements, events, tabs, action, thought, raw_output, action_error,
+                click_x, click_y, logprob, observe_ms, policy_ms, act_ms
              FROM steps WHERE episode_id = $1 ORDER BY idx",
         )
         .bind(id)

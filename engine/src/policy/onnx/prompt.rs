@@ -136,11 +136,30 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
     if let Some(e) = &obs.last_action_error {
         text.push_str(&format!("The last action failed: {e}\n"));
     }
+    for e in &obs.events {
+        text.push_str(&format!("Note: {e}\n"));
+    }
+    if let Some(tree) = &obs.ax_tree {
+        // The pool caps the tree by lines; a prompt needs a byte bound too.
+        let cut = tree.char_indices().nth(6000).map_or(tree.len(), |(i, _)| i);
+        text.push_str(&format!("Accessibility tree:\n{}\n", &tree[..cut]));
+    }
+    if obs.tabs.len() > 1 {
+        text.push_str("Open tabs:");
+        for t in &obs.tabs {
+            let active = if t.active { " (active)" } else { "" };
+            text.push_str(&format!(" [{}] {:?}{active}", t.number, t.title));
+        }
+        text.push('\n');
+    }
     text.push_str(action_help(if vision {
         cfg.grounding
     } else {
         Grounding::Marks
     }));
+    if obs.tabs.len() > 1 {
+        text.push_str(", switch_tab(N), close_tab(N)");
+    }
     text.push('\n');
     match cfg.style {
         PromptStyle::Plain => {
@@ -248,4 +267,55 @@ pub fn render_messages(template: &str, messages: &Value) -> Result<String, Strin
     env.get_template("chat")
         .and_then(|t| t.render(context! { messages => messages, add_generation_prompt => true, bos_token => "", eos_token => "" }))
         .map_err(|e| format!("chat template: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use browser_pool::{Observation, PageEvent, TabInfo};
+
+    use super::*;
+
+    #[test]
+    fn page_events_and_tabs_reach_the_prompt() {
+        let task = tasks::miniwob_task("click-test", "http://127.0.0.1:1").expect("valid task");
+        let tab = |number, title: &str, active| TabInfo {
+            number,
+            url: format!("http://x/{number}"),
+            title: title.into(),
+            active,
+        };
+        let obs = Observation {
+            url: "http://x/2".into(),
+            title: "Popup".into(),
+            tabs: vec![tab(1, "Shop", false), tab(2, "Popup", true)],
+            events: vec![PageEvent::Download {
+                url: "http://x/f.zip".into(),
+                filename: "f.zip".into(),
+            }],
+            ax_tree: Some("button \"Buy\"".into()),
+            ..Default::default()
+        };
+        let input = StepInput {
+            instruction: "Buy".into(),
+            task: Arc::new(task),
+            observation: Arc::new(obs),
+            history: Arc::new([]),
+            step: 0,
+            max_steps: 5,
+            seed: 1,
+        };
+        let text = build(&input, &PromptConfig::default(), false).text;
+        assert!(text.contains("Note: a download of \"f.zip\""), "{text}");
+        assert!(
+            text.contains("[1] \"Shop\" [2] \"Popup\" (active)"),
+            "{text}"
+        );
+        assert!(text.contains("switch_tab(N), close_tab(N)"), "{text}");
+        assert!(
+            text.contains("Accessibility tree:\nbutton \"Buy\""),
+            "{text}"
+        );
+    }
 }
