@@ -4,8 +4,31 @@
 // inserts the text with real input events.
 (() => {
   const ID = __ID__, CSS = __CSS__, TEXT = __TEXT__, CLEAR = __CLEAR__;
-  const el = CSS !== null ? document.querySelector(CSS) : document.querySelector('[data-sg-id="' + ID + '"]');
+  // Element N of the last observation (observe.js keeps them in the top window under
+  // Symbol.for('surfgym.elements'); it may sit in a same-origin iframe or a shadow root),
+  // while it and every iframe around it are still in their documents.
+  const numbered = (n) => {
+    const el = (window[Symbol.for('surfgym.elements')] || [])[n - 1];
+    if (!el) return null;
+    for (let node = el; ;) {
+      if (!node.isConnected) return null;
+      const win = node.ownerDocument.defaultView;
+      if (!win) return null;
+      if (win === window) return el;
+      let fe = null;
+      try {
+        fe = win.frameElement;
+      } catch (e) {
+        return null;
+      }
+      if (!fe) return null;
+      node = fe;
+    }
+  };
+  const el = CSS !== null ? document.querySelector(CSS) : numbered(ID);
   if (!el) return { error: 'the element disappeared before typing' };
+  // The element's own window (an iframe's): its prototypes, events and selection.
+  const win = el.ownerDocument.defaultView;
   const tag = el.tagName.toLowerCase();
   const t = tag === 'input' ? (el.type || 'text').toLowerCase() : '';
   if (tag === 'select') return { error: 'element is a <select>: use select(target, "option")' };
@@ -17,22 +40,23 @@
   }
   if (el.disabled) return { error: 'the field is disabled' };
   const setValue = (v) => {
-    const proto = tag === 'textarea' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+    const proto = tag === 'textarea' ? win.HTMLTextAreaElement.prototype : win.HTMLInputElement.prototype;
     Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, v);
-    el.dispatchEvent(new Event('input', { bubbles: true }));
-    el.dispatchEvent(new Event('change', { bubbles: true }));
+    el.dispatchEvent(new win.Event('input', { bubbles: true }));
+    el.dispatchEvent(new win.Event('change', { bubbles: true }));
   };
   if (['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range'].includes(t)) {
     setValue(TEXT);
     if (el.value !== TEXT) return { error: 'value ' + JSON.stringify(TEXT) + ' is not valid for an input of type ' + t };
     return { mode: 'done' };
   }
-  if (document.activeElement !== el) el.focus();
+  // activeElement of the element's own tree (document or shadow root).
+  if (el.getRootNode().activeElement !== el) el.focus();
   if (CLEAR) {
     if (el.isContentEditable) {
-      const range = document.createRange();
+      const range = el.ownerDocument.createRange();
       range.selectNodeContents(el);
-      const sel = window.getSelection();
+      const sel = win.getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
     } else if (el.value !== '') {

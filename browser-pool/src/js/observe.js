@@ -1,5 +1,20 @@
 // Numbers the page's interactive elements and describes them. Runs as one expression;
 // returns a plain object (Runtime.evaluate returnByValue).
+//
+// It walks the rendered tree once: the top document, the documents of same-origin iframes
+// (nested ones too; cross-origin ones are skipped) and open shadow roots, each where its
+// iframe or host sits (slotted children where their slot is), so the numbering is one
+// depth-first order. Boxes are in top-viewport coordinates. An element is in the viewport
+// only when part of it shows through every iframe and clipping container around it (a list
+// scrolled inside an `overflow: auto` box hides its other items); containers clip what is
+// positioned inside them the way CSS does (fixed elements escape all of them, absolute ones
+// those inside their containing block). The numbered elements are kept, in order, in the
+// top window under Symbol.for('surfgym.elements') (a key no page script stumbles on), where
+// resolve.js, fill.js, select.js and scroll_area.js find element N (iframe and shadow-root
+// elements too, by reference); the page's DOM is not touched.
+//
+// Cost: one getComputedStyle per rendered element (the walk needs display, cursor and
+// overflow anyway), a layout box only for candidates, clipping containers and iframes.
 (() => {
   const SELECTOR = [
     'a[href]', 'button', 'input', 'select', 'textarea', 'summary', '[contenteditable=""]',
@@ -8,13 +23,20 @@
     '[role=menuitem]', '[role=option]', '[role=switch]', '[role=combobox]', '[role=textbox]',
     '[role=slider]', '[role=searchbox]', '[role=treeitem]',
   ].join(',');
+  // Besides the semantic ones, elements that only look or behave interactive: the outermost
+  // element of a `cursor: pointer` region (script-driven links, tabs, menus) and draggable
+  // ones (HTML5 draggable, jQuery UI draggables and sortable items), unless inside one of
+  // the semantic ones already.
+  const DRAGGABLE = '[draggable="true"], .ui-draggable, .ui-sortable-handle';
   const MAX = 400;
+  const HTML_NS = 'http://www.w3.org/1999/xhtml';
+  // Never rendered: not worth a style lookup.
+  const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'link', 'meta', 'title', 'base']);
   const clean = (s, n) => {
     s = (s || '').replace(/\s+/g, ' ').trim();
     return s.length > n ? s.slice(0, n - 1) + '…' : s;
   };
-  const implicitRole = (el) => {
-    const tag = el.tagName.toLowerCase();
+  const implicitRole = (el, tag) => {
     if (tag === 'a') return 'link';
     if (tag === 'button' || tag === 'summary') return 'button';
     if (tag === 'select') return el.multiple ? 'listbox' : 'combobox';
@@ -31,19 +53,22 @@
     if (el.isContentEditable) return 'textbox';
     return 'generic';
   };
-  const labelOf = (el) => {
+  const labelOf = (el, tag) => {
     const aria = el.getAttribute('aria-label');
     if (aria && aria.trim()) return aria;
     const by = el.getAttribute('aria-labelledby');
     if (by) {
-      const t = by.split(/\s+/).map((id) => (document.getElementById(id) || {}).innerText || '').join(' ');
+      // Ids are looked up in the element's own tree (its document or shadow root).
+      const root = el.getRootNode();
+      const byId = (id) => (root.getElementById ? root.getElementById(id) : null) || {};
+      const t = by.split(/\s+/).map((id) => byId(id).innerText || '').join(' ');
       if (t.trim()) return t;
     }
+    // `labels` follows <label for> within the element's own tree too.
     if (el.labels && el.labels.length) {
       const t = Array.from(el.labels).map((l) => l.innerText).join(' ');
       if (t.trim()) return t;
     }
-    const tag = el.tagName.toLowerCase();
     if (tag === 'input' && ['submit', 'button', 'reset'].includes((el.type || '').toLowerCase())) {
       return el.value;
     }
@@ -55,44 +80,14 @@
     return el.getAttribute('placeholder') || el.getAttribute('title') || el.getAttribute('alt') ||
       (img ? img.alt : '') || el.getAttribute('name') || '';
   };
-  const visible = (el, r) => {
-    if (r.width < 1 || r.height < 1) return false;
-    const st = getComputedStyle(el);
-    return st.visibility !== 'hidden' && st.display !== 'none';
-  };
-  for (const old of document.querySelectorAll('[data-sg-id]')) old.removeAttribute('data-sg-id');
-  const vw = window.innerWidth, vh = window.innerHeight;
-  // Besides the semantic ones, elements that only look or behave interactive: the outermost
-  // element of a `cursor: pointer` region (script-driven links, tabs, menus) and draggable
-  // ones (HTML5 draggable, jQuery UI draggables and sortable items), unless inside one of
-  // the semantic ones already.
-  const DRAGGABLE = '[draggable="true"], .ui-draggable, .ui-sortable-handle';
-  const extra = (el) => {
-    if (el.closest(SELECTOR)) return false;
-    if (el.matches(DRAGGABLE)) return true;
-    if (getComputedStyle(el).cursor !== 'pointer') return false;
-    const parent = el.parentElement;
-    return !parent || getComputedStyle(parent).cursor !== 'pointer';
-  };
-  const body = document.body;
-  const candidates = [];
-  for (const el of document.querySelectorAll('*')) {
-    if (el.matches(SELECTOR) || (body && el !== body && body.contains(el) && extra(el))) candidates.push(el);
-  }
-  const elements = [];
-  for (const el of candidates) {
-    if (elements.length >= MAX) break;
+  const describe = (el, r, box, shown) => {
     const tag = el.tagName.toLowerCase();
-    if (tag === 'input' && (el.type || '').toLowerCase() === 'hidden') continue;
-    const r = el.getBoundingClientRect();
-    if (!visible(el, r)) continue;
-    const id = elements.length + 1;
-    el.setAttribute('data-sg-id', String(id));
     const item = {
-      id, tag, role: el.getAttribute('role') || implicitRole(el), label: clean(labelOf(el), 100),
+      id: elements.length + 1, tag, role: el.getAttribute('role') || implicitRole(el, tag),
+      label: clean(labelOf(el, tag), 100),
       disabled: !!el.disabled || el.getAttribute('aria-disabled') === 'true',
-      bbox: { x: r.left, y: r.top, width: r.width, height: r.height },
-      in_viewport: r.right > 0 && r.bottom > 0 && r.left < vw && r.top < vh,
+      bbox: { x: box.l, y: box.t, width: r.width, height: r.height },
+      in_viewport: shown,
     };
     if (tag === 'input' || tag === 'textarea') {
       const t = (el.type || 'text').toLowerCase();
@@ -109,13 +104,112 @@
       item.checked = el.getAttribute('aria-checked') === 'true';
     }
     if (tag === 'a') item.href = el.href;
-    elements.push(item);
-  }
+    return item;
+  };
+  // Rectangles {l, t, r, b} in top-viewport coordinates; an empty one has r <= l or b <= t.
+  const meet = (a, b) => ({
+    l: Math.max(a.l, b.l), t: Math.max(a.t, b.t), r: Math.min(a.r, b.r), b: Math.min(a.b, b.b),
+  });
+  const shows = (box, clip) => box.r > clip.l && box.b > clip.t && box.l < clip.r && box.t < clip.b;
+
+  const found = [];
+  const elements = [];
+  // One document: its window, where its viewport sits in the top one (x, y) and what of
+  // that viewport shows (view).
+  const frameOf = (doc, x, y, view) => {
+    const win = doc.defaultView, root = doc.documentElement, body = doc.body;
+    // The root's overflow, and the body's when the root has none, belong to the viewport.
+    const bodyClips = !!body && win.getComputedStyle(root).overflow !== 'visible';
+    return { win, root, body, bodyClips, x, y, view };
+  };
+  const enterFrame = (fe, cs, f, own) => {
+    if (cs.visibility === 'hidden') return;
+    let doc = null;
+    try {
+      doc = fe.contentDocument;
+    } catch (e) {
+      return; // cross-origin
+    }
+    if (!doc || !doc.documentElement || !doc.defaultView) return;
+    const pl = parseFloat(cs.paddingLeft) || 0, pt = parseFloat(cs.paddingTop) || 0;
+    const w = fe.clientWidth - pl - (parseFloat(cs.paddingRight) || 0);
+    const h = fe.clientHeight - pt - (parseFloat(cs.paddingBottom) || 0);
+    if (w < 1 || h < 1) return;
+    const r = fe.getBoundingClientRect();
+    const x = f.x + r.left + fe.clientLeft + pl, y = f.y + r.top + fe.clientTop + pt;
+    const view = meet(own, { l: x, t: y, r: x + w, b: y + h });
+    walk(doc.documentElement, frameOf(doc, x, y, view), view, view, false, false, false);
+  };
+  // clip: what shows of the viewport for in-flow descendants; abs: the same for absolutely
+  // positioned ones (the clip at their containing block); inSem: inside a semantic element;
+  // ptr: the parent's cursor is a pointer; inBody: below the body.
+  const walk = (el, f, clip, abs, inSem, ptr, inBody) => {
+    if (elements.length >= MAX) return;
+    const name = el.localName;
+    if (SKIP.has(name)) return;
+    const cs = f.win.getComputedStyle(el);
+    const display = cs.display;
+    if (display === 'none') return;
+    let pos = null, own = clip;
+    if (clip !== abs || clip !== f.view) {
+      pos = cs.position;
+      own = pos === 'fixed' ? f.view : pos === 'absolute' ? abs : clip;
+    }
+    const sem = el.matches(SELECTOR);
+    let isPtr = false, cand = sem;
+    if (!sem && !inSem) {
+      isPtr = cs.cursor === 'pointer';
+      if (inBody) cand = (isPtr && !ptr) || el.matches(DRAGGABLE);
+    }
+    let r = null;
+    if (cand && !(name === 'input' && (el.type || '').toLowerCase() === 'hidden')) {
+      r = el.getBoundingClientRect();
+      if (r.width >= 1 && r.height >= 1 && cs.visibility !== 'hidden') {
+        const box = { l: r.left + f.x, t: r.top + f.y, r: r.right + f.x, b: r.bottom + f.y };
+        elements.push(describe(el, r, box, shows(box, own)));
+        found.push(el);
+      }
+    }
+    if (name === 'iframe' || name === 'frame') {
+      enterFrame(el, cs, f, own);
+      return;
+    }
+    let kids = el.children;
+    if (el.shadowRoot) kids = el.shadowRoot.children;
+    else if (name === 'slot') {
+      const slotted = el.assignedElements();
+      if (slotted.length) kids = slotted;
+    }
+    if (!kids.length) return;
+    let inner = own;
+    if (display !== 'inline' && display !== 'contents' && el !== f.root && (el !== f.body || f.bodyClips) &&
+        el.namespaceURI === HTML_NS && cs.overflow !== 'visible') {
+      if (!r) r = el.getBoundingClientRect();
+      const x = f.x + r.left + el.clientLeft, y = f.y + r.top + el.clientTop;
+      const cx = cs.overflowX !== 'visible', cy = cs.overflowY !== 'visible';
+      inner = meet(own, {
+        l: cx ? x : -Infinity, t: cy ? y : -Infinity,
+        r: cx ? x + el.clientWidth : Infinity, b: cy ? y + el.clientHeight : Infinity,
+      });
+    }
+    let innerAbs = abs;
+    if (inner !== abs) {
+      if (pos === null) pos = cs.position;
+      if (pos !== 'static') innerAbs = inner;
+    }
+    const kidSem = inSem || sem, kidBody = inBody || el === f.body;
+    for (let i = 0; i < kids.length; i++) walk(kids[i], f, inner, innerAbs, kidSem, isPtr, kidBody);
+  };
+
+  const vw = window.innerWidth, vh = window.innerHeight;
+  const view = { l: 0, t: 0, r: vw, b: vh };
+  if (document.documentElement) walk(document.documentElement, frameOf(document, 0, 0, view), view, view, false, false, false);
+  window[Symbol.for('surfgym.elements')] = found;
   const doc = document.documentElement;
   return {
     url: location.href,
     title: document.title,
-    scroll: { x: window.scrollX, y: window.scrollY, page_height: doc.scrollHeight, viewport_height: vh },
+    scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },
     elements,
   };
 })()

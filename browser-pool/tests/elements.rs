@@ -1,0 +1,460 @@
+//! Real Chromium: the numbered element list reaches into same-origin iframes (nested ones
+//! too), open shadow roots and scrolled containers, and actions by number work there.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use browser_pool::{Action, BrowserPool, Element, PoolConfig, Session, parse_action};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+type Routes = Arc<Vec<(&'static str, String)>>;
+
+/// Serves `routes` (path → HTML) and, for other paths, files under `dir`.
+async fn serve(routes: Vec<(&'static str, String)>, dir: Option<PathBuf>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let routes: Routes = Arc::new(routes);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let routes = routes.clone();
+            let dir = dir.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let path = req.split_whitespace().nth(1).unwrap_or("/");
+                let path = path.split('?').next().unwrap_or("/").to_string();
+                let routed = routes.iter().find(|(p, _)| *p == path);
+                let (status, mime, body) = match (routed, &dir) {
+                    (Some((_, html)), _) => ("200 OK", "text/html", html.clone().into_bytes()),
+                    (None, Some(dir)) if !path.contains("..") => {
+                        let file = dir.join(path.trim_start_matches('/'));
+                        let mime = match file.extension().and_then(|e| e.to_str()) {
+                            Some("css") => "text/css",
+                            Some("js") => "text/javascript",
+                            _ => "text/html",
+                        };
+                        match std::fs::read(&file) {
+                            Ok(bytes) => ("200 OK", mime, bytes),
+                            Err(_) => ("404 Not Found", "text/html", b"not found".to_vec()),
+                        }
+                    }
+                    _ => ("404 Not Found", "text/html", b"not found".to_vec()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {mime}; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&body).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn config() -> PoolConfig {
+    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    cfg
+}
+
+fn act(line: &str) -> Action {
+    parse_action(line).unwrap()
+}
+
+/// A page with a same-origin iframe (which holds a nested srcdoc iframe) and a cross-origin
+/// one (`__CROSS__` is another server: another origin).
+const FRAMES: &str = r#"<!doctype html><html><head><title>Frames</title><style>
+  body { margin: 0; }
+  #f { position: absolute; left: 100px; top: 150px; width: 500px; height: 300px; border: 7px solid #888; padding: 5px; }
+  #x { position: absolute; left: 700px; top: 150px; width: 300px; height: 200px; }
+  #after { position: absolute; left: 10px; top: 600px; }
+</style></head><body>
+<button id="top">Top button</button>
+<iframe id="f" src="/inner.html"></iframe>
+<button id="after">After frames</button>
+<iframe id="x" src="__CROSS__/cross.html"></iframe>
+</body></html>"#;
+
+const INNER: &str = r#"<!doctype html><html><head><title>Inner</title></head><body style="margin:0">
+<button id="b" style="position:absolute; left:20px; top:30px; width:120px; height:40px"
+  onclick="window.n = (window.n || 0) + 1; this.textContent = 'clicked ' + window.n">Inner button</button>
+<input id="name" style="position:absolute; left:20px; top:100px; width:150px" placeholder="Your name">
+<select id="size" aria-label="Size" style="position:absolute; left:20px; top:150px"><option>Small</option><option>Large</option></select>
+<iframe id="g" style="position:absolute; left:200px; top:20px; width:250px; height:120px; border:3px solid; padding:0"
+  srcdoc="<body style='margin:0'><button id='deep' onclick='this.textContent=&quot;deep clicked&quot;'>Deep button</button></body>"></iframe>
+<button id="below" style="position:absolute; left:20px; top:400px" onclick="this.textContent = 'below clicked'">Below the fold</button>
+</body></html>"#;
+
+const CROSS: &str = r#"<!doctype html><html><head><title>Cross</title></head><body>
+<button id="c">Cross-origin button</button></body></html>"#;
+
+/// Open shadow roots: one with a nested one and a slot, labels inside a root, a closed root.
+const SHADOW: &str = r#"<!doctype html><html><head><title>Shadow</title></head><body>
+<label for="q">Outer label</label> <input id="q">
+<div id="host"><button id="light" onclick="this.textContent = 'slotted clicked'">Slotted button</button></div>
+<div id="closed"></div>
+<script>
+  const root = document.getElementById('host').attachShadow({ mode: 'open' });
+  root.innerHTML = '<label for="q">Shadow label</label> <input id="q"> <button id="sb">Shadow button</button>'
+    + ' <div id="inner-host"></div> <div><slot></slot></div>';
+  root.getElementById('sb').addEventListener('click', (e) => { e.target.textContent = 'shadow clicked'; });
+  const nested = root.getElementById('inner-host').attachShadow({ mode: 'open' });
+  nested.innerHTML = '<button id="nb" aria-labelledby="nl">x</button><span id="nl">Nested button</span>';
+  nested.getElementById('nb').addEventListener('click', (e) => { e.target.textContent = 'nested clicked'; });
+  document.getElementById('closed').attachShadow({ mode: 'closed' }).innerHTML = '<button>Closed button</button>';
+</script>
+</body></html>"#;
+
+/// A long list scrolled inside an `overflow: auto` box, and clipping containers that
+/// positioned elements do or do not escape.
+const SCROLL: &str = r#"<!doctype html><html><head><title>Scroll</title><style>
+  body { margin: 0; }
+  #list { position: absolute; left: 20px; top: 20px; width: 300px; height: 200px; overflow: auto; border: 1px solid; }
+  #list button { display: block; height: 30px; width: 100%; margin: 0; }
+  .box { position: absolute; top: 300px; width: 150px; height: 20px; overflow: hidden; }
+  .box button { position: absolute; top: 40px; }
+</style></head><body>
+<div id="list"></div>
+<p id="out">none</p>
+<div style="position: relative"><div class="box" style="position: static; margin-left: 400px"><button>Escapes its box</button></div></div>
+<div class="box" style="left: 600px"><button>Clipped by its box</button></div>
+<div class="box" style="left: 800px"><button style="position: fixed; top: 500px; left: 800px">Fixed in a box</button></div>
+<script>
+  const list = document.getElementById('list');
+  for (let i = 1; i <= 50; i++) {
+    const b = document.createElement('button');
+    b.textContent = 'Item ' + i;
+    b.onclick = () => { document.getElementById('out').textContent = 'Item ' + i; };
+    list.appendChild(b);
+  }
+</script>
+</body></html>"#;
+
+async fn pool_and_pages() -> (BrowserPool, String) {
+    let cross = serve(vec![("/cross.html", CROSS.to_string())], None).await;
+    let base = serve(
+        vec![
+            ("/frames.html", FRAMES.replace("__CROSS__", &cross)),
+            ("/inner.html", INNER.to_string()),
+            ("/shadow.html", SHADOW.to_string()),
+            ("/scroll.html", SCROLL.to_string()),
+        ],
+        None,
+    )
+    .await;
+    (BrowserPool::launch(config()).await.unwrap(), base)
+}
+
+fn find<'a>(elements: &'a [Element], label: &str) -> &'a Element {
+    elements
+        .iter()
+        .find(|e| e.label == label)
+        .unwrap_or_else(|| panic!("{label:?} in {:?}", labels(elements)))
+}
+
+fn labels(elements: &[Element]) -> Vec<&str> {
+    elements.iter().map(|e| e.label.as_str()).collect()
+}
+
+async fn eval(s: &Session, js: &str) -> serde_json::Value {
+    s.evaluate(js).await.unwrap().unwrap()
+}
+
+async fn ok(s: &mut Session, line: &str) -> browser_pool::ActReport {
+    let r = s.act(&act(line)).await.unwrap();
+    assert_eq!(r.error, None, "{line}");
+    r
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_origin_iframes_are_listed_and_usable() {
+    let (pool, base) = pool_and_pages().await;
+    let mut s = pool.lease().await.unwrap();
+    ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
+    let obs = s.observe().await.unwrap();
+    let els = &obs.elements;
+    // Depth first: an iframe's elements where the iframe sits; nothing of the cross-origin
+    // iframe, and no error for it.
+    assert_eq!(
+        labels(els),
+        vec![
+            "Top button",
+            "Inner button",
+            "Your name",
+            "Size",
+            "Deep button",
+            "Below the fold",
+            "After frames"
+        ]
+    );
+    let ids: Vec<u32> = els.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=els.len() as u32).collect::<Vec<_>>());
+
+    // Boxes in top-viewport coordinates: the iframe's place plus its border and padding
+    // (100 + 7 + 5, 150 + 7 + 5), once more for the nested one (its border is 3px).
+    let inner = find(els, "Inner button");
+    assert!(
+        close(inner.bbox.x, 132.0) && close(inner.bbox.y, 192.0),
+        "{:?}",
+        inner.bbox
+    );
+    assert!(close(inner.bbox.width, 120.0) && close(inner.bbox.height, 40.0));
+    let deep = find(els, "Deep button");
+    assert!(
+        close(deep.bbox.x, 112.0 + 200.0 + 3.0) && close(deep.bbox.y, 162.0 + 20.0 + 3.0),
+        "{:?}",
+        deep.bbox
+    );
+    assert!(inner.in_viewport && deep.in_viewport);
+    // Inside the top viewport, but below the iframe's own fold.
+    let below = find(els, "Below the fold");
+    assert!(below.bbox.y < 720.0 && !below.in_viewport, "{below:?}");
+
+    // Click by number: the page in the iframe sees it, at the box's centre.
+    let r = ok(&mut s, &format!("click({})", inner.id)).await;
+    let (x, y) = r.point.unwrap();
+    assert!(close(x, 192.0) && close(y, 212.0), "{x}, {y}");
+    let frame_text = |id: &str| {
+        format!("document.getElementById('f').contentDocument.getElementById('{id}').textContent")
+    };
+    assert_eq!(eval(&s, &frame_text("b")).await, "clicked 1");
+    ok(&mut s, &format!("click({})", deep.id)).await;
+    assert_eq!(
+        eval(
+            &s,
+            "document.getElementById('f').contentDocument.getElementById('g').contentDocument.getElementById('deep').textContent"
+        )
+        .await,
+        "deep clicked"
+    );
+    // Clicking what is below the iframe's fold scrolls the iframe first.
+    let obs = s.observe().await.unwrap();
+    let below = find(&obs.elements, "Below the fold");
+    ok(&mut s, &format!("click({})", below.id)).await;
+    assert_eq!(eval(&s, &frame_text("below")).await, "below clicked");
+    assert!(
+        eval(&s, "document.getElementById('f').contentWindow.scrollY")
+            .await
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+
+    // Typing by number reaches the input in the iframe (the text goes to the focused frame),
+    // scrolled out of the iframe's view by the click above: typing brings it back.
+    let obs = s.observe().await.unwrap();
+    let name = find(&obs.elements, "Your name");
+    ok(&mut s, &format!(r#"type({}, "Ada")"#, name.id)).await;
+    ok(
+        &mut s,
+        &format!(r#"type({}, " Lovelace", clear=false)"#, name.id),
+    )
+    .await;
+    let value = "document.getElementById('f').contentDocument.getElementById('name').value";
+    assert_eq!(eval(&s, value).await, "Ada Lovelace");
+    let obs = s.observe().await.unwrap();
+    let name = find(&obs.elements, "Your name");
+    assert_eq!(name.value.as_deref(), Some("Ada Lovelace"));
+    ok(&mut s, &format!(r#"type({}, "Grace")"#, name.id)).await;
+    assert_eq!(eval(&s, value).await, "Grace", "replaces");
+    ok(
+        &mut s,
+        &format!(r#"select({}, "large")"#, find(&obs.elements, "Size").id),
+    )
+    .await;
+    let size = "document.getElementById('f').contentDocument.getElementById('size').value";
+    assert_eq!(eval(&s, size).await, "Large");
+
+    // Scrolling an element of the iframe scrolls the iframe's document.
+    ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
+    let obs = s.observe().await.unwrap();
+    ok(
+        &mut s,
+        &format!("scroll({}, down)", find(&obs.elements, "Inner button").id),
+    )
+    .await;
+    assert!(
+        eval(&s, "document.getElementById('f').contentWindow.scrollY")
+            .await
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // A stale number is an error, not a click somewhere else.
+    ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
+    let r = s.act(&act("click(2)")).await.unwrap();
+    assert!(r.error.unwrap().contains("not on the page any more"));
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_shadow_roots_are_listed_and_usable() {
+    let (pool, base) = pool_and_pages().await;
+    let mut s = pool.lease().await.unwrap();
+    ok(&mut s, &format!(r#"goto("{base}/shadow.html")"#)).await;
+    let obs = s.observe().await.unwrap();
+    let els = &obs.elements;
+    // Labels are looked up in the element's own tree: the two inputs share an id.
+    assert_eq!(
+        labels(els),
+        vec![
+            "Outer label",
+            "Shadow label",
+            "Shadow button",
+            "Nested button",
+            "Slotted button"
+        ],
+        "the closed root stays closed; the slotted button is listed once"
+    );
+    assert!(els.iter().all(|e| e.in_viewport));
+    let root = "document.getElementById('host').shadowRoot";
+    ok(&mut s, &format!("click({})", find(els, "Shadow button").id)).await;
+    assert_eq!(
+        eval(&s, &format!("{root}.getElementById('sb').textContent")).await,
+        "shadow clicked"
+    );
+    ok(&mut s, &format!("click({})", find(els, "Nested button").id)).await;
+    assert_eq!(
+        eval(
+            &s,
+            &format!(
+                "{root}.getElementById('inner-host').shadowRoot.getElementById('nb').textContent"
+            )
+        )
+        .await,
+        "nested clicked"
+    );
+    ok(
+        &mut s,
+        &format!("click({})", find(els, "Slotted button").id),
+    )
+    .await;
+    assert_eq!(
+        eval(&s, "document.getElementById('light').textContent").await,
+        "slotted clicked"
+    );
+    ok(
+        &mut s,
+        &format!(r#"type({}, "in the shadow")"#, find(els, "Shadow label").id),
+    )
+    .await;
+    assert_eq!(
+        eval(&s, &format!("{root}.getElementById('q').value")).await,
+        "in the shadow"
+    );
+    assert_eq!(eval(&s, "document.getElementById('q').value").await, "");
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrolled_containers_hide_and_reveal_their_elements() {
+    let (pool, base) = pool_and_pages().await;
+    let mut s = pool.lease().await.unwrap();
+    ok(&mut s, &format!(r#"goto("{base}/scroll.html")"#)).await;
+    let obs = s.observe().await.unwrap();
+    let els = &obs.elements;
+    // The list shows 200px of 30px items: items 1 to 7; item 10 lies inside the window
+    // but below the list's visible box.
+    for (label, shown) in [("Item 1", true), ("Item 7", true), ("Item 8", false)] {
+        assert_eq!(find(els, label).in_viewport, shown, "{label}");
+    }
+    let item10 = find(els, "Item 10");
+    assert!(item10.bbox.y < 720.0 && !item10.in_viewport, "{item10:?}");
+    // What a prompt shows of the list: the seven items in its view.
+    let lines = obs.element_lines();
+    let shown = lines.iter().filter(|l| l.contains("\"Item ")).count();
+    assert_eq!(shown, 7, "{lines:?}");
+    // Positioned elements escape the boxes that are not their containing block.
+    assert!(find(els, "Escapes its box").in_viewport);
+    assert!(!find(els, "Clipped by its box").in_viewport);
+    assert!(find(els, "Fixed in a box").in_viewport);
+
+    // Clicking an item scrolled out of the list scrolls it into the list's view first.
+    let item40 = find(els, "Item 40");
+    let r = ok(&mut s, &format!("click({})", item40.id)).await;
+    assert_eq!(
+        eval(&s, "document.getElementById('out').textContent").await,
+        "Item 40"
+    );
+    let (_, y) = r.point.unwrap();
+    assert!(y > 21.0 && y < 221.0, "inside the list's box: {y}");
+    assert!(
+        eval(&s, "document.getElementById('list').scrollTop")
+            .await
+            .as_f64()
+            .unwrap()
+            > 900.0
+    );
+    let obs = s.observe().await.unwrap();
+    assert!(find(&obs.elements, "Item 40").in_viewport);
+    assert!(!find(&obs.elements, "Item 1").in_viewport);
+    s.close().await;
+    pool.shutdown().await;
+}
+
+/// The cost of the element scan on bundled practice pages (the shop's product list has the
+/// most elements): `cargo test -p browser-pool --test elements -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn scan_cost_on_bundled_pages() {
+    let sites = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tasks/sites"));
+    let base = serve(Vec::new(), Some(sites)).await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    const RUNS: u32 = 50;
+    for page in [
+        "shop/products.html",
+        "shop/index.html",
+        "booking/index.html",
+        "wiki/index.html",
+    ] {
+        s.act(&Action::Goto(format!("{base}/{page}")))
+            .await
+            .unwrap();
+        let n = s.scan_elements().await.unwrap().len();
+        for _ in 0..5 {
+            s.scan_elements().await.unwrap();
+        }
+        let mut times = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            s.scan_elements().await.unwrap();
+            times.push(t.elapsed());
+        }
+        let mean = times.iter().sum::<std::time::Duration>() / RUNS;
+        times.sort();
+        let median = times[times.len() / 2];
+        // The script alone, inside the page (no CDP round trip, no JSON decoding).
+        let js = format!(
+            "(() => {{ const t = performance.now(); for (let i = 0; i < {RUNS}; i++) {}; return (performance.now() - t) / {RUNS}; }})()",
+            include_str!("../src/js/observe.js")
+                .trim()
+                .trim_end_matches(';')
+        );
+        let in_page = s.evaluate(&js).await.unwrap().unwrap().as_f64().unwrap();
+        let nodes = s
+            .evaluate("document.querySelectorAll('*').length")
+            .await
+            .unwrap()
+            .unwrap();
+        println!(
+            "{page}: {n} elements, {nodes} nodes: scan_elements median {median:?}, mean {mean:?}; observe.js alone {in_page:.3} ms in the page"
+        );
+    }
+    s.close().await;
+    pool.shutdown().await;
+}
