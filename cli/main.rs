@@ -4,6 +4,7 @@
 mod bench;
 mod bench_policy;
 mod bench_rollout;
+mod browser_args;
 mod db;
 mod judge;
 mod models;
@@ -66,6 +67,8 @@ pub struct Common {
     pub sim_sigma: f64,
     #[command(flatten)]
     pub models: models::ModelArgs,
+    #[command(flatten)]
+    pub browser: browser_args::BrowserArgs,
 }
 
 #[derive(Subcommand)]

@@ -199,7 +199,13 @@ fn pool_config(common: &Common) -> anyhow::Result<PoolConfig> {
         );
     }
     let mut cfg = PoolConfig::new(&common.chromium);
-    cfg.browsers = common.browsers.max(1);
+    common.browser.apply(&mut cfg)?;
+    // With remote browsers, `--browsers 0` means remote only.
+    cfg.browsers = if cfg.remote.is_empty() {
+        common.browsers.max(1)
+    } else {
+        common.browsers
+    };
     cfg.contexts_per_browser = common.contexts.max(1);
     Ok(cfg)
 }
@@ -212,7 +218,11 @@ pub fn pool_config_for(
 ) -> anyhow::Result<PoolConfig> {
     let mut cfg = pool_config(common)?;
     cfg.contexts_per_browser = per_browser.max(1);
-    cfg.browsers = concurrency.div_ceil(cfg.contexts_per_browser).max(1);
+    let needed = concurrency.div_ceil(cfg.contexts_per_browser).max(1);
+    cfg.browsers = needed.saturating_sub(cfg.remote.len());
+    if cfg.browsers == 0 && cfg.remote.is_empty() {
+        cfg.browsers = 1;
+    }
     Ok(cfg)
 }
 
