@@ -169,15 +169,30 @@ impl BrowserPool {
         let mut last_err = None;
         // A browser that turns out dead is relaunched once; a second failure is reported.
         for _ in 0..2 {
+            // The pick reserves a place on the browser (`active`), so that leases taken at
+            // the same moment spread over the browsers; every failure below gives it back.
             let browser = self.pick_browser().await?;
             match open_context(&inner.cfg, &browser).await {
                 Ok((page, context)) => {
                     inner.leases.fetch_add(1, Ordering::Relaxed);
                     browser.served.fetch_add(1, Ordering::Relaxed);
-                    return Session::new(page, context, browser, inner.cfg.clone(), permit).await;
+                    let (b, ctx) = (browser.clone(), context.clone());
+                    let session =
+                        Session::new(page, context, browser, inner.cfg.clone(), permit).await;
+                    if session.is_err() {
+                        let guard = b.browser.read().await;
+                        let _ = tokio::time::timeout(
+                            inner.cfg.cdp_timeout,
+                            guard.dispose_browser_context(ctx),
+                        )
+                        .await;
+                        b.active.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    return session;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "opening a browser context failed");
+                    browser.active.fetch_sub(1, Ordering::SeqCst);
                     if e.browser_is_dead() {
                         browser.mark_dead();
                     }
@@ -215,6 +230,7 @@ impl BrowserPool {
                 }
             }
             let candidate = guard.as_ref().expect("slot was just filled").clone();
+            drop(guard);
             let load = candidate.active.load(Ordering::SeqCst);
             if best
                 .as_ref()
@@ -223,7 +239,9 @@ impl BrowserPool {
                 best = Some(candidate);
             }
         }
-        best.ok_or(PoolError::Closed)
+        let best = best.ok_or(PoolError::Closed)?;
+        best.active.fetch_add(1, Ordering::SeqCst);
+        Ok(best)
     }
 
     /// Why a live local browser should be replaced now, if it should.
@@ -367,6 +385,5 @@ async fn open_context(
             });
         }
     };
-    browser.active.fetch_add(1, Ordering::SeqCst);
     Ok((page, context))
 }

@@ -403,6 +403,8 @@ impl Session {
         loop {
             let transient = match self.evaluate(expression).await {
                 Ok(Ok(v)) => return Ok(Ok(v)),
+                // A real exception (an invalid selector, say) will not go away by waiting.
+                Ok(Err(js)) if !navigating(&js) => return Ok(Err(js)),
                 Ok(Err(js)) => js,
                 Err(PoolError::Cdp { message, .. }) => message,
                 Err(e) => return Err(e),
@@ -1726,6 +1728,14 @@ async fn watch_context(
         }
     });
     Ok(vec![on_created, on_destroyed, on_download])
+}
+
+/// Whether an evaluation failed because the document went away under it (a navigation),
+/// rather than because the script threw.
+fn navigating(message: &str) -> bool {
+    ["context", "navigated", "closed", "detached"]
+        .iter()
+        .any(|w| message.contains(w))
 }
 
 /// How often settling probes the page.

@@ -548,3 +548,38 @@ async fn observation_options_marks_png_scale_and_accessibility_tree() {
     s.close().await;
     pool.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simultaneous_leases_spread_over_browsers_and_bad_selectors_fail_fast() {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.browsers = 2;
+    cfg.contexts_per_browser = 2;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let sessions: Vec<_> = futures::future::join_all((0..4).map(|_| pool.lease()))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let mut per_browser = std::collections::BTreeMap::new();
+    for s in &sessions {
+        *per_browser.entry(s.browser_pid().unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_browser.values().copied().collect::<Vec<_>>(),
+        vec![2, 2]
+    );
+
+    let mut s = sessions.into_iter().next().unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let started = Instant::now();
+    let r = s.act(&act(r#"click(css="[[[")"#)).await.unwrap();
+    assert!(r.error.is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "an invalid selector is not waited on: {:?}",
+        started.elapsed()
+    );
+    s.close().await;
+    pool.shutdown().await;
+}
