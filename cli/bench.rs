@@ -13,6 +13,9 @@ pub enum BenchCommand {
     Rollout(crate::bench_rollout::RolloutArgs),
     /// ONNX policy throughput: tokens/s and latency per action by batch size.
     Policy(crate::bench_policy::PolicyArgs),
+    /// Environment step, reset, throughput and memory per context, beside the raw CDP floor
+    /// and BrowserGym's figures.
+    Env(crate::bench_env::EnvArgs),
 }
 
 /// Runs a benchmark.
@@ -20,5 +23,6 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
     match cmd {
         BenchCommand::Rollout(a) => crate::bench_rollout::run(common, a).await,
         BenchCommand::Policy(a) => crate::bench_policy::run(common, a).await,
+        BenchCommand::Env(a) => crate::bench_env::run(common, a).await,
     }
 }

@@ -2,6 +2,7 @@
 //! done by the `engine` and `web` crates.
 
 mod bench;
+mod bench_env;
 mod bench_policy;
 mod bench_rollout;
 mod browser_args;
