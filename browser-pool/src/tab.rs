@@ -20,7 +20,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+    EventFrameNavigated, EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use futures::StreamExt;
@@ -210,16 +210,26 @@ async fn track_requests(
     let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
     let mut failed = page.event_listener::<EventLoadingFailed>().await?;
+    let mut committed = page.event_listener::<EventFrameNavigated>().await?;
     Ok(tokio::spawn(async move {
         loop {
             tokio::select! {
+                Some(ev) = committed.next() => {
+                    // A new document in the main frame: whatever the old one had in flight
+                    // will never report finishing to this session.
+                    if ev.frame.parent_id.is_none() {
+                        inflight.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    }
+                }
                 Some(ev) = sent.next() => {
                     // Streams never finish; they must not hold up settling.
                     let streaming = matches!(
                         ev.r#type,
                         Some(ResourceType::EventSource | ResourceType::WebSocket | ResourceType::Media)
                     );
-                    if !streaming && !ev.request.url.starts_with("data:") {
+                    // The browser fetches favicons for itself; their end is not always reported.
+                    let favicon = ev.request.url.ends_with("/favicon.ico");
+                    if !streaming && !favicon && !ev.request.url.starts_with("data:") {
                         let mut map = inflight.lock().unwrap_or_else(|p| p.into_inner());
                         map.insert(ev.request_id.inner().clone(), Instant::now());
                     }

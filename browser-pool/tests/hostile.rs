@@ -583,3 +583,24 @@ async fn simultaneous_leases_spread_over_browsers_and_bad_selectors_fail_fast() 
     s.close().await;
     pool.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigations_in_a_used_context_settle_promptly() {
+    let base = serve().await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    let mut slowest = Duration::ZERO;
+    for i in 0..8 {
+        let page = if i % 2 == 0 { "/" } else { "/second.html" };
+        let started = Instant::now();
+        s.act(&Action::Goto(format!("{base}{page}"))).await.unwrap();
+        slowest = slowest.max(started.elapsed());
+    }
+    // Nothing stays "in flight" across documents (a stale request held settling to its cap).
+    assert!(
+        slowest < Duration::from_millis(1200),
+        "slowest navigation {slowest:?}"
+    );
+    s.close().await;
+    pool.shutdown().await;
+}
