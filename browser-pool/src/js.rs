@@ -12,6 +12,15 @@ const PREPARE: &str = include_str!("js/prepare.js");
 const RESOLVE: &str = include_str!("js/resolve.js");
 const FILL: &str = include_str!("js/fill.js");
 const SELECT: &str = include_str!("js/select.js");
+const SCROLL_AREA: &str = include_str!("js/scroll_area.js");
+const NUMBERED: &str = include_str!("js/numbered.js");
+const PLACE: &str = include_str!("js/place.js");
+
+/// A snippet with its shared helpers spliced in where it says `// #include <file>`.
+fn assemble(src: &str) -> String {
+    src.replace("  // #include numbered.js\n", NUMBERED)
+        .replace("  // #include place.js\n", PLACE)
+}
 
 fn json(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
@@ -40,12 +49,15 @@ pub(crate) fn prepare(action: u64) -> String {
 
 pub(crate) fn resolve(target: &Target) -> String {
     let (id, css) = target_parts(target);
-    RESOLVE.replace("__ID__", &id).replace("__CSS__", &css)
+    assemble(RESOLVE)
+        .replace("__ID__", &id)
+        .replace("__CSS__", &css)
 }
 
 pub(crate) fn fill(target: &Target, text: &str, clear: bool) -> String {
     let (id, css) = target_parts(target);
-    FILL.replace("__ID__", &id)
+    assemble(FILL)
+        .replace("__ID__", &id)
         .replace("__CSS__", &css)
         .replace("__TEXT__", &json(text))
         .replace("__CLEAR__", if clear { "true" } else { "false" })
@@ -53,10 +65,21 @@ pub(crate) fn fill(target: &Target, text: &str, clear: bool) -> String {
 
 pub(crate) fn select(target: &Target, option: &str) -> String {
     let (id, css) = target_parts(target);
-    SELECT
+    assemble(SELECT)
         .replace("__ID__", &id)
         .replace("__CSS__", &css)
         .replace("__TEXT__", &json(option))
+}
+
+/// `scroll_area.js` for a target given as its parts (element number, selector or point,
+/// each a JSON literal or `null`).
+pub(crate) fn scroll_area(id: &str, css: &str, x: &str, y: &str, down: bool) -> String {
+    assemble(SCROLL_AREA)
+        .replace("__ID__", id)
+        .replace("__CSS__", css)
+        .replace("__X__", x)
+        .replace("__Y__", y)
+        .replace("__DOWN__", if down { "true" } else { "false" })
 }
 
 #[cfg(test)]
@@ -72,5 +95,13 @@ mod tests {
         );
         assert!(js.contains(r#"CSS = "a\"); alert(1); (\"""#));
         assert!(!js.contains("__"), "every placeholder filled");
+        for js in [
+            resolve(&Target::Element(3)),
+            select(&Target::Element(3), "x"),
+            scroll_area("3", "null", "null", "null", true),
+        ] {
+            assert!(!js.contains("#include"), "helpers spliced in");
+            assert!(js.contains("const numbered"), "element lookup present");
+        }
     }
 }

@@ -1245,12 +1245,7 @@ impl Session {
             }
         };
         let down = direction == Direction::Down;
-        let js = include_str!("js/scroll_area.js")
-            .replace("__ID__", &id)
-            .replace("__CSS__", &css)
-            .replace("__X__", &x)
-            .replace("__Y__", &y)
-            .replace("__DOWN__", if down { "true" } else { "false" });
+        let js = js::scroll_area(&id, &css, &x, &y, down);
         let area = match self.eval_ours(&js).await? {
             Ok(v) => match serde_json::from_value::<ScrollArea>(v) {
                 Ok(a) if a.error.is_some() => {
@@ -1548,30 +1543,15 @@ impl Session {
     }
 
     async fn back(&self) -> Result<ActReport, PoolError> {
-        let history = self
-            .call(
-                "Page.getNavigationHistory",
-                GetNavigationHistoryParams::default(),
-            )
-            .await?;
-        let current = usize::try_from(history.current_index).unwrap_or(0);
-        // The blank page every session starts on does not count as a page to return to.
-        let previous = current
-            .checked_sub(1)
-            .and_then(|i| history.entries.get(i))
-            .filter(|e| e.url != "about:blank");
-        let Some(entry) = previous else {
-            return Ok(ActReport::failed("there is no previous page to go back to"));
-        };
-        self.call(
-            "Page.navigateToHistoryEntry",
-            NavigateToHistoryEntryParams::new(entry.id),
-        )
-        .await?;
-        Ok(ActReport::default())
+        self.history_step(true).await
     }
 
     async fn forward(&self) -> Result<ActReport, PoolError> {
+        self.history_step(false).await
+    }
+
+    /// One entry back or forward in the tab's history.
+    async fn history_step(&self, back: bool) -> Result<ActReport, PoolError> {
         let history = self
             .call(
                 "Page.getNavigationHistory",
@@ -1579,8 +1559,21 @@ impl Session {
             )
             .await?;
         let current = usize::try_from(history.current_index).unwrap_or(0);
-        let Some(entry) = history.entries.get(current + 1) else {
-            return Ok(ActReport::failed("there is no next page to go forward to"));
+        let target = if back {
+            current.checked_sub(1)
+        } else {
+            current.checked_add(1)
+        };
+        // The blank page every session starts on does not count as a page to return to.
+        let entry = target
+            .and_then(|i| history.entries.get(i))
+            .filter(|e| !back || e.url != "about:blank");
+        let Some(entry) = entry else {
+            return Ok(ActReport::failed(if back {
+                "there is no previous page to go back to"
+            } else {
+                "there is no next page to go forward to"
+            }));
         };
         self.call(
             "Page.navigateToHistoryEntry",

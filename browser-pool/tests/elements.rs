@@ -1,62 +1,11 @@
 //! Real Chromium: the numbered element list reaches into same-origin iframes (nested ones
 //! too), open shadow roots and scrolled containers, and actions by number work there.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
-
 use browser_pool::{Action, BrowserPool, Element, PoolConfig, Session, parse_action};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
-type Routes = Arc<Vec<(&'static str, String)>>;
+mod common;
 
-/// Serves `routes` (path → HTML) and, for other paths, files under `dir`.
-async fn serve(routes: Vec<(&'static str, String)>, dir: Option<PathBuf>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let routes: Routes = Arc::new(routes);
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let routes = routes.clone();
-            let dir = dir.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]);
-                let path = req.split_whitespace().nth(1).unwrap_or("/");
-                let path = path.split('?').next().unwrap_or("/").to_string();
-                let routed = routes.iter().find(|(p, _)| *p == path);
-                let (status, mime, body) = match (routed, &dir) {
-                    (Some((_, html)), _) => ("200 OK", "text/html", html.clone().into_bytes()),
-                    (None, Some(dir)) if !path.contains("..") => {
-                        let file = dir.join(path.trim_start_matches('/'));
-                        let mime = match file.extension().and_then(|e| e.to_str()) {
-                            Some("css") => "text/css",
-                            Some("js") => "text/javascript",
-                            _ => "text/html",
-                        };
-                        match std::fs::read(&file) {
-                            Ok(bytes) => ("200 OK", mime, bytes),
-                            Err(_) => ("404 Not Found", "text/html", b"not found".to_vec()),
-                        }
-                    }
-                    _ => ("404 Not Found", "text/html", b"not found".to_vec()),
-                };
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {mime}; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(&body).await;
-            });
-        }
-    });
-    format!("http://{addr}")
-}
+use common::{html, serve};
 
 fn config() -> PoolConfig {
     let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
@@ -139,16 +88,13 @@ const SCROLL: &str = r#"<!doctype html><html><head><title>Scroll</title><style>
 </body></html>"#;
 
 async fn pool_and_pages() -> (BrowserPool, String) {
-    let cross = serve(vec![("/cross.html", CROSS.to_string())], None).await;
-    let base = serve(
-        vec![
-            ("/frames.html", FRAMES.replace("__CROSS__", &cross)),
-            ("/inner.html", INNER.to_string()),
-            ("/shadow.html", SHADOW.to_string()),
-            ("/scroll.html", SCROLL.to_string()),
-        ],
-        None,
-    )
+    let cross = serve(vec![html("/cross.html", CROSS)]).await;
+    let base = serve(vec![
+        html("/frames.html", FRAMES.replace("__CROSS__", &cross)),
+        html("/inner.html", INNER),
+        html("/shadow.html", SHADOW),
+        html("/scroll.html", SCROLL),
+    ])
     .await;
     (BrowserPool::launch(config()).await.unwrap(), base)
 }
@@ -402,59 +348,6 @@ async fn scrolled_containers_hide_and_reveal_their_elements() {
     let obs = s.observe().await.unwrap();
     assert!(find(&obs.elements, "Item 40").in_viewport);
     assert!(!find(&obs.elements, "Item 1").in_viewport);
-    s.close().await;
-    pool.shutdown().await;
-}
-
-/// The cost of the element scan on bundled practice pages (the shop's product list has the
-/// most elements): `cargo test -p browser-pool --test elements -- --ignored --nocapture`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement, not a check"]
-async fn scan_cost_on_bundled_pages() {
-    let sites = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tasks/sites"));
-    let base = serve(Vec::new(), Some(sites)).await;
-    let pool = BrowserPool::launch(config()).await.unwrap();
-    let mut s = pool.lease().await.unwrap();
-    const RUNS: u32 = 50;
-    for page in [
-        "shop/products.html",
-        "shop/index.html",
-        "booking/index.html",
-        "wiki/index.html",
-    ] {
-        s.act(&Action::Goto(format!("{base}/{page}")))
-            .await
-            .unwrap();
-        let n = s.scan_elements().await.unwrap().len();
-        for _ in 0..5 {
-            s.scan_elements().await.unwrap();
-        }
-        let mut times = Vec::new();
-        for _ in 0..RUNS {
-            let t = Instant::now();
-            s.scan_elements().await.unwrap();
-            times.push(t.elapsed());
-        }
-        let mean = times.iter().sum::<std::time::Duration>() / RUNS;
-        times.sort();
-        let median = times[times.len() / 2];
-        // The script alone, inside the page (no CDP round trip, no JSON decoding).
-        let js = format!(
-            "(() => {{ const t = performance.now(); for (let i = 0; i < {RUNS}; i++) {}; return (performance.now() - t) / {RUNS}; }})()",
-            include_str!("../src/js/observe.js")
-                .trim()
-                .trim_end_matches(';')
-        );
-        let in_page = s.evaluate(&js).await.unwrap().unwrap().as_f64().unwrap();
-        let nodes = s
-            .evaluate("document.querySelectorAll('*').length")
-            .await
-            .unwrap()
-            .unwrap();
-        println!(
-            "{page}: {n} elements, {nodes} nodes: scan_elements median {median:?}, mean {mean:?}; observe.js alone {in_page:.3} ms in the page"
-        );
-    }
     s.close().await;
     pool.shutdown().await;
 }

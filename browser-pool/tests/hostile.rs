@@ -10,8 +10,10 @@ use browser_pool::{
     Action, BrowserPool, DialogPolicy, ImageFormat, PageEvent, PoolConfig, PoolError, UrlPolicy,
     parse_action,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+
+mod common;
+
+use common::{Route, html};
 
 const INDEX: &str = r#"<!doctype html><html><head><title>Hostile</title></head><body>
 <h1 id="h">Start</h1>
@@ -36,40 +38,19 @@ const LOOP_AT_LOAD: &str = r#"<!doctype html><html><head><title>Looping</title><
 <p id="before">before</p><script>while (true) {}</script><p id="after">after</p></body></html>"#;
 
 async fn serve() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]);
-                let path = req.split_whitespace().nth(1).unwrap_or("/");
-                let (status, kind, body) = match path {
-                    "/" => ("200 OK", "text/html; charset=utf-8", INDEX),
-                    "/second.html" => ("200 OK", "text/html; charset=utf-8", SECOND),
-                    "/admin.html" => ("200 OK", "text/html; charset=utf-8", ADMIN),
-                    "/loop.html" => ("200 OK", "text/html; charset=utf-8", LOOP_AT_LOAD),
-                    "/file.zip" => ("200 OK", "application/zip", "PK-not-really-a-zip"),
-                    _ => ("404 Not Found", "text/html", "<h1>not found</h1>"),
-                };
-                let extra = if path == "/file.zip" {
-                    "Content-Disposition: attachment; filename=\"report.zip\"\r\n"
-                } else {
-                    ""
-                };
-                let resp = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = sock.write_all(resp.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    common::serve(vec![
+        html("/", INDEX),
+        html("/second.html", SECOND),
+        html("/admin.html", ADMIN),
+        html("/loop.html", LOOP_AT_LOAD),
+        Route {
+            path: "/file.zip",
+            content_type: "application/zip",
+            headers: "Content-Disposition: attachment; filename=\"report.zip\"\r\n",
+            body: "PK-not-really-a-zip".into(),
+        },
+    ])
+    .await
 }
 
 fn config() -> PoolConfig {

@@ -6,8 +6,10 @@
 use std::time::{Duration, Instant};
 
 use browser_pool::{Action, BrowserPool, PoolConfig, PoolError, parse_action};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+
+mod common;
+
+use common::html;
 
 const INDEX: &str = r#"<!doctype html><html><head><title>Test shop</title></head><body>
 <h1 id="h">Hello</h1>
@@ -85,36 +87,15 @@ const POINTER: &str = r#"<!doctype html><html><head><title>Pointer</title><style
 </body></html>"#;
 
 async fn serve() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]);
-                let path = req.split_whitespace().nth(1).unwrap_or("/");
-                let path = path.split('?').next().unwrap_or("/");
-                let (status, body) = match path {
-                    "/" | "/index.html" => ("200 OK", INDEX),
-                    "/second.html" => ("200 OK", SECOND),
-                    "/results.html" => ("200 OK", RESULTS),
-                    "/storage.html" => ("200 OK", STORAGE),
-                    "/pointer.html" => ("200 OK", POINTER),
-                    _ => ("404 Not Found", "<h1>not found</h1>"),
-                };
-                let resp = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = sock.write_all(resp.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    common::serve(vec![
+        html("/", INDEX),
+        html("/index.html", INDEX),
+        html("/second.html", SECOND),
+        html("/results.html", RESULTS),
+        html("/storage.html", STORAGE),
+        html("/pointer.html", POINTER),
+    ])
+    .await
 }
 
 fn config() -> PoolConfig {

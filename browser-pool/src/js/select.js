@@ -2,27 +2,7 @@
 // multiple <select>, adds it to the options already chosen.
 (() => {
   const ID = __ID__, CSS = __CSS__, OPTION = __TEXT__;
-  // Element N of the last observation (observe.js keeps them in the top window under
-  // Symbol.for('surfgym.elements'); it may sit in a same-origin iframe or a shadow root),
-  // while it and every iframe around it are still in their documents.
-  const numbered = (n) => {
-    const el = (window[Symbol.for('surfgym.elements')] || [])[n - 1];
-    if (!el) return null;
-    for (let node = el; ;) {
-      if (!node.isConnected) return null;
-      const win = node.ownerDocument.defaultView;
-      if (!win) return null;
-      if (win === window) return el;
-      let fe = null;
-      try {
-        fe = win.frameElement;
-      } catch (e) {
-        return null;
-      }
-      if (!fe) return null;
-      node = fe;
-    }
-  };
+  // #include numbered.js
   const el = CSS !== null ? document.querySelector(CSS) : numbered(ID);
   if (!el) return { error: 'the element disappeared' };
   if (el.tagName.toLowerCase() !== 'select') return { error: 'element is a <' + el.tagName.toLowerCase() + '>, not a <select>' };

@@ -1,0 +1,22 @@
+// Shared by the snippets that act on element N (spliced in by js.rs).
+  // Element N of the last observation (observe.js keeps them in the top window under
+  // Symbol.for('surfgym.elements'); it may sit in a same-origin iframe or a shadow root),
+  // while it and every iframe around it are still in their documents.
+  const numbered = (n) => {
+    const el = (window[Symbol.for('surfgym.elements')] || [])[n - 1];
+    if (!el) return null;
+    for (let node = el; ;) {
+      if (!node.isConnected) return null;
+      const win = node.ownerDocument.defaultView;
+      if (!win) return null;
+      if (win === window) return el;
+      let fe = null;
+      try {
+        fe = win.frameElement;
+      } catch (e) {
+        return null;
+      }
+      if (!fe) return null;
+      node = fe;
+    }
+  };

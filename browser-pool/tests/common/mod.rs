@@ -1,0 +1,60 @@
+//! A tiny HTTP server on loopback for the browser-pool tests: fixed routes, nothing else.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One fixed response.
+pub struct Route {
+    /// Path without the query string.
+    pub path: &'static str,
+    /// `Content-Type` (charset added for text).
+    pub content_type: &'static str,
+    /// Extra header lines, each ending in `\r\n`.
+    pub headers: &'static str,
+    /// The body.
+    pub body: String,
+}
+
+/// An HTML page at `path`.
+pub fn html(path: &'static str, body: impl Into<String>) -> Route {
+    Route {
+        path,
+        content_type: "text/html",
+        headers: "",
+        body: body.into(),
+    }
+}
+
+/// Serves `routes` (404 for anything else) and returns the base URL.
+pub async fn serve(routes: Vec<Route>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let routes = Arc::new(routes);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let routes = routes.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let path = req.split_whitespace().nth(1).unwrap_or("/");
+                let path = path.split('?').next().unwrap_or("/");
+                let (status, kind, headers, body) = match routes.iter().find(|r| r.path == path) {
+                    Some(r) => ("200 OK", r.content_type, r.headers, r.body.as_str()),
+                    None => ("404 Not Found", "text/html", "", "<h1>not found</h1>"),
+                };
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {kind}; charset=utf-8\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
