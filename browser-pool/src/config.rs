@@ -52,7 +52,9 @@ pub struct PoolConfig {
     pub navigation_timeout: Duration,
     /// How long a lease waits for a free context.
     pub lease_timeout: Duration,
-    /// The DOM must be free of mutations this long before an observation is taken.
+    /// The DOM must be free of mutations this long before an observation is taken (on top
+    /// of the action's pending short timeouts and frames, which settling waits for; see
+    /// `js/timers.js`). It only has to bridge the gaps between the tasks of one update.
     pub settle_quiet: Duration,
     /// Upper bound on waiting for the page to settle after an action.
     pub settle_max: Duration,
@@ -115,7 +117,7 @@ impl PoolConfig {
             cdp_timeout: Duration::from_secs(10),
             navigation_timeout: Duration::from_secs(15),
             lease_timeout: Duration::from_secs(120),
-            settle_quiet: Duration::from_millis(60),
+            settle_quiet: Duration::from_millis(20),
             settle_max: Duration::from_secs(5),
             extra_args: Vec::new(),
         }

@@ -4,10 +4,13 @@
 //! spliced in as JSON literals, never as raw text, so page-controlled strings cannot break
 //! out of them.
 
+use std::time::Duration;
+
 use crate::action::Target;
 
 const OBSERVE: &str = include_str!("js/observe.js");
 const SETTLE: &str = include_str!("js/settle.js");
+const TIMERS: &str = include_str!("js/timers.js");
 const PREPARE: &str = include_str!("js/prepare.js");
 const RESOLVE: &str = include_str!("js/resolve.js");
 const FILL: &str = include_str!("js/fill.js");
@@ -39,8 +42,18 @@ pub(crate) fn observe() -> &'static str {
     OBSERVE
 }
 
-pub(crate) fn settle(action: u64) -> String {
-    SETTLE.replace("__ACTION__", &action.to_string())
+/// The settling probe for action `action`: resolves once the DOM has been quiet for
+/// `quiet` with no counted timeout pending, or after `wait`.
+pub(crate) fn settle(action: u64, quiet: Duration, wait: Duration) -> String {
+    SETTLE
+        .replace("__ACTION__", &action.to_string())
+        .replace("__QUIET__", &quiet.as_millis().to_string())
+        .replace("__WAIT__", &wait.as_millis().to_string())
+}
+
+/// The timer bookkeeping every document gets before its own scripts run.
+pub(crate) fn timers() -> &'static str {
+    TIMERS
 }
 
 pub(crate) fn prepare(action: u64) -> String {

@@ -123,6 +123,9 @@ struct Probe {
     state: String,
     #[serde(default)]
     quiet_ms: f64,
+    /// Short timeouts the page's recent activity has pending (see `js/timers.js`).
+    #[serde(default)]
+    timers: u32,
 }
 
 #[derive(Deserialize)]
@@ -453,11 +456,12 @@ impl Session {
     }
 
     /// Waits until the document that action `seq` leads to has loaded, its DOM has been
-    /// quiet for `settle_quiet` and no recent request is in flight; at most `settle_max`
+    /// quiet for `settle_quiet`, no short timeout its recent activity set is pending and no
+    /// recent request is in flight; at most `settle_max`
     /// (and at most [`RESTLESS_MAX`] after load, for pages that never go quiet).
     async fn settle(&mut self, seq: u64, downloads_before: u64) -> Result<(), PoolError> {
         let start = Instant::now();
-        let probe = js::settle(seq);
+        let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
         let mut loaded_at: Option<Instant> = None;
         loop {
             if start.elapsed() >= self.cfg.settle_max {
@@ -480,6 +484,7 @@ impl Session {
                     Ok(p) if p.state == "complete" => {
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
                         let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
+                            && p.timers == 0
                             && !self.tab().network_busy();
                         if quiet || loaded.elapsed() >= RESTLESS_MAX {
                             return Ok(());
@@ -1731,8 +1736,12 @@ fn navigating(message: &str) -> bool {
         .any(|w| message.contains(w))
 }
 
-/// How often settling probes the page.
+/// How often settling probes a page that is still loading or has requests in flight.
 const SETTLE_POLL: Duration = Duration::from_millis(15);
+
+/// How long one settling probe may wait inside the page before reporting back (the Rust
+/// side then checks the network, tabs and limits).
+const PROBE_WAIT: Duration = Duration::from_millis(250);
 
 /// Once loaded, a page that never goes quiet (animations, tickers) is not waited for longer.
 const RESTLESS_MAX: Duration = Duration::from_millis(1500);

@@ -20,7 +20,8 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    EventFrameNavigated, EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+    AddScriptToEvaluateOnNewDocumentParams, EventFrameNavigated, EventJavascriptDialogOpening,
+    HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use futures::StreamExt;
@@ -30,6 +31,7 @@ use tokio::task::JoinHandle;
 use crate::config::{DialogPolicy, PoolConfig};
 use crate::error::PoolError;
 use crate::events::{EventLog, PageEvent};
+use crate::js;
 
 /// A request in flight longer than this is treated as long-lived (long polling, streaming)
 /// and no longer holds up settling.
@@ -99,6 +101,13 @@ impl Tab {
                 .await
                 .map_err(gone)?,
         );
+
+        let mut timers = AddScriptToEvaluateOnNewDocumentParams::new(js::timers());
+        // The tab's current document (about:blank, or a popup's first page) gets it too.
+        timers.run_immediately = Some(true);
+        page.execute(timers)
+            .await
+            .map_err(|e| PoolError::from_cdp("Page.addScriptToEvaluateOnNewDocument", e))?;
 
         let mut log = page
             .event_listener::<EventEntryAdded>()

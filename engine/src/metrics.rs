@@ -131,6 +131,8 @@ pub struct Metrics {
     pub episodes_failed: Counter,
     /// Infrastructure retries, by reason.
     pub retries: LabeledCounter,
+    /// Policy calls repeated inside an episode because the backend was unavailable.
+    pub policy_call_retries: Counter,
     /// Steps taken.
     pub steps: Counter,
     /// Policy outputs that were not valid actions.
@@ -166,6 +168,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     episodes_finished: LabeledCounter::default(),
     episodes_failed: Counter::default(),
     retries: LabeledCounter::default(),
+    policy_call_retries: Counter::default(),
     steps: Counter::default(),
     parse_failures: Counter::default(),
     observe_seconds: Histogram::new(&BUCKETS),
@@ -237,6 +240,12 @@ impl Metrics {
             "Infrastructure failures retried, by reason.",
             "reason",
             &self.retries,
+        );
+        counter(
+            &mut o,
+            "surfgym_policy_call_retries_total",
+            "Policy calls repeated within an episode after the backend was unavailable.",
+            self.policy_call_retries.get(),
         );
         counter(
             &mut o,

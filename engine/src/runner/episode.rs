@@ -106,6 +106,25 @@ pub struct Episode {
     final_answer: Option<String>,
     terminal_shot: Option<String>,
     pending: Option<Pending>,
+    /// Counts the episode in `episodes_running` until it is dropped, however it ends
+    /// (finished, abandoned, or cancelled by the watchdog mid-await).
+    _running: Running,
+}
+
+/// One unit of the `episodes_running` gauge, given back on drop.
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        METRICS.episodes_running.add(1);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        METRICS.episodes_running.add(-1);
+    }
 }
 
 /// An episode that ran to its end, ready to be judged and stored.
@@ -161,7 +180,6 @@ impl Episode {
                 }
             }
         };
-        METRICS.episodes_running.add(1);
         Ok(Episode {
             run,
             instruction,
@@ -175,6 +193,7 @@ impl Episode {
             end: None,
             final_answer: None,
             terminal_shot: None,
+            _running: Running::start(),
             pending: None,
         })
     }
@@ -350,7 +369,6 @@ impl Episode {
     /// Captures the final page and releases the browser context.
     pub async fn finish(mut self) -> Result<Finished, InfraError> {
         let result = self.capture_end().await;
-        METRICS.episodes_running.add(-1);
         self.session.close().await;
         let (final_screenshot, snapshot) = result?;
         let instruction = self.run.task.setup.map(|_| self.instruction.to_string());
@@ -383,9 +401,35 @@ impl Episode {
 
     /// Releases the browser context of an episode that failed.
     pub async fn abandon(self) {
-        METRICS.episodes_running.add(-1);
         self.session.close().await;
     }
+}
+
+/// Retries after a policy backend was unavailable, before the episode gives up its
+/// progress: a policy server that drops a fraction of calls should cost those calls, not
+/// whole episodes. Backoff doubles from [`POLICY_BACKOFF`].
+pub const POLICY_CALL_RETRIES: u32 = 3;
+const POLICY_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Asks `policy`, retrying a backend that is unavailable up to [`POLICY_CALL_RETRIES`]
+/// times; each retry is counted in `surfgym_policy_call_retries_total`.
+async fn decide_retrying(
+    policy: &dyn crate::policy::Policy,
+    input: StepInput,
+) -> Result<Decision, PolicyError> {
+    let mut wait = POLICY_BACKOFF;
+    for _ in 0..POLICY_CALL_RETRIES {
+        match policy.decide(input.clone()).await {
+            Err(PolicyError::Unavailable(why)) => {
+                tracing::warn!(step = input.step, error = %why, retry_in = ?wait, "policy backend unavailable; retrying the call");
+                METRICS.policy_call_retries.inc();
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+    policy.decide(input).await
 }
 
 /// Runs one episode on its own, asking the policy one step at a time: the async
@@ -410,7 +454,7 @@ pub async fn run_alone(
             }
         };
         let t = Instant::now();
-        let decision = policy.decide(input).await;
+        let decision = decide_retrying(policy.as_ref(), input).await;
         if let Err(e) = ep.apply(decision, t.elapsed()).await {
             ep.abandon().await;
             return Err(e);

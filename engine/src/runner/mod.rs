@@ -88,6 +88,35 @@ pub struct RunnerConfig {
     pub lease: Duration,
     /// Judge workers per campaign.
     pub judges: usize,
+    /// The watchdog's limit for one episode: `base` plus `per_step` for each step of its
+    /// horizon. An episode past it is abandoned as an infrastructure failure (retried).
+    pub watchdog: Watchdog,
+}
+
+/// How long an episode may run before the watchdog takes it back.
+#[derive(Debug, Clone, Copy)]
+pub struct Watchdog {
+    /// Fixed allowance (lease, start page, environment setup, judging snapshot).
+    pub base: Duration,
+    /// Allowance per step of the horizon (policy call, action, settling, observation).
+    pub per_step: Duration,
+}
+
+impl Watchdog {
+    /// The limit for an episode of at most `max_steps` steps.
+    pub fn limit(&self, max_steps: u32) -> Duration {
+        self.base + self.per_step * max_steps
+    }
+}
+
+impl Default for Watchdog {
+    /// Generous, but finite: a stuck episode is noticed within minutes.
+    fn default() -> Watchdog {
+        Watchdog {
+            base: Duration::from_secs(60),
+            per_step: Duration::from_secs(30),
+        }
+    }
 }
 
 impl RunnerConfig {
@@ -103,6 +132,7 @@ impl RunnerConfig {
             ),
             lease: Duration::from_secs(60),
             judges: 2,
+            watchdog: Watchdog::default(),
         }
     }
 }
@@ -368,11 +398,6 @@ impl Runner {
         }))
     }
 
-    /// A watchdog limit for one episode: generous, but finite.
-    fn time_limit(max_steps: u32) -> Duration {
-        Duration::from_secs(60) + Duration::from_secs(30) * max_steps
-    }
-
     async fn run_one(
         &self,
         run: &CampaignRun,
@@ -382,7 +407,7 @@ impl Runner {
         let Some(er) = self.prepare(run, &ep).await? else {
             return Ok(());
         };
-        let limit = Self::time_limit(er.max_steps);
+        let limit = self.cfg.watchdog.limit(er.max_steps);
         let span = tracing::info_span!("episode", campaign = %run.id, episode = %ep.id, task = %ep.task_id, attempt = ep.attempts);
         let outcome = tracing::Instrument::instrument(
             tokio::time::timeout(limit, episode::run_alone(&self.pool, er, &run.cut)),

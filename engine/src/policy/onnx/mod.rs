@@ -170,7 +170,9 @@ impl OnnxBackend {
             .lock()
             .expect("model lock")
             .generate(&prompts, &self.opts.generation, &seeds)
-            .map_err(|e| PolicyError::Failed(e.to_string()))?;
+            // The runtime failing (out of memory, a broken session) is the backend's
+            // trouble, not the agent's: retried, never scored.
+            .map_err(|e| PolicyError::Unavailable(format!("inference failed: {e}")))?;
         let grounding = if self.vision {
             self.opts.prompt.grounding
         } else {
@@ -235,7 +237,7 @@ impl BatchBackend for OnnxBackend {
             };
             tokio::task::spawn_blocking(move || this.decide_all(&inputs))
                 .await
-                .map_err(|e| PolicyError::Failed(format!("inference thread failed: {e}")))?
+                .map_err(|e| PolicyError::Unavailable(format!("inference thread failed: {e}")))?
         }
         .boxed()
     }

@@ -1,0 +1,143 @@
+//! Real Chromium: settling waits for what an action set in motion (short timeouts and
+//! the chains they start) but not for the page's background timers, long timeouts or
+//! intervals, so observations are neither stale nor slow.
+
+use std::time::{Duration, Instant};
+
+use browser_pool::{BrowserPool, PoolConfig, Session, parse_action};
+
+mod common;
+
+use common::{html, serve};
+
+const PAGE: &str = r#"<!doctype html><html><head><title>Timers</title></head><body>
+<button id="late" onclick="setTimeout(() => { document.getElementById('out').textContent = 'late result'; }, 300)">Late</button>
+<button id="chain" onclick="step(1)">Chain</button>
+<button id="slow" onclick="setTimeout(() => { document.getElementById('out').textContent = 'slow result'; }, 5000)">Slow</button>
+<button id="frame" onclick="requestAnimationFrame(() => requestAnimationFrame(() => { document.getElementById('out').textContent = 'frame result'; }))">Frame</button>
+<button id="plain" onclick="document.getElementById('out').textContent = 'plain result'">Plain</button>
+<button id="cleared" onclick="clearTimeout(setTimeout(() => {}, 400)); document.getElementById('out').textContent = 'cleared'">Cleared</button>
+<p id="out">nothing yet</p>
+<script>
+  // Three counted generations, 120 ms apart: the last one writes the result.
+  function step(n) {
+    setTimeout(() => {
+      if (n < 3) step(n + 1);
+      else document.getElementById('out').textContent = 'chain result';
+    }, 120);
+  }
+  // Background work started at load that never ends: a polling loop of short timeouts
+  // and an interval that sets timeouts of its own. Neither may hold settling up.
+  let polls = 0;
+  (function poll() { polls++; setTimeout(poll, 40); })();
+  setInterval(() => { setTimeout(() => { polls++; }, 30); }, 50);
+  let frames = 0;
+  (function frame() { frames++; requestAnimationFrame(frame); })();
+</script>
+</body></html>"#;
+
+fn config() -> PoolConfig {
+    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    cfg
+}
+
+async fn out(s: &Session) -> String {
+    let v = s
+        .evaluate("document.getElementById('out').textContent")
+        .await
+        .unwrap()
+        .unwrap();
+    v.as_str().unwrap().to_string()
+}
+
+/// Clicks `css` and returns how long the action with its settling took.
+async fn click(s: &mut Session, css: &str) -> Duration {
+    let start = Instant::now();
+    let report = s
+        .act(&parse_action(&format!("click(css=\"{css}\")")).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(report.error, None, "clicking {css}");
+    start.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settling_follows_the_actions_timers() {
+    let base = serve(vec![html("/", PAGE)]).await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&parse_action(&format!("goto(\"{base}\")")).unwrap())
+        .await
+        .unwrap();
+
+    // The background loops have been running through the load; wait a little more so
+    // several generations of them are behind us.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A result that appears 300 ms after the click is in the next observation.
+    click(&mut s, "#late").await;
+    assert_eq!(out(&s).await, "late result");
+    assert!(
+        s.observe()
+            .await
+            .unwrap()
+            .elements
+            .iter()
+            .any(|e| e.label == "Late")
+    );
+
+    // So is the end of a chain of timeouts the click started.
+    click(&mut s, "#chain").await;
+    assert_eq!(out(&s).await, "chain result");
+
+    // And a render the click deferred by two animation frames.
+    click(&mut s, "#frame").await;
+    assert_eq!(out(&s).await, "frame result");
+
+    // A plain click settles without waiting for the background loops: well under the
+    // 1.5 s a restless page gets.
+    let took = click(&mut s, "#plain").await;
+    assert_eq!(out(&s).await, "plain result");
+    assert!(
+        took < Duration::from_millis(1000),
+        "plain click took {took:?}"
+    );
+
+    // A cleared timeout is forgotten, and the background loops' timeouts were never
+    // counted: nothing is pending once the click has settled.
+    click(&mut s, "#cleared").await;
+    assert_eq!(out(&s).await, "cleared");
+    let pending = s
+        .evaluate("window.__sgTimers.pending()")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending, 0, "counted timeouts left pending");
+
+    // A timeout beyond the horizon is not waited for (it would take 5 s).
+    let took = click(&mut s, "#slow").await;
+    assert_eq!(out(&s).await, "cleared");
+    assert!(
+        took < Duration::from_millis(1500),
+        "slow timer waited for: {took:?}"
+    );
+
+    // The bookkeeping is invisible to the page's own timers: the loops still run.
+    let polls = |v: serde_json::Value| v.as_f64().unwrap();
+    let before = polls(s.evaluate("polls").await.unwrap().unwrap());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = polls(s.evaluate("polls").await.unwrap().unwrap());
+    assert!(
+        after > before + 2.0,
+        "background timers stopped: {before} -> {after}"
+    );
+    let frames = s.evaluate("frames").await.unwrap().unwrap();
+    assert!(
+        frames.as_f64().unwrap() > 10.0,
+        "animation frames: {frames}"
+    );
+    drop(s);
+    pool.shutdown().await;
+}
