@@ -16,6 +16,8 @@ pub enum BenchCommand {
     /// Environment step, reset, throughput and memory per context, beside the raw CDP floor
     /// and BrowserGym's figures.
     Env(crate::bench_env::EnvArgs),
+    /// Scaling with `surfgym worker` processes pulling one campaign from one Postgres.
+    Workers(crate::bench_workers::WorkersArgs),
 }
 
 /// Runs a benchmark.
@@ -24,5 +26,6 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::Rollout(a) => crate::bench_rollout::run(common, a).await,
         BenchCommand::Policy(a) => crate::bench_policy::run(common, a).await,
         BenchCommand::Env(a) => crate::bench_env::run(common, a).await,
+        BenchCommand::Workers(a) => crate::bench_workers::run(common, a).await,
     }
 }

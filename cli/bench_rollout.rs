@@ -1,6 +1,6 @@
 //! `surfgym bench rollout`: the same episodes (bundled tasks of uneven length, identical
-//! seeds, identical simulated policy latencies) scheduled `async` and `lockstep`, at
-//! several concurrency levels, in one run.
+//! seeds, identical simulated policy latencies and outcomes) scheduled `async` and
+//! `lockstep`, at several concurrency levels, in one run.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
@@ -35,6 +35,12 @@ pub struct RolloutArgs {
     /// Browser contexts per browser process.
     #[arg(long, default_value_t = 8)]
     pub contexts_per_browser: usize,
+    /// Simulated policy: `agent-sim` (half the episodes solved, the rest wandering to the
+    /// step limit, so lengths vary per rollout as in a real campaign), `scripted-sim`
+    /// (every episode plays its task's reference: lengths vary per task only) or
+    /// `random-sim`.
+    #[arg(long, default_value = "agent-sim", value_parser = ["agent-sim", "scripted-sim", "random-sim"])]
+    pub policy: String,
     /// Write the figures as JSON here too.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
@@ -66,8 +72,8 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "bench rollout: policy scripted-sim (log-normal latency, median {} ms, sigma {}), bundled tasks, {cpus} CPUs",
-        args.latency_ms, args.sigma
+        "bench rollout: policy {} (log-normal latency, median {} ms, sigma {}), bundled tasks, {cpus} CPUs",
+        args.policy, args.latency_ms, args.sigma
     );
     let mut rows = Vec::new();
     for &c in &args.concurrency {
@@ -90,10 +96,16 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
             let id = engine
                 .create_campaign(CampaignSpec {
                     name: Some(format!("bench rollout c={c} {mode}")),
-                    policy: Some("scripted-sim".into()),
+                    policy: Some(args.policy.clone()),
                     rollouts_per_task: Some(rollouts),
                     concurrency: Some(c as u32),
                     seed: Some(2026),
+                    // Only the bundled sites: other suites in the database (MiniWoB++,
+                    // imports) may point at servers this run does not start.
+                    tasks: Some(engine::store::TaskFilter {
+                        tag: Some(engine::BUNDLED_TAG.into()),
+                        ..Default::default()
+                    }),
                     mode: Some(mode.into()),
                     ..Default::default()
                 })

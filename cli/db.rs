@@ -11,6 +11,8 @@ use crate::Common;
 /// A connected store, and the private cluster when this process started one.
 pub struct Database {
     pub store: Store,
+    /// Where it is, for worker processes.
+    pub url: String,
     pub cluster: Option<LocalCluster>,
 }
 
@@ -27,7 +29,11 @@ pub async fn open(common: &Common) -> anyhow::Result<Database> {
         }
     };
     let store = Store::connect(&url).await?;
-    Ok(Database { store, cluster })
+    Ok(Database {
+        store,
+        url,
+        cluster,
+    })
 }
 
 /// `surfgym db start`.

@@ -1,6 +1,7 @@
 //! Policies: what chooses the next action. The [`Policy`] trait is the seam every backend
 //! implements (scripted, random, and later ONNX and HTTP models).
 
+mod agent_like;
 mod batcher;
 pub mod http;
 pub mod miniwob;
@@ -18,6 +19,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tasks::Task;
 
+pub use agent_like::AgentLike;
 pub use batcher::{BatchBackend, BatchLimits, Batched, CloseReason, take_batch};
 pub use random::RandomPolicy;
 pub use scripted::ScriptedPolicy;
@@ -127,6 +129,10 @@ pub struct PolicyRegistry {
     policies: BTreeMap<String, Arc<dyn Policy>>,
 }
 
+/// Share of `agent-sim`'s episodes that solve their task: about what current web agents
+/// reach on WebGym-style tasks, so failures (which run to the horizon) are common.
+const AGENT_SIM_SOLVES: f64 = 0.5;
+
 impl PolicyRegistry {
     /// The built-in policies: `scripted`, `random` and `miniwob-solver`.
     pub fn builtin() -> PolicyRegistry {
@@ -137,8 +143,10 @@ impl PolicyRegistry {
         r
     }
 
-    /// The built-in policies plus `scripted-sim` and `random-sim`: the same choices behind
-    /// a simulated model server's latency (for measuring the engine without a GPU).
+    /// The built-in policies plus `scripted-sim`, `random-sim` and `agent-sim` (half its
+    /// episodes solved, the rest wandering to the horizon, see [`AgentLike`]): the same
+    /// choices behind a simulated model server's latency (for measuring the engine without
+    /// a GPU).
     pub fn with_simulated(model: LatencyModel) -> PolicyRegistry {
         let mut r = PolicyRegistry::builtin();
         r.register(Arc::new(SimulatedLatency::new(
@@ -149,6 +157,11 @@ impl PolicyRegistry {
         r.register(Arc::new(SimulatedLatency::new(
             "random-sim",
             Arc::new(RandomPolicy),
+            model,
+        )));
+        r.register(Arc::new(SimulatedLatency::new(
+            "agent-sim",
+            Arc::new(AgentLike::new(AGENT_SIM_SOLVES)),
             model,
         )));
         r

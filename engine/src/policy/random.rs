@@ -48,7 +48,7 @@ fn word(rng: &mut StdRng, instruction: &str) -> String {
     WORDS.choose(rng).copied().unwrap_or("test").to_string()
 }
 
-fn choose(input: &StepInput) -> (Action, String) {
+pub(super) fn choose(input: &StepInput) -> (Action, String) {
     let mix = (input.step as u64)
         .wrapping_add(1)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);

@@ -582,6 +582,22 @@ impl Store {
         .await?)
     }
 
+    /// When each finished episode of a campaign finished, in seconds after the first one
+    /// started, sorted (throughput over a steady window, without start-up and tail).
+    pub async fn finish_offsets(&self, campaign: Uuid) -> Result<Vec<f64>, StoreError> {
+        let rows: Vec<(f64,)> = sqlx::query_as(
+            "SELECT extract(epoch FROM e.finished_at - first.t)::float8
+             FROM episodes e,
+                  (SELECT min(started_at) AS t FROM episodes WHERE campaign_id = $1) first
+             WHERE e.campaign_id = $1 AND e.status = 'finished'
+             ORDER BY 1",
+        )
+        .bind(campaign)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(t,)| t).collect())
+    }
+
     /// Who stored each finished episode of a campaign, and how many.
     pub async fn finished_by(&self, campaign: Uuid) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(sqlx::query_as(
