@@ -29,6 +29,9 @@ pub struct BrowserArgs {
     /// Replace a browser process whose process tree uses more than this many MB (0: never).
     #[arg(long, default_value_t = 3072, global = true)]
     pub recycle_above_mb: u64,
+    /// Fresh browser contexts each browser keeps open ahead of leases (0: open on demand).
+    #[arg(long, default_value_t = 1, global = true)]
+    pub standby_contexts: usize,
     /// Screenshot encoding.
     #[arg(long, value_enum, default_value_t = ShotFormat::Jpeg, global = true)]
     pub screenshot_format: ShotFormat,
@@ -66,6 +69,7 @@ impl BrowserArgs {
             DialogPolicy::Accept
         };
         cfg.recycle_after = (self.recycle_after > 0).then_some(self.recycle_after);
+        cfg.standby_contexts = self.standby_contexts;
         cfg.recycle_above_bytes =
             (self.recycle_above_mb > 0).then_some(self.recycle_above_mb << 20);
         cfg.screenshot_format = match self.screenshot_format {

@@ -41,6 +41,9 @@ pub struct PoolConfig {
     pub recycle_after: Option<u64>,
     /// Replace a browser process once its process tree uses more than this (PSS, bytes).
     pub recycle_above_bytes: Option<u64>,
+    /// Fresh contexts each browser keeps open ahead of leases (0: open on demand). Each
+    /// costs a renderer's memory (~30 MB) and makes a lease near-instant.
+    pub standby_contexts: usize,
     /// Existing browsers to drive by their CDP address (`ws://host:port/devtools/browser/…`,
     /// or `http://host:port`): one slot each, beside the `browsers` launched locally.
     pub remote: Vec<String>,
@@ -112,6 +115,7 @@ impl PoolConfig {
             urls: UrlPolicy::default(),
             recycle_after: Some(500),
             recycle_above_bytes: Some(3 << 30),
+            standby_contexts: 1,
             remote: Vec::new(),
             script_timeout: Duration::from_secs(4),
             cdp_timeout: Duration::from_secs(10),

@@ -52,6 +52,8 @@ pub(crate) struct LiveBrowser {
     pub(crate) served: AtomicU64,
     /// `served / MEMORY_CHECK_EVERY` when memory was last read (pool recycling).
     pub(crate) memory_checked: AtomicU64,
+    /// Contexts opened ahead of leases.
+    pub(crate) standby: crate::standby::Standby,
     handler: JoinHandle<()>,
     /// For a remote browser, the address it was reached at; it is never closed by us.
     remote: Option<String>,
@@ -183,6 +185,7 @@ impl LiveBrowser {
             active: AtomicUsize::new(0),
             served: AtomicU64::new(0),
             memory_checked: AtomicU64::new(0),
+            standby: Default::default(),
             handler: handler_task,
             remote,
             _profile: profile,
@@ -219,7 +222,17 @@ impl LiveBrowser {
     pub(crate) async fn shutdown(&self) {
         self.mark_dead();
         if self.remote.is_some() {
-            // Not ours to close: dropping the connection is all.
+            // Not ours to close: give back the contexts we opened ahead, then drop the
+            // connection.
+            let browser = self.browser.read().await;
+            for (_, context) in self.standby.drain() {
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    browser.dispose_browser_context(context),
+                )
+                .await;
+            }
+            drop(browser);
             self.handler.abort();
             return;
         }

@@ -31,6 +31,7 @@ mod memory;
 mod observation;
 mod pool;
 mod session;
+mod standby;
 mod tab;
 mod url_policy;
 

@@ -17,6 +17,7 @@ use crate::config::PoolConfig;
 use crate::error::PoolError;
 use crate::launch::LiveBrowser;
 use crate::session::Session;
+use crate::standby::Standby;
 
 /// A pool of Chromium processes. Cloning is cheap and shares the pool.
 ///
@@ -37,6 +38,7 @@ struct Inner {
     relaunches: AtomicU64,
     recycled: AtomicU64,
     leases: AtomicU64,
+    from_standby: AtomicU64,
     /// Browsers replaced by recycling, finishing their last sessions before they close.
     retiring: Arc<StdMutex<Vec<Arc<LiveBrowser>>>>,
 }
@@ -79,6 +81,8 @@ pub struct PoolStats {
     pub relaunches: u64,
     /// Sessions leased since start.
     pub leases: u64,
+    /// Of those, the ones that took a context opened ahead (see `standby_contexts`).
+    pub from_standby: u64,
     /// Browsers replaced after serving `recycle_after` sessions or growing past the
     /// memory threshold.
     pub recycled: u64,
@@ -108,6 +112,9 @@ impl BrowserPool {
             }
         });
         let browsers = futures::future::try_join_all(starts).await?;
+        for b in &browsers {
+            Standby::refill(b, &cfg);
+        }
         let slots = sources
             .into_iter()
             .zip(browsers)
@@ -127,6 +134,7 @@ impl BrowserPool {
                 relaunches: AtomicU64::new(0),
                 recycled: AtomicU64::new(0),
                 leases: AtomicU64::new(0),
+                from_standby: AtomicU64::new(0),
                 retiring: Arc::new(StdMutex::new(Vec::new())),
             }),
         })
@@ -146,6 +154,7 @@ impl BrowserPool {
             leased: capacity.saturating_sub(self.inner.permits.available_permits()),
             relaunches: self.inner.relaunches.load(Ordering::Relaxed),
             leases: self.inner.leases.load(Ordering::Relaxed),
+            from_standby: self.inner.from_standby.load(Ordering::Relaxed),
             recycled: self.inner.recycled.load(Ordering::Relaxed),
         }
     }
@@ -172,7 +181,16 @@ impl BrowserPool {
             // The pick reserves a place on the browser (`active`), so that leases taken at
             // the same moment spread over the browsers; every failure below gives it back.
             let browser = self.pick_browser().await?;
-            match open_context(&inner.cfg, &browser).await {
+            let opened = match Standby::take(&browser).await {
+                Some(ready) => {
+                    inner.from_standby.fetch_add(1, Ordering::Relaxed);
+                    Ok(ready)
+                }
+                None => open_context(&inner.cfg, &browser).await,
+            };
+            // Whether or not one was ready, the browser opens the next one meanwhile.
+            Standby::refill(&browser, &inner.cfg);
+            match opened {
                 Ok((page, context)) => {
                     inner.leases.fetch_add(1, Ordering::Relaxed);
                     browser.served.fetch_add(1, Ordering::Relaxed);
@@ -281,6 +299,17 @@ impl BrowserPool {
         });
     }
 
+    /// Contexts opened ahead of leases and ready now, over all browsers.
+    pub async fn standby_ready(&self) -> usize {
+        let mut n = 0;
+        for slot in &self.inner.slots {
+            if let Some(b) = slot.browser.lock().await.as_ref() {
+                n += b.standby.ready();
+            }
+        }
+        n
+    }
+
     /// Process ids of the local browsers, retiring ones included (for diagnostics, memory
     /// accounting and crash tests).
     pub async fn browser_pids(&self) -> Vec<u32> {
@@ -328,7 +357,7 @@ impl BrowserPool {
     }
 }
 
-async fn open_context(
+pub(crate) async fn open_context(
     cfg: &PoolConfig,
     browser: &Arc<LiveBrowser>,
 ) -> Result<

@@ -344,6 +344,26 @@ async fn actions_observations_and_isolation() {
     let stats = pool.stats();
     assert_eq!(stats.leased, 0);
     assert_eq!(stats.leases, 2);
+
+    // Leases take contexts opened ahead (one per browser by default) and the browser opens
+    // the next meanwhile; a context opened ahead is as fresh as one opened on demand.
+    let ready = async {
+        while pool.standby_ready().await < 1 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), ready)
+        .await
+        .expect("a standby context is opened after a lease");
+    let before = pool.stats().from_standby;
+    let mut third = pool.lease().await.unwrap();
+    assert_eq!(pool.stats().from_standby, before + 1);
+    third
+        .act(&Action::Goto(format!("{base}/storage.html")))
+        .await
+        .unwrap();
+    assert_eq!(text(&third, "#s").await, "cookie=[] ls=[]");
+    third.close().await;
     pool.shutdown().await;
 }
 
