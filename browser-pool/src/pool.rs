@@ -188,8 +188,6 @@ impl BrowserPool {
                 }
                 None => open_context(&inner.cfg, &browser).await,
             };
-            // Whether or not one was ready, the browser opens the next one meanwhile.
-            Standby::refill(&browser, &inner.cfg);
             match opened {
                 Ok((page, context)) => {
                     inner.leases.fetch_add(1, Ordering::Relaxed);

@@ -675,6 +675,11 @@ impl Session {
             self.settle(seq, downloads_before).await?;
         }
         self.last_error = report.error.clone();
+        if seq == 1 {
+            // The episode's first page is up: the browser can open the next episode's
+            // context now without slowing that navigation down.
+            crate::standby::Standby::refill(&self.browser, &self.cfg);
+        }
         Ok(report)
     }
 
@@ -1603,6 +1608,8 @@ impl Session {
             self.browser
                 .active
                 .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            // In case the session never acted.
+            crate::standby::Standby::refill(&self.browser, &self.cfg);
         }
         self.permit.take();
     }

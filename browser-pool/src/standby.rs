@@ -1,7 +1,8 @@
 //! Contexts opened ahead of leases. Creating a browser context and its first page is
 //! Chromium's slowest per-episode step (150-250 ms on two cores); a browser keeps a few
-//! fresh ones ready so that a lease takes one at once and the next is opened off the
-//! episode's critical path. A standby context has never been leased: isolation is the same
+//! fresh ones ready so that a lease takes one at once. The next one is opened once the
+//! leasing session's first action (its start page) is done, or when it closes: opened
+//! right at the lease, it would compete with that first navigation for the same cores. A standby context has never been leased: isolation is the same
 //! as opening it on demand.
 
 use std::sync::Arc;
