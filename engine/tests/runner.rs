@@ -447,6 +447,13 @@ async fn stragglers_are_cut_after_the_grace_period(pool: PgPool) {
             .unwrap()
             .contains("straggler"))
     );
+    // Episodes still running at the cut end there, stored as `timeout` (not as failures).
+    let cut_running: Vec<_> = eps
+        .iter()
+        .filter(|e| e.end_reason.as_deref() == Some("timeout"))
+        .collect();
+    assert!(!cut_running.is_empty(), "a running episode was cut");
+    assert!(cut_running.iter().all(|e| e.status == "finished"));
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),
         "{:?}",
