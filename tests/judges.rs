@@ -103,7 +103,7 @@ fn scripted(ids: &[String]) -> CampaignSpec {
 }
 
 /// The evidence of a stored episode, rebuilt from the database.
-async fn stored_evidence(store: &Store, episode: Uuid) -> Evidence {
+async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>) -> Evidence {
     let d = store.get_episode(episode).await.unwrap().unwrap();
     let mut screenshots = Vec::new();
     for hash in d
@@ -120,9 +120,14 @@ async fn stored_evidence(store: &Store, episode: Uuid) -> Evidence {
         final_answer: d.summary.final_answer.clone(),
         visited_urls: d.steps.iter().map(|s| s.url.clone()).collect(),
         titles: d.steps.iter().map(|s| s.title.clone()).collect(),
-        final_text: String::new(),
+        final_text: store
+            .judged_material(episode)
+            .await
+            .unwrap()
+            .and_then(|(page, _, _)| page["text"].as_str().map(str::to_string))
+            .unwrap_or_default(),
         screenshots,
-        reference_answer: None,
+        reference_answer: reference,
     }
 }
 
@@ -134,8 +139,9 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     assert!(err.to_string().contains("model judge"), "{err}");
 
     let calls = Arc::new(AtomicUsize::new(0));
+    let model = tiny().model();
     let backend = Counting {
-        inner: OnnxJudge::new(tiny().model(), "tiny", 24),
+        inner: OnnxJudge::new(model.clone(), "tiny", 24),
         calls: calls.clone(),
     };
     let judge = Arc::new(ModelJudge::new(
@@ -149,14 +155,20 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let v = engine.store().get_campaign(id).await.unwrap().unwrap();
     assert_eq!(v.counts.finished, 3);
-    assert_eq!(
-        (v.judge_facts, v.judge_calls),
-        (9, 9),
-        "exhaustive: every fact verified"
-    );
+    assert_eq!(v.judge_facts, 9);
     // At least one question per episode: the anti-hallucination check, then one per fact
     // unless that check already failed the answer.
     assert!(calls.load(Ordering::SeqCst) >= 3, "the model was asked");
+    assert_eq!(
+        v.judge_calls as usize,
+        calls.load(Ordering::SeqCst),
+        "every question counted, nothing else"
+    );
+    assert_eq!(
+        (v.judge_calls_saved, v.judge_exhaustive_calls),
+        (0, v.judge_calls),
+        "exhaustive judging saves nothing"
+    );
     let (eps, _) = engine
         .store()
         .list_episodes(
@@ -181,13 +193,23 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
         );
     }
 
-    // Judge the stored episodes again: exhaustively, then binary with the critic. Same
-    // evidence, same (cached) verdicts: same success labels, no new model calls.
+    // Judge the stored episodes again: exhaustively (verdicts from the cache: the stored
+    // labels), then binary with the critic on a judge without a cache, so that every
+    // verdict is asked of the model again and the labels are really compared.
     let asked = calls.load(Ordering::SeqCst);
+    let fresh_calls = Arc::new(AtomicUsize::new(0));
+    let uncached = ModelJudge::new(
+        Arc::new(Counting {
+            inner: OnnxJudge::new(model, "tiny", 24),
+            calls: fresh_calls.clone(),
+        }),
+        JudgeConfig { max_screenshots: 2 },
+        None,
+    );
     let (mut exhaustive_checks, mut binary_checks) = (0, 0);
     for e in &eps {
         let task = engine.store().load_task(&e.task_id).await.unwrap().unwrap();
-        let ev = stored_evidence(engine.store(), e.id).await;
+        let ev = stored_evidence(engine.store(), e.id, task.reference_answer.clone()).await;
         let traj = rubrics::Trajectory {
             final_answer: ev.final_answer.clone(),
             visited_urls: ev.visited_urls.clone(),
@@ -204,30 +226,40 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
         )
         .await
         .unwrap();
+        assert_eq!(full.judgement.model_calls, 0, "cached verdicts are not calls");
+        let before = fresh_calls.load(Ordering::SeqCst);
         let quick =
-            engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev, true, true)
+            engine::judge::judge_episode(&uncached, &task.rubric, &traj, &page, ev, true, true)
                 .await
                 .unwrap();
+        let quick_calls = fresh_calls.load(Ordering::SeqCst) - before;
+        assert!(quick_calls >= 1, "{}: the model was asked again", e.task_id);
+        assert_eq!(quick.judgement.model_calls, quick_calls, "{}", e.task_id);
         assert_eq!(
-            full.success, quick.success,
+            full.judgement.success, quick.judgement.success,
             "{}: binary judging keeps the label",
             e.task_id
         );
         assert_eq!(
-            Some(full.success),
+            Some(full.judgement.success),
             e.success,
             "{}: the stored label",
             e.task_id
         );
-        exhaustive_checks += full.model_calls;
-        binary_checks += quick.model_calls;
-        if !full.success {
-            assert!(
-                quick.model_calls < full.model_calls || full.model_calls == 1,
-                "{}: stopped early",
-                e.task_id
-            );
-        }
+        assert_eq!(
+            quick.judgement.verdicts.len() + quick.judgement.skipped.len(),
+            3,
+            "{}: every fact verified or marked unchecked",
+            e.task_id
+        );
+        exhaustive_checks += full.exhaustive_calls;
+        binary_checks += quick_calls;
+        assert!(
+            quick_calls <= full.exhaustive_calls,
+            "{}: {quick_calls} calls, exhaustive {}",
+            e.task_id,
+            full.exhaustive_calls
+        );
     }
     assert_eq!(
         calls.load(Ordering::SeqCst),
