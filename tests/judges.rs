@@ -1,8 +1,10 @@
 //! The model judge in real campaigns: facts written in words verified by the tiny VLM
 //! (real ONNX Runtime) and by the same model behind `serve-policy` (real HTTP), verdicts
 //! stored with their judge and cached per trajectory, binary judging with the critic
-//! giving the same success labels as exhaustive judging with fewer verifications, and a
-//! judge that is down never scoring an episode.
+//! giving the same success labels as exhaustive judging (on a judge without a cache, so
+//! the labels are really recomputed), a binary campaign storing the facts it left
+//! unchecked and reporting the calls it saved (replay and campaign page in Chromium), and
+//! a judge that is down never scoring an episode.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -352,4 +354,133 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     );
     assert_eq!(eps[0].success, None, "never scored");
     engine.shutdown().await;
+}
+
+/// A judge that holds every fact in words false (and the answer's claims visible): binary
+/// judging must stop after the first fact of each episode.
+struct SaysNo;
+
+impl JudgeBackend for SaysNo {
+    fn name(&self) -> &str {
+        "says-no"
+    }
+    fn ask(
+        &self,
+        _images: Vec<Vec<u8>>,
+        question: String,
+        _seed: u64,
+    ) -> BoxFuture<'_, Result<String, PolicyError>> {
+        let reply = if question.contains("Is every factual claim") {
+            "YES, the screenshots show it."
+        } else {
+            "NO, the trajectory does not show it."
+        };
+        Box::pin(async move { Ok(reply.to_string()) })
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved(pool: PgPool) {
+    let (engine, _sites) = setup(pool).await;
+    let ids = judged_tasks(&engine).await;
+    engine.set_model_judge(Arc::new(ModelJudge::new(
+        Arc::new(SaysNo),
+        JudgeConfig::default(),
+        Some(engine.store().clone()),
+    )));
+    let mut spec = scripted(&ids);
+    spec.judge = Some("binary".into());
+    let id = engine.create_campaign(spec).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!((v.counts.finished, v.successes), (3, 0));
+    // Per episode: the anti-hallucination call and the first fact, which fails; an
+    // exhaustive judge asks all three facts too (and the reference question, when the
+    // rules cannot compare the answer with the task's reference).
+    assert_eq!(v.judge_facts, 9);
+    assert!(
+        v.judge_calls >= 6 && v.judge_calls < v.judge_exhaustive_calls,
+        "{v:?}"
+    );
+    assert_eq!(v.judge_calls_saved, v.judge_exhaustive_calls - v.judge_calls);
+    assert!(v.judge_calls_saved >= 6, "two facts saved per episode: {v:?}");
+
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            10,
+            0,
+        )
+        .await
+        .unwrap();
+    let d = engine.store().get_episode(eps[0].id).await.unwrap().unwrap();
+    let unchecked: Vec<_> = d.verdicts.iter().filter(|v| v.passed.is_none()).collect();
+    assert_eq!(d.verdicts.len(), 3, "unchecked facts are stored too");
+    assert_eq!(unchecked.len(), 2, "{:?}", d.verdicts);
+    assert!(unchecked.iter().all(|v| v.evidence.is_empty() && v.reason.is_empty()));
+    assert_eq!(d.summary.score, Some(0.0), "a lower bound");
+    assert_eq!(d.summary.score_of_verified, Some(0.0));
+
+    // The replay and the campaign page, in a real browser.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = web::AppState {
+        engine: engine.clone(),
+    };
+    tokio::spawn(async move { web::serve(listener, state).await });
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    let text = open_page(&mut s, &format!("http://{addr}/#/episodes/{}", d.summary.id)).await;
+    assert_eq!(
+        text.matches("not checked (stopped early)").count(),
+        2 + 2,
+        "two rows, the facts summary and the panel head: {text}"
+    );
+    let rows = s
+        .evaluate("document.querySelectorAll('#verdicts tr.verdict.unchecked').length")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows, json!(2));
+    assert!(text.contains("≥ 0.00"), "the score is a lower bound: {text}");
+    let text = open_page(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
+    assert!(
+        text.contains(&format!(
+            "{} for an exhaustive judge; {} saved",
+            v.judge_exhaustive_calls, v.judge_calls_saved
+        )),
+        "{text}"
+    );
+    s.close().await;
+    engine.shutdown().await;
+}
+
+/// Opens a dashboard page, waits until it has rendered its data, returns its text.
+async fn open_page(s: &mut browser_pool::Session, url: &str) -> String {
+    let r = s
+        .act(&browser_pool::Action::Goto(url.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while s
+        .evaluate("document.body.dataset.ready === '1'")
+        .await
+        .unwrap()
+        .unwrap()
+        != json!(true)
+    {
+        assert!(std::time::Instant::now() < deadline, "{url} never became ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.evaluate("document.body.innerText")
+        .await
+        .unwrap()
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
