@@ -245,7 +245,9 @@ pub fn model_judge(
                 .and_then(|n| n.to_str())
                 .unwrap_or("onnx")
                 .to_string();
-            Arc::new(OnnxJudge::new(backend.model(), name, 64).with_temperature(m.judge_temperature))
+            Arc::new(
+                OnnxJudge::new(backend.model(), name, 64).with_temperature(m.judge_temperature),
+            )
         }
         (None, Some(url)) => {
             let mut opts = HttpOptions::new(url.clone(), m.judge_model.clone());

@@ -123,12 +123,13 @@ async fn tasks_import_reads_public_formats_and_reports_bad_lines(pool: PgPool) {
         .unwrap();
     assert_eq!(n, 2);
 
-    let out = surfgym(
-        &["tasks", "import", broken, "--format", "csv"],
-        &db,
-    );
+    let out = surfgym(&["tasks", "import", broken, "--format", "csv"], &db);
     assert!(!out.status.success());
-    assert!(text(&out).1.contains("unknown format `csv`"), "{:?}", text(&out));
+    assert!(
+        text(&out).1.contains("unknown format `csv`"),
+        "{:?}",
+        text(&out)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -228,7 +228,10 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
         )
         .await
         .unwrap();
-        assert_eq!(full.judgement.model_calls, 0, "cached verdicts are not calls");
+        assert_eq!(
+            full.judgement.model_calls, 0,
+            "cached verdicts are not calls"
+        );
         let before = fresh_calls.load(Ordering::SeqCst);
         let quick =
             engine::judge::judge_episode(&uncached, &task.rubric, &traj, &page, ev, true, true)
@@ -402,8 +405,14 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
         v.judge_calls >= 6 && v.judge_calls < v.judge_exhaustive_calls,
         "{v:?}"
     );
-    assert_eq!(v.judge_calls_saved, v.judge_exhaustive_calls - v.judge_calls);
-    assert!(v.judge_calls_saved >= 6, "two facts saved per episode: {v:?}");
+    assert_eq!(
+        v.judge_calls_saved,
+        v.judge_exhaustive_calls - v.judge_calls
+    );
+    assert!(
+        v.judge_calls_saved >= 6,
+        "two facts saved per episode: {v:?}"
+    );
 
     let (eps, _) = engine
         .store()
@@ -417,11 +426,20 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
         )
         .await
         .unwrap();
-    let d = engine.store().get_episode(eps[0].id).await.unwrap().unwrap();
+    let d = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
     let unchecked: Vec<_> = d.verdicts.iter().filter(|v| v.passed.is_none()).collect();
     assert_eq!(d.verdicts.len(), 3, "unchecked facts are stored too");
     assert_eq!(unchecked.len(), 2, "{:?}", d.verdicts);
-    assert!(unchecked.iter().all(|v| v.evidence.is_empty() && v.reason.is_empty()));
+    assert!(
+        unchecked
+            .iter()
+            .all(|v| v.evidence.is_empty() && v.reason.is_empty())
+    );
     assert_eq!(d.summary.score, Some(0.0), "a lower bound");
     assert_eq!(d.summary.score_of_verified, Some(0.0));
 
@@ -433,7 +451,11 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
     };
     tokio::spawn(async move { web::serve(listener, state).await });
     let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    let text = open_page(&mut s, &format!("http://{addr}/#/episodes/{}", d.summary.id)).await;
+    let text = open_page(
+        &mut s,
+        &format!("http://{addr}/#/episodes/{}", d.summary.id),
+    )
+    .await;
     assert_eq!(
         text.matches("not checked (stopped early)").count(),
         2 + 2,
@@ -445,7 +467,10 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
         .unwrap()
         .unwrap();
     assert_eq!(rows, json!(2));
-    assert!(text.contains("≥ 0.00"), "the score is a lower bound: {text}");
+    assert!(
+        text.contains("≥ 0.00"),
+        "the score is a lower bound: {text}"
+    );
     let text = open_page(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
     assert!(
         text.contains(&format!(
@@ -473,7 +498,10 @@ async fn open_page(s: &mut browser_pool::Session, url: &str) -> String {
         .unwrap()
         != json!(true)
     {
-        assert!(std::time::Instant::now() < deadline, "{url} never became ready");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} never became ready"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     s.evaluate("document.body.innerText")

@@ -383,7 +383,9 @@ impl Session {
             Ok(ret) => ret,
             // Chromium stops the script at `timeout` and answers with an internal error:
             // the page's script failed, not the browser.
-            Err(PoolError::Cdp { .. }) if started.elapsed() >= limit => return Ok(Err(timed_out())),
+            Err(PoolError::Cdp { .. }) if started.elapsed() >= limit => {
+                return Ok(Err(timed_out()));
+            }
             Err(e) => return Err(e),
         };
         if let Some(ex) = ret.exception_details {

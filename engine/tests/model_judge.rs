@@ -242,7 +242,10 @@ async fn critic_guided_binary_judging_keeps_labels_with_fewer_calls() {
                 of_verified,
             } = quick.credit
             else {
-                panic!("case {i}: early stop gives a lower bound: {:?}", quick.credit)
+                panic!(
+                    "case {i}: early stop gives a lower bound: {:?}",
+                    quick.credit
+                )
             };
             assert!(
                 at_least <= full.credit.score() + 1e-9,
@@ -301,7 +304,13 @@ async fn the_critic_asks_the_likeliest_failure_first() {
 #[tokio::test]
 async fn the_anti_hallucination_call_is_counted_and_asked_once() {
     let cases = cases();
-    let full = run(&cases[0], Some("Done: two blue mugs, express, gift"), false, false).await;
+    let full = run(
+        &cases[0],
+        Some("Done: two blue mugs, express, gift"),
+        false,
+        false,
+    )
+    .await;
     assert_eq!(full.asked[0], "<claims>");
     assert_eq!(full.calls, 5, "four facts and the claims check");
     assert_eq!(full.exhaustive_calls, 5);
@@ -327,13 +336,27 @@ async fn a_blocking_page_fails_facts_without_calls() {
 async fn a_reference_answer_is_matched_by_rule_before_any_model_call() {
     let case = &cases()[0];
     // The rules settle it: the same number. No reference call; the evidence says so.
-    let ruled = run_with_reference(case, Some("It is €35 per bag"), Some("€35"), false, false, false).await;
-    assert!(!ruled.asked.contains(&"<reference>".to_string()), "{:?}", ruled.asked);
+    let ruled = run_with_reference(
+        case,
+        Some("It is €35 per bag"),
+        Some("€35"),
+        false,
+        false,
+        false,
+    )
+    .await;
+    assert!(
+        !ruled.asked.contains(&"<reference>".to_string()),
+        "{:?}",
+        ruled.asked
+    );
     assert_eq!(ruled.calls, 5, "the claims check and four facts");
     assert_eq!(ruled.exhaustive_calls, 5);
     for e in &ruled.evidence {
         assert!(
-            e.starts_with("[reference answer matched (decided by rule: the answer's number 35 equals 35)]"),
+            e.starts_with(
+                "[reference answer matched (decided by rule: the answer's number 35 equals 35)]"
+            ),
             "{e}"
         );
     }
@@ -369,7 +392,11 @@ async fn a_reference_answer_is_matched_by_rule_before_any_model_call() {
         } else {
             "[reference answer not matched (decided by model: NO"
         };
-        assert!(asked.evidence.iter().all(|e| e.starts_with(want)), "{:?}", asked.evidence);
+        assert!(
+            asked.evidence.iter().all(|e| e.starts_with(want)),
+            "{:?}",
+            asked.evidence
+        );
     }
 
     // Without a reference answer, no reference step.
@@ -394,7 +421,7 @@ impl JudgeBackend for BySeed {
         question: String,
         seed: u64,
     ) -> BoxFuture<'_, Result<String, PolicyError>> {
-        let reply = if question.contains("Is every factual claim") || seed % 2 == 0 {
+        let reply = if question.contains("Is every factual claim") || seed.is_multiple_of(2) {
             "YES."
         } else {
             "NO."
@@ -437,7 +464,11 @@ async fn calibration_shows_the_judge_screenshots_and_the_reference_and_reseeds_e
         .iter()
         .filter(|(q, _, _)| q.contains("Fact to verify: The agent's final answer is: €35"))
         .collect();
-    assert_eq!(facts.len(), items.len() * runs, "one question per item and run");
+    assert_eq!(
+        facts.len(),
+        items.len() * runs,
+        "one question per item and run"
+    );
     for (q, images, _) in &facts {
         assert_eq!(*images, 2, "the recorded screenshots are shown");
         assert!(q.contains("A reference answer: €35"), "{q}");

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use engine::store::{
-    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictOutcome, VerdictRecord, blob_hash,
+    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictOutcome,
+    VerdictRecord, blob_hash,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -334,5 +335,8 @@ async fn facts_left_unchecked_are_stored_as_such_with_a_lower_bound_credit(pool:
     .execute(store.pool())
     .await
     .unwrap_err();
-    assert!(err.to_string().contains("verdicts_unchecked_is_bare"), "{err}");
+    assert!(
+        err.to_string().contains("verdicts_unchecked_is_bare"),
+        "{err}"
+    );
 }

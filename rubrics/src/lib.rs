@@ -18,8 +18,8 @@ mod rubric;
 mod spec;
 
 pub use judge::{
-    Credit, ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel, PageProbe,
-    ProbeError, RULE_JUDGE, SkippedFact, Trajectory, judge, judge_with,
+    Credit, ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel,
+    PageProbe, ProbeError, RULE_JUDGE, SkippedFact, Trajectory, judge, judge_with,
 };
 pub use reference::{ReferenceMatch, match_reference};
 pub use rubric::{

@@ -121,7 +121,11 @@ mod tests {
         );
         assert_eq!(url("https://x.test:443/"), "https://x.test");
         assert_eq!(url("https://x.test:8443/p"), "https://x.test:8443/p");
-        assert_eq!(url("http://x.test/Path"), "http://x.test/Path", "paths keep their case");
+        assert_eq!(
+            url("http://x.test/Path"),
+            "http://x.test/Path",
+            "paths keep their case"
+        );
         assert_ne!(url("http://x.test/p?a=1"), url("http://x.test/p?a=2"));
         assert_eq!(url("/relative/"), "/relative");
     }

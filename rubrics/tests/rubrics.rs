@@ -555,15 +555,27 @@ async fn the_miniwob_check_fails_without_a_positive_raw_reward() {
     .await;
     assert!(!ok);
     assert_eq!(why, "MiniWoB raw reward -1: wrong button");
-    let (ok, why) = verdict(Ok(json!({"raw": 0.0, "reward": 0.0, "done": false, "reason": null}))).await;
+    let (ok, why) = verdict(Ok(
+        json!({"raw": 0.0, "reward": 0.0, "done": false, "reason": null}),
+    ))
+    .await;
     assert!(!ok, "an episode that has not ended has no reward");
     assert_eq!(why, "MiniWoB raw reward 0");
-    let (ok, why) = verdict(Ok(json!({"raw": null, "reward": null, "done": null, "reason": null}))).await;
+    let (ok, why) = verdict(Ok(
+        json!({"raw": null, "reward": null, "done": null, "reason": null}),
+    ))
+    .await;
     assert!(!ok);
     assert_eq!(why, "no MiniWoB episode ran on this page");
     let (ok, why) = verdict(Err("ReferenceError: core is not defined".into())).await;
     assert!(!ok);
-    assert!(why.contains("could not be read") && why.contains("core is not defined"), "{why}");
-    let (ok, _) = verdict(Ok(json!({"raw": 0.6, "reward": 0.4, "done": true, "reason": null}))).await;
+    assert!(
+        why.contains("could not be read") && why.contains("core is not defined"),
+        "{why}"
+    );
+    let (ok, _) = verdict(Ok(
+        json!({"raw": 0.6, "reward": 0.4, "done": true, "reason": null}),
+    ))
+    .await;
     assert!(ok, "any positive raw reward holds");
 }

@@ -396,7 +396,9 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                     if url.trim_start().starts_with("func:") {
                         return Err(err(
                             format!("{at}.url"),
-                            format!("`{url}` is one of WebArena's Python helpers; they cannot run here"),
+                            format!(
+                                "`{url}` is one of WebArena's Python helpers; they cannot run here"
+                            ),
                         ));
                     }
                     if url.trim() != "last" {
@@ -404,7 +406,8 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                             format!("{at}.url"),
                             format!(
                                 "checks the page at {}, not the episode's final page (`last`): the judge reads the final page only",
-                                placeholder(url, bases, &format!("{at}.url")).unwrap_or_else(|_| url.to_string())
+                                placeholder(url, bases, &format!("{at}.url"))
+                                    .unwrap_or_else(|_| url.to_string())
                             ),
                         ));
                     }
@@ -412,7 +415,9 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                     if locator.trim_start().starts_with("func:") {
                         return Err(err(
                             format!("{at}.locator"),
-                            format!("`{locator}` is one of WebArena's Python helpers; they cannot run here"),
+                            format!(
+                                "`{locator}` is one of WebArena's Python helpers; they cannot run here"
+                            ),
                         ));
                     }
                     // An empty locator means the page's whole text.

@@ -109,7 +109,10 @@ fn webarena_evaluators_become_rule_checks() {
         let e = lines[i].result.as_ref().unwrap_err();
         (e[0].field.clone(), e[0].message.clone())
     };
-    assert_eq!(lines[0].line, 2, "items are numbered by the line they start on");
+    assert_eq!(
+        lines[0].line, 2,
+        "items are numbered by the line they start on"
+    );
     assert_eq!(lines[3].line, item_line(&text, 423));
 
     let t0 = get(0);
@@ -171,7 +174,10 @@ fn webarena_evaluators_become_rule_checks() {
     // WebArena's Python helpers, in a url or a locator.
     let (field, message) = error(5);
     assert_eq!(field, "eval.program_html[0].url");
-    assert!(message.contains("func:shopping_get_latest_order_url()"), "{message}");
+    assert!(
+        message.contains("func:shopping_get_latest_order_url()"),
+        "{message}"
+    );
     let (field, message) = error(6);
     assert_eq!(field, "eval.program_html[0].locator");
     assert!(message.contains("Python helpers"), "{message}");
@@ -209,8 +215,12 @@ fn webarena_url_matches_compare_normalised_urls() {
             _ => false,
         })
     };
-    assert!(ends_on("http://gitlab.test:8023/issues?state=opened&sort=due_date"));
-    assert!(ends_on("HTTP://GITLAB.test:8023/dashboard/issues/?sort=due_date&state=opened#x"));
+    assert!(ends_on(
+        "http://gitlab.test:8023/issues?state=opened&sort=due_date"
+    ));
+    assert!(ends_on(
+        "HTTP://GITLAB.test:8023/dashboard/issues/?sort=due_date&state=opened#x"
+    ));
     assert!(
         !ends_on("http://gitlab.test:8023/issues?sort=due_date&state=closed"),
         "a different query is a different page"
@@ -230,7 +240,11 @@ fn a_broken_json_array_keeps_its_good_items_and_says_where_it_broke() {
         .filter_map(|l| l.result.as_ref().ok())
         .map(|t| t.id.to_string())
         .collect();
-    assert_eq!(ids, ["webarena.44", "webarena.47"], "braces in strings do not confuse it");
+    assert_eq!(
+        ids,
+        ["webarena.44", "webarena.47"],
+        "braces in strings do not confuse it"
+    );
     let bad: Vec<_> = lines.iter().filter(|l| l.result.is_err()).collect();
     assert_eq!(bad.len(), 1);
     assert_eq!(bad[0].line, 6, "where the broken item starts");
@@ -253,17 +267,29 @@ fn a_broken_json_array_keeps_its_good_items_and_says_where_it_broke() {
 #[test]
 fn the_miniwob_suite_imports_by_task_name() {
     let mut bases = BTreeMap::new();
-    let suite = "# MiniWoB++ tasks\nclick-test\n\nminiwob.enter-text  # BrowserGym's id\nnot a task\n";
+    let suite =
+        "# MiniWoB++ tasks\nclick-test\n\nminiwob.enter-text  # BrowserGym's id\nnot a task\n";
     let lines = import(Format::MiniWob, suite, &bases, &BTreeMap::new());
     assert!(
-        lines.iter().all(|l| l.result.as_ref().is_err_and(|e| e[0].message.contains("MINIWOB="))),
+        lines.iter().all(|l| l
+            .result
+            .as_ref()
+            .is_err_and(|e| e[0].message.contains("MINIWOB="))),
         "no base: every line says what to give"
     );
     bases.insert("MINIWOB".to_string(), "http://127.0.0.1:9000/".to_string());
     let lines = import(Format::MiniWob, suite, &bases, &BTreeMap::new());
     let got: Vec<_> = lines
         .iter()
-        .map(|l| (l.line, l.result.as_ref().map(|t| t.id.to_string()).map_err(|e| e[0].field.clone())))
+        .map(|l| {
+            (
+                l.line,
+                l.result
+                    .as_ref()
+                    .map(|t| t.id.to_string())
+                    .map_err(|e| e[0].field.clone()),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -274,7 +300,10 @@ fn the_miniwob_suite_imports_by_task_name() {
         ]
     );
     let t = lines[0].result.as_ref().unwrap();
-    assert_eq!(t.start_url.as_str(), "http://127.0.0.1:9000/miniwob/click-test.html");
+    assert_eq!(
+        t.start_url.as_str(),
+        "http://127.0.0.1:9000/miniwob/click-test.html"
+    );
     assert_eq!(kinds(t), ["miniwob"]);
     assert_eq!(Format::parse("MiniWoB++"), Some(Format::MiniWob));
 }

@@ -367,12 +367,19 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!((report["imported"].clone(), report["failed"].clone()), (json!(1), json!(1)), "{report}");
+    assert_eq!(
+        (report["imported"].clone(), report["failed"].clone()),
+        (json!(1), json!(1)),
+        "{report}"
+    );
     assert_eq!(report["lines"][1]["line"], 3, "{report}");
     assert_eq!(report["lines"][1]["errors"][0]["field"], "name", "{report}");
     let (_, t) = call(&app, Method::GET, "/api/tasks/miniwob.click-test", None).await;
     assert_eq!(t["start_url"], "http://127.0.0.1:9/miniwob/click-test.html");
-    assert_eq!(t["spec"]["rubric"]["groups"][0]["facts"][0]["check"]["type"], "miniwob", "{t}");
+    assert_eq!(
+        t["spec"]["rubric"]["groups"][0]["facts"][0]["check"]["type"], "miniwob",
+        "{t}"
+    );
     let req = Request::post("/api/tasks/import?format=csv")
         .body(Body::from("x"))
         .unwrap();

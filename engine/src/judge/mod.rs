@@ -183,7 +183,11 @@ impl ReferenceOutcome {
     pub fn describe(&self) -> String {
         format!(
             "reference answer {} (decided by {}: {})",
-            if self.matches { "matched" } else { "not matched" },
+            if self.matches {
+                "matched"
+            } else {
+                "not matched"
+            },
             self.decided_by,
             self.why
         )
@@ -304,7 +308,11 @@ impl EpisodeJudge<'_> {
         if let (Some(r), Some(o)) = (&e.reference_answer, reference) {
             s.push_str(&format!(
                 "A reference answer: {r} (the final answer {} it)\n",
-                if o.matches { "agrees with" } else { "does not agree with" }
+                if o.matches {
+                    "agrees with"
+                } else {
+                    "does not agree with"
+                }
             ));
         }
         let urls: Vec<&str> = e

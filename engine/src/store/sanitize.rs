@@ -68,17 +68,15 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
                 || nul_opt(&s.action_error)
                 || has_nul_json(&s.elements)
         })
-        || r.verdicts
-            .iter()
-            .any(|v| {
-                let texts = match &v.outcome {
-                    VerdictOutcome::Checked {
-                        evidence, reason, ..
-                    } => nul(evidence) || nul(reason),
-                    VerdictOutcome::Skipped => false,
-                };
-                texts || nul(&v.group_id) || nul(&v.fact_id)
-            })
+        || r.verdicts.iter().any(|v| {
+            let texts = match &v.outcome {
+                VerdictOutcome::Checked {
+                    evidence, reason, ..
+                } => nul(evidence) || nul(reason),
+                VerdictOutcome::Skipped => false,
+            };
+            texts || nul(&v.group_id) || nul(&v.fact_id)
+        })
 }
 
 /// A copy of the record's text with NUL replaced; its blobs are left out (bytes are fine).
