@@ -27,7 +27,8 @@ pub struct EvalArgs {
     /// The labelled set (JSON Lines of labelled episodes).
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/rubrics/calibration/bundled.jsonl"))]
     pub set: PathBuf,
-    /// Judge each episode this many times (for run-to-run agreement).
+    /// Judge each episode this many times (for run-to-run agreement): each run samples
+    /// with its own seeds, so give --judge-temperature above 0 (greedy runs always agree).
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
 }
@@ -41,6 +42,9 @@ pub struct RecordArgs {
     /// First port of the practice sites.
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
+    /// Screenshots kept per episode (the last ones), for model judges.
+    #[arg(long, default_value_t = 2)]
+    pub screenshots: usize,
 }
 
 /// Runs a judge command.
@@ -69,6 +73,11 @@ async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if model.is_some() && args.runs > 1 && common.models.judge_temperature <= 0.0 {
+        println!(
+            "note: greedy decoding (--judge-temperature 0) answers the same on every run; agreement is 100% by construction"
+        );
+    }
     let report = calibration::evaluate(&items, model.as_deref(), args.runs)
         .await
         .map_err(anyhow::Error::msg)?;
@@ -141,6 +150,7 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
         let Some((page, final_answer, visited_urls)) = store.judged_material(e.id).await? else {
             continue;
         };
+        let screenshots = last_screenshots(store, e.id, args.screenshots).await?;
         let task = store
             .load_task(&e.task_id)
             .await?
@@ -159,6 +169,7 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
             final_answer,
             visited_urls,
             gold,
+            screenshots,
         };
         lines.push(serde_json::to_string(&item)?);
     }
@@ -171,4 +182,29 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
     );
     crate::run::finish_env(env).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The episode's last `k` screenshots (the final page's last), base64.
+async fn last_screenshots(
+    store: &engine::store::Store,
+    episode: uuid::Uuid,
+    k: usize,
+) -> anyhow::Result<Vec<String>> {
+    use base64::Engine as _;
+    let Some(d) = store.get_episode(episode).await? else {
+        return Ok(Vec::new());
+    };
+    let hashes: Vec<String> = d
+        .steps
+        .iter()
+        .filter_map(|s| s.screenshot.clone())
+        .chain(d.final_screenshot.clone())
+        .collect();
+    let mut out = Vec::new();
+    for h in &hashes[hashes.len().saturating_sub(k)..] {
+        if let Some((_, bytes)) = store.get_blob(h).await? {
+            out.push(base64::engine::general_purpose::STANDARD.encode(bytes));
+        }
+    }
+    Ok(out)
 }

@@ -105,6 +105,10 @@ pub struct ModelArgs {
     /// Screenshots the judge sees per question (the last one always among them).
     #[arg(long, default_value_t = 3, global = true)]
     pub judge_screenshots: usize,
+    /// The judge's sampling temperature: 0 (the default) is greedy decoding, the same
+    /// verdict for the same trajectory; above 0 each call samples with its own seed.
+    #[arg(long, default_value_t = 0.0, global = true)]
+    pub judge_temperature: f32,
 }
 
 impl ModelArgs {
@@ -241,12 +245,15 @@ pub fn model_judge(
                 .and_then(|n| n.to_str())
                 .unwrap_or("onnx")
                 .to_string();
-            Arc::new(OnnxJudge::new(backend.model(), name, 64))
+            Arc::new(
+                OnnxJudge::new(backend.model(), name, 64).with_temperature(m.judge_temperature),
+            )
         }
         (None, Some(url)) => {
             let mut opts = HttpOptions::new(url.clone(), m.judge_model.clone());
             opts.api_key = m.policy_api_key.clone();
             opts.max_tokens = 64;
+            opts.temperature = m.judge_temperature.max(0.0);
             Arc::new(HttpJudge::new(opts).map_err(|e| anyhow::anyhow!("{e}"))?)
         }
         (None, None) => return Ok(None),

@@ -175,15 +175,17 @@ pub struct VerifyArgs {
 /// `surfgym tasks import`.
 #[derive(Args)]
 pub struct ImportArgs {
-    /// A JSON Lines file, one task per line.
+    /// The file: JSON Lines, one task per line (a JSON array for WebArena, task names for
+    /// MiniWoB++).
     pub file: PathBuf,
     /// Overwrite tasks that have the same id.
     #[arg(long)]
     pub replace: bool,
-    /// Input format: surfgym, webvoyager, webarena, webgym.
+    /// Input format: surfgym, webvoyager, webarena, webgym, miniwob.
     #[arg(long, default_value = "surfgym")]
     pub format: String,
-    /// Base URL for a WebArena placeholder, e.g. --base SHOPPING=http://localhost:7770 (repeatable).
+    /// Base URL for a WebArena placeholder, e.g. --base SHOPPING=http://localhost:7770, or
+    /// MINIWOB=URL where MiniWoB++'s html/ is served (repeatable).
     #[arg(long = "base", value_name = "KEY=URL")]
     pub bases: Vec<String>,
     /// WebVoyager reference answers: a JSON object from task id to answer.
@@ -454,8 +456,9 @@ pub async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCod
         .with_context(|| format!("reading {}", args.file.display()))?;
     let format = tasks::formats::Format::parse(&args.format).with_context(|| {
         format!(
-            "unknown format `{}` (surfgym, webvoyager, webarena, webgym)",
-            args.format
+            "unknown format `{}` ({})",
+            args.format,
+            tasks::formats::Format::NAMES
         )
     })?;
     let mut bases = std::collections::BTreeMap::new();
@@ -484,7 +487,13 @@ pub async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCod
             }
             Err(errors) => Err(errors
                 .iter()
-                .map(ToString::to_string)
+                .map(|e| {
+                    if e.field.is_empty() {
+                        e.message.clone()
+                    } else {
+                        e.to_string()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join("; ")),
         };

@@ -73,13 +73,8 @@ pub async fn print(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<()> {
             println!("{}", acc.line(&format!("site {site}")));
         }
         println!("{}", all.line("all"));
-        if view.judge_facts > 0 {
-            println!(
-                "  model judge: {} verifications for {} facts in words ({} saved by the critic and early stopping)",
-                view.judge_calls,
-                view.judge_facts,
-                view.judge_facts - view.judge_calls
-            );
+        if let Some(line) = judge_line(&view) {
+            println!("{line}");
         }
     }
     Ok(())
@@ -114,10 +109,24 @@ pub async fn print_failures(store: &Store, campaign: Uuid) -> anyhow::Result<usi
                     s.action_error.as_deref().unwrap_or_default()
                 );
             }
-            for v in d.verdicts.iter().filter(|v| !v.passed) {
+            for v in d.verdicts.iter().filter(|v| v.passed == Some(false)) {
                 println!("    fact {}: {} (saw: {})", v.fact_id, v.reason, v.evidence);
             }
         }
     }
     Ok(failures)
+}
+
+/// The model judge's cost against exhaustive verification, when the campaign used one.
+pub fn judge_line(view: &engine::store::CampaignView) -> Option<String> {
+    (view.judge_facts > 0).then(|| {
+        format!(
+            "  model judge: {} calls made, {} for an exhaustive judge ({} facts in words); {} saved ({:.0}%)",
+            view.judge_calls,
+            view.judge_exhaustive_calls,
+            view.judge_facts,
+            view.judge_calls_saved,
+            100.0 * view.judge_calls_saved as f64 / view.judge_exhaustive_calls.max(1) as f64
+        )
+    })
 }

@@ -1,8 +1,10 @@
 //! The model judge in real campaigns: facts written in words verified by the tiny VLM
 //! (real ONNX Runtime) and by the same model behind `serve-policy` (real HTTP), verdicts
 //! stored with their judge and cached per trajectory, binary judging with the critic
-//! giving the same success labels as exhaustive judging with fewer verifications, and a
-//! judge that is down never scoring an episode.
+//! giving the same success labels as exhaustive judging (on a judge without a cache, so
+//! the labels are really recomputed), a binary campaign storing the facts it left
+//! unchecked and reporting the calls it saved (replay and campaign page in Chromium), and
+//! a judge that is down never scoring an episode.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -103,7 +105,7 @@ fn scripted(ids: &[String]) -> CampaignSpec {
 }
 
 /// The evidence of a stored episode, rebuilt from the database.
-async fn stored_evidence(store: &Store, episode: Uuid) -> Evidence {
+async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>) -> Evidence {
     let d = store.get_episode(episode).await.unwrap().unwrap();
     let mut screenshots = Vec::new();
     for hash in d
@@ -120,9 +122,14 @@ async fn stored_evidence(store: &Store, episode: Uuid) -> Evidence {
         final_answer: d.summary.final_answer.clone(),
         visited_urls: d.steps.iter().map(|s| s.url.clone()).collect(),
         titles: d.steps.iter().map(|s| s.title.clone()).collect(),
-        final_text: String::new(),
+        final_text: store
+            .judged_material(episode)
+            .await
+            .unwrap()
+            .and_then(|(page, _, _)| page["text"].as_str().map(str::to_string))
+            .unwrap_or_default(),
         screenshots,
-        reference_answer: None,
+        reference_answer: reference,
     }
 }
 
@@ -134,8 +141,9 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     assert!(err.to_string().contains("model judge"), "{err}");
 
     let calls = Arc::new(AtomicUsize::new(0));
+    let model = tiny().model();
     let backend = Counting {
-        inner: OnnxJudge::new(tiny().model(), "tiny", 24),
+        inner: OnnxJudge::new(model.clone(), "tiny", 24),
         calls: calls.clone(),
     };
     let judge = Arc::new(ModelJudge::new(
@@ -149,14 +157,20 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let v = engine.store().get_campaign(id).await.unwrap().unwrap();
     assert_eq!(v.counts.finished, 3);
-    assert_eq!(
-        (v.judge_facts, v.judge_calls),
-        (9, 9),
-        "exhaustive: every fact verified"
-    );
+    assert_eq!(v.judge_facts, 9);
     // At least one question per episode: the anti-hallucination check, then one per fact
     // unless that check already failed the answer.
     assert!(calls.load(Ordering::SeqCst) >= 3, "the model was asked");
+    assert_eq!(
+        v.judge_calls as usize,
+        calls.load(Ordering::SeqCst),
+        "every question counted, nothing else"
+    );
+    assert_eq!(
+        (v.judge_calls_saved, v.judge_exhaustive_calls),
+        (0, v.judge_calls),
+        "exhaustive judging saves nothing"
+    );
     let (eps, _) = engine
         .store()
         .list_episodes(
@@ -181,13 +195,23 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
         );
     }
 
-    // Judge the stored episodes again: exhaustively, then binary with the critic. Same
-    // evidence, same (cached) verdicts: same success labels, no new model calls.
+    // Judge the stored episodes again: exhaustively (verdicts from the cache: the stored
+    // labels), then binary with the critic on a judge without a cache, so that every
+    // verdict is asked of the model again and the labels are really compared.
     let asked = calls.load(Ordering::SeqCst);
+    let fresh_calls = Arc::new(AtomicUsize::new(0));
+    let uncached = ModelJudge::new(
+        Arc::new(Counting {
+            inner: OnnxJudge::new(model, "tiny", 24),
+            calls: fresh_calls.clone(),
+        }),
+        JudgeConfig { max_screenshots: 2 },
+        None,
+    );
     let (mut exhaustive_checks, mut binary_checks) = (0, 0);
     for e in &eps {
         let task = engine.store().load_task(&e.task_id).await.unwrap().unwrap();
-        let ev = stored_evidence(engine.store(), e.id).await;
+        let ev = stored_evidence(engine.store(), e.id, task.reference_answer.clone()).await;
         let traj = rubrics::Trajectory {
             final_answer: ev.final_answer.clone(),
             visited_urls: ev.visited_urls.clone(),
@@ -204,30 +228,43 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
         )
         .await
         .unwrap();
+        assert_eq!(
+            full.judgement.model_calls, 0,
+            "cached verdicts are not calls"
+        );
+        let before = fresh_calls.load(Ordering::SeqCst);
         let quick =
-            engine::judge::judge_episode(&judge, &task.rubric, &traj, &page, ev, true, true)
+            engine::judge::judge_episode(&uncached, &task.rubric, &traj, &page, ev, true, true)
                 .await
                 .unwrap();
+        let quick_calls = fresh_calls.load(Ordering::SeqCst) - before;
+        assert!(quick_calls >= 1, "{}: the model was asked again", e.task_id);
+        assert_eq!(quick.judgement.model_calls, quick_calls, "{}", e.task_id);
         assert_eq!(
-            full.success, quick.success,
+            full.judgement.success, quick.judgement.success,
             "{}: binary judging keeps the label",
             e.task_id
         );
         assert_eq!(
-            Some(full.success),
+            Some(full.judgement.success),
             e.success,
             "{}: the stored label",
             e.task_id
         );
-        exhaustive_checks += full.model_calls;
-        binary_checks += quick.model_calls;
-        if !full.success {
-            assert!(
-                quick.model_calls < full.model_calls || full.model_calls == 1,
-                "{}: stopped early",
-                e.task_id
-            );
-        }
+        assert_eq!(
+            quick.judgement.verdicts.len() + quick.judgement.skipped.len(),
+            3,
+            "{}: every fact verified or marked unchecked",
+            e.task_id
+        );
+        exhaustive_checks += full.exhaustive_calls;
+        binary_checks += quick_calls;
+        assert!(
+            quick_calls <= full.exhaustive_calls,
+            "{}: {quick_calls} calls, exhaustive {}",
+            e.task_id,
+            full.exhaustive_calls
+        );
     }
     assert_eq!(
         calls.load(Ordering::SeqCst),
@@ -320,4 +357,158 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     );
     assert_eq!(eps[0].success, None, "never scored");
     engine.shutdown().await;
+}
+
+/// A judge that holds every fact in words false (and the answer's claims visible): binary
+/// judging must stop after the first fact of each episode.
+struct SaysNo;
+
+impl JudgeBackend for SaysNo {
+    fn name(&self) -> &str {
+        "says-no"
+    }
+    fn ask(
+        &self,
+        _images: Vec<Vec<u8>>,
+        question: String,
+        _seed: u64,
+    ) -> BoxFuture<'_, Result<String, PolicyError>> {
+        let reply = if question.contains("Is every factual claim") {
+            "YES, the screenshots show it."
+        } else {
+            "NO, the trajectory does not show it."
+        };
+        Box::pin(async move { Ok(reply.to_string()) })
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved(pool: PgPool) {
+    let (engine, _sites) = setup(pool).await;
+    let ids = judged_tasks(&engine).await;
+    engine.set_model_judge(Arc::new(ModelJudge::new(
+        Arc::new(SaysNo),
+        JudgeConfig::default(),
+        Some(engine.store().clone()),
+    )));
+    let mut spec = scripted(&ids);
+    spec.judge = Some("binary".into());
+    let id = engine.create_campaign(spec).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let v = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!((v.counts.finished, v.successes), (3, 0));
+    // Per episode: the anti-hallucination call and the first fact, which fails; an
+    // exhaustive judge asks all three facts too (and the reference question, when the
+    // rules cannot compare the answer with the task's reference).
+    assert_eq!(v.judge_facts, 9);
+    assert!(
+        v.judge_calls >= 6 && v.judge_calls < v.judge_exhaustive_calls,
+        "{v:?}"
+    );
+    assert_eq!(
+        v.judge_calls_saved,
+        v.judge_exhaustive_calls - v.judge_calls
+    );
+    assert!(
+        v.judge_calls_saved >= 6,
+        "two facts saved per episode: {v:?}"
+    );
+
+    let (eps, _) = engine
+        .store()
+        .list_episodes(
+            &EpisodeFilter {
+                campaign: Some(id),
+                ..Default::default()
+            },
+            10,
+            0,
+        )
+        .await
+        .unwrap();
+    let d = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
+    let unchecked: Vec<_> = d.verdicts.iter().filter(|v| v.passed.is_none()).collect();
+    assert_eq!(d.verdicts.len(), 3, "unchecked facts are stored too");
+    assert_eq!(unchecked.len(), 2, "{:?}", d.verdicts);
+    assert!(
+        unchecked
+            .iter()
+            .all(|v| v.evidence.is_empty() && v.reason.is_empty())
+    );
+    assert_eq!(d.summary.score, Some(0.0), "a lower bound");
+    assert_eq!(d.summary.score_of_verified, Some(0.0));
+
+    // The replay and the campaign page, in a real browser.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = web::AppState {
+        engine: engine.clone(),
+    };
+    tokio::spawn(async move { web::serve(listener, state).await });
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    let text = open_page(
+        &mut s,
+        &format!("http://{addr}/#/episodes/{}", d.summary.id),
+    )
+    .await;
+    assert_eq!(
+        text.matches("not checked (stopped early)").count(),
+        2 + 2,
+        "two rows, the facts summary and the panel head: {text}"
+    );
+    let rows = s
+        .evaluate("document.querySelectorAll('#verdicts tr.verdict.unchecked').length")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows, json!(2));
+    assert!(
+        text.contains("≥ 0.00"),
+        "the score is a lower bound: {text}"
+    );
+    let text = open_page(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
+    assert!(
+        text.contains(&format!(
+            "{} for an exhaustive judge; {} saved",
+            v.judge_exhaustive_calls, v.judge_calls_saved
+        )),
+        "{text}"
+    );
+    s.close().await;
+    engine.shutdown().await;
+}
+
+/// Opens a dashboard page, waits until it has rendered its data, returns its text.
+async fn open_page(s: &mut browser_pool::Session, url: &str) -> String {
+    let r = s
+        .act(&browser_pool::Action::Goto(url.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while s
+        .evaluate("document.body.dataset.ready === '1'")
+        .await
+        .unwrap()
+        .unwrap()
+        != json!(true)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} never became ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.evaluate("document.body.innerText")
+        .await
+        .unwrap()
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }

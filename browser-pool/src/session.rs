@@ -372,10 +372,29 @@ impl Session {
         params.timeout = Some(chromiumoxide::cdp::js_protocol::runtime::TimeDelta::new(
             limit.as_millis() as f64,
         ));
-        let ret = self
+        let started = std::time::Instant::now();
+        let timed_out = || {
+            format!(
+                "timed out after {}s (the script was stopped)",
+                limit.as_secs_f64()
+            )
+        };
+        let ret = match self
             .call_within("Runtime.evaluate", params, limit + self.cfg.cdp_timeout)
-            .await?;
+            .await
+        {
+            Ok(ret) => ret,
+            // Chromium stops the script at `timeout` and answers with an internal error:
+            // the page's script failed, not the browser.
+            Err(PoolError::Cdp { .. }) if started.elapsed() >= limit => {
+                return Ok(Err(timed_out()));
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(ex) = ret.exception_details {
+            if started.elapsed() >= limit {
+                return Ok(Err(timed_out()));
+            }
             return Ok(Err(ex
                 .exception
                 .and_then(|e| e.description)

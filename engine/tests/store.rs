@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use engine::store::{
-    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictRecord, blob_hash,
+    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictOutcome,
+    VerdictRecord, blob_hash,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -70,9 +71,11 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
             judge: "rules".into(),
             group_id: "g1".into(),
             fact_id: "g1.f1".into(),
-            passed: true,
-            evidence: "e".into(),
-            reason: "r".into(),
+            outcome: VerdictOutcome::Checked {
+                passed: true,
+                evidence: "e".into(),
+                reason: "r".into(),
+            },
         }],
         blobs: vec![Blob {
             hash,
@@ -80,10 +83,11 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
             bytes: shot,
         }],
         success: true,
-        score: 1.0,
+        credit: rubrics::Credit::Exact(1.0),
         duration: Duration::from_millis(5),
         judge_calls: 0,
         judge_facts: 0,
+        judge_exhaustive_calls: 0,
     }
 }
 
@@ -263,5 +267,76 @@ async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool)
         blob_count(&store).await,
         1,
         "screenshots stored with the cleaned record"
+    );
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn facts_left_unchecked_are_stored_as_such_with_a_lower_bound_credit(pool: PgPool) {
+    let (store, c) = setup(pool, 1).await;
+    let a = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let mut rec = record(a.id, 1);
+    rec.success = false;
+    rec.verdicts.push(VerdictRecord {
+        judge: "model:x".into(),
+        group_id: "g2".into(),
+        fact_id: "g2.f1".into(),
+        outcome: VerdictOutcome::Checked {
+            passed: false,
+            evidence: "NO".into(),
+            reason: "not shown".into(),
+        },
+    });
+    rec.verdicts.push(VerdictRecord {
+        judge: "model:x".into(),
+        group_id: "g2".into(),
+        fact_id: "g2.f2".into(),
+        outcome: VerdictOutcome::Skipped,
+    });
+    rec.credit = rubrics::Credit::LowerBound {
+        at_least: 1.0 / 3.0,
+        of_verified: 0.5,
+    };
+    (rec.judge_calls, rec.judge_facts, rec.judge_exhaustive_calls) = (1, 2, 3);
+    assert!(store.finish_episode("A", &rec).await.unwrap());
+
+    let d = store.get_episode(a.id).await.unwrap().unwrap();
+    let got: Vec<_> = d
+        .verdicts
+        .iter()
+        .map(|v| (v.fact_id.as_str(), v.passed, v.evidence.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("g1.f1", Some(true), "e"),
+            ("g2.f1", Some(false), "NO"),
+            ("g2.f2", None, "")
+        ],
+        "stored in rubric order, the unchecked fact without an outcome"
+    );
+    assert_eq!(d.summary.score, Some(1.0 / 3.0), "the lower bound");
+    assert_eq!(d.summary.score_of_verified, Some(0.5));
+    let v = store.get_campaign(c).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            v.judge_calls,
+            v.judge_facts,
+            v.judge_exhaustive_calls,
+            v.judge_calls_saved
+        ),
+        (1, 2, 3, 2)
+    );
+    // The schema refuses an unchecked fact that claims evidence.
+    let err = sqlx::query(
+        "INSERT INTO verdicts (episode_id, judge, group_id, fact_id, ord, passed, evidence, reason)
+         VALUES ($1, 'model:x', 'g', 'f', 9, NULL, 'seen', '')",
+    )
+    .bind(a.id)
+    .execute(store.pool())
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("verdicts_unchecked_is_bare"),
+        "{err}"
     );
 }

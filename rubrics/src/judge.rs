@@ -72,19 +72,74 @@ pub struct FactVerdict {
     pub judge: String,
 }
 
+/// A fact the judge did not check: binary judging stopped once the success label was
+/// settled, so its outcome is unknown (never a failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFact {
+    /// The fact's group.
+    pub group_id: String,
+    /// The fact.
+    pub fact_id: String,
+    /// The judge that would have verified it.
+    pub judge: String,
+}
+
+/// Partial credit: the weighted fraction of passing facts, exact only when every fact was
+/// verified.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Credit {
+    /// Every fact was verified.
+    Exact(f64),
+    /// Binary judging stopped early and left facts unchecked.
+    LowerBound {
+        /// Passing weight over all facts' weight (unchecked facts earn nothing): the
+        /// credit is at least this.
+        at_least: f64,
+        /// Passing weight over the verified facts' weight.
+        of_verified: f64,
+    },
+}
+
+impl Credit {
+    /// The credit as one number: exact, or the lower bound.
+    pub fn score(&self) -> f64 {
+        match *self {
+            Credit::Exact(s) => s,
+            Credit::LowerBound { at_least, .. } => at_least,
+        }
+    }
+
+    /// Partial credit over the verified facts, when some were left unchecked.
+    pub fn of_verified(&self) -> Option<f64> {
+        match *self {
+            Credit::Exact(_) => None,
+            Credit::LowerBound { of_verified, .. } => Some(of_verified),
+        }
+    }
+}
+
 /// The judge's result for an episode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     /// Every group satisfied.
     pub success: bool,
-    /// Weighted fraction of passing facts, in [0, 1].
-    pub score: f64,
+    /// Partial credit.
+    pub credit: Credit,
     /// One verdict per verified fact, in rubric order.
     pub verdicts: Vec<FactVerdict>,
-    /// Calls made to the model judge.
+    /// Facts left unchecked (the success label was settled without them), in rubric order.
+    pub skipped: Vec<SkippedFact>,
+    /// Facts handed to the model verifier (its cache hits included).
+    pub model_verifications: usize,
+    /// Calls the model verifier made to its model (cache hits and short-cuts are not calls).
     pub model_calls: usize,
-    /// Facts left unverified (the outcome was settled without them).
-    pub unverified: Vec<String>,
+}
+
+impl Judgement {
+    /// The partial credit as one number (see [`Credit::score`]).
+    pub fn score(&self) -> f64 {
+        self.credit.score()
+    }
 }
 
 /// The judge's name, stored with its verdicts.
@@ -121,7 +176,7 @@ fn describe_text(m: &TextMatch) -> String {
 
 fn url_matches(m: &UrlMatch, url: &str) -> bool {
     match m {
-        UrlMatch::Exact(u) => url.trim_end_matches('/') == u.trim_end_matches('/'),
+        UrlMatch::Exact(u) => normalize::url(url) == normalize::url(u),
         UrlMatch::Prefix(p) => url.starts_with(p.as_str()),
         UrlMatch::Contains(c) => url.contains(c.as_str()),
         UrlMatch::Regex(r) => r.is_match(url),
@@ -349,6 +404,9 @@ async fn verdict<P: PageProbe>(
 pub trait FactVerifier: Sync {
     /// The judge's name, stored with its verdicts (e.g. `model:smolvlm`).
     fn name(&self) -> &str;
+    /// Calls made to the model so far: questions actually asked, not answers from a cache
+    /// or settled without asking (a blocking page).
+    fn calls(&self) -> usize;
     /// Verifies one fact, with its group as context: `(holds, evidence, reason)`.
     fn verify(
         &self,
@@ -364,6 +422,9 @@ impl FactVerifier for NoModel {
     fn name(&self) -> &str {
         "none"
     }
+    fn calls(&self) -> usize {
+        0
+    }
     async fn verify(&self, _: &Group, fact: &Fact) -> Result<(bool, String, String), ProbeError> {
         Err(ProbeError(format!(
             "fact `{}` needs a model judge and none is configured",
@@ -376,8 +437,8 @@ impl FactVerifier for NoModel {
 #[derive(Debug, Clone, Default)]
 pub struct JudgeOptions {
     /// Stop verifying once a required group has failed: the success label is known, the
-    /// remaining model facts are left unverified (no verdict), and calls are saved. For
-    /// binary rewards; partial credit needs every fact.
+    /// remaining model facts are skipped (their outcome unknown), and calls are saved. For
+    /// binary rewards: the partial credit becomes a lower bound.
     pub stop_at_first_failure: bool,
     /// Model facts to verify first, by fact id (a critic's guess of the likeliest failures);
     /// the others follow in rubric order.
@@ -434,7 +495,8 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
             .unwrap_or(usize::MAX)
     };
     pending.sort_by_key(|(gi, fi)| (rank(*gi, *fi), *gi, *fi));
-    let mut model_calls = 0;
+    let calls_before = model.calls();
+    let mut model_verifications = 0;
     for (gi, fi) in pending {
         if opts.stop_at_first_failure
             && (0..groups.len()).any(|g| group_failed(&groups[g], &verdicts[g]))
@@ -449,7 +511,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
             continue;
         }
         let (passed, evidence, reason) = model.verify(group, fact).await?;
-        model_calls += 1;
+        model_verifications += 1;
         verdicts[gi][fi] = Some(FactVerdict {
             group_id: group.id.clone(),
             fact_id: fact.id.clone(),
@@ -460,12 +522,15 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         });
     }
     let mut success = true;
-    let (mut passed_weight, mut total_weight) = (0.0, 0.0);
+    let (mut passed_weight, mut verified_weight, mut total_weight) = (0.0, 0.0, 0.0);
     for (g, vs) in groups.iter().zip(&verdicts) {
         for (f, v) in g.facts.iter().zip(vs) {
             total_weight += f.weight;
-            if v.as_ref().is_some_and(|v| v.passed) {
-                passed_weight += f.weight;
+            if let Some(v) = v {
+                verified_weight += f.weight;
+                if v.passed {
+                    passed_weight += f.weight;
+                }
             }
         }
         let satisfied = if g.any {
@@ -475,12 +540,8 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         };
         success &= satisfied;
     }
-    let score = if total_weight > 0.0 {
-        passed_weight / total_weight
-    } else {
-        0.0
-    };
-    let unverified = groups
+    let fraction = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
+    let skipped: Vec<SkippedFact> = groups
         .iter()
         .zip(&verdicts)
         .flat_map(|(g, vs)| {
@@ -488,15 +549,28 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
                 .iter()
                 .zip(vs)
                 .filter(|(_, v)| v.is_none())
-                .map(|(f, _)| f.id.clone())
+                .map(|(f, _)| SkippedFact {
+                    group_id: g.id.clone(),
+                    fact_id: f.id.clone(),
+                    judge: model.name().to_string(),
+                })
         })
         .collect();
+    let credit = if skipped.is_empty() {
+        Credit::Exact(fraction(passed_weight, total_weight))
+    } else {
+        Credit::LowerBound {
+            at_least: fraction(passed_weight, total_weight),
+            of_verified: fraction(passed_weight, verified_weight),
+        }
+    };
     Ok(Judgement {
         success,
-        score,
+        credit,
         verdicts: verdicts.into_iter().flatten().flatten().collect(),
-        model_calls,
-        unverified,
+        skipped,
+        model_verifications,
+        model_calls: model.calls().saturating_sub(calls_before),
     })
 }
 

@@ -13,13 +13,15 @@
 
 mod judge;
 pub mod normalize;
+mod reference;
 mod rubric;
 mod spec;
 
 pub use judge::{
-    ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel, PageProbe,
-    ProbeError, RULE_JUDGE, Trajectory, judge, judge_with,
+    Credit, ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel,
+    PageProbe, ProbeError, RULE_JUDGE, SkippedFact, Trajectory, judge, judge_with,
 };
+pub use reference::{ReferenceMatch, match_reference};
 pub use rubric::{
     AnswerMatch, Check, ElementExpect, Fact, Group, MINIWOB_REWARD_JS, Rubric, RubricError,
     TextMatch, UrlMatch, UrlScope,

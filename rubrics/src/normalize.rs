@@ -69,9 +69,66 @@ pub fn first_number(s: &str) -> Option<f64> {
     None
 }
 
+/// Normalises a URL for comparison: scheme and host lower case, default ports dropped,
+/// the path's trailing `/` dropped, query parameters sorted, the fragment dropped. Text
+/// that is not an absolute URL is only trimmed (of its fragment and trailing `/`).
+pub fn url(s: &str) -> String {
+    let s = s.trim();
+    let s = s.split('#').next().unwrap_or_default();
+    let (head, query) = match s.split_once('?') {
+        Some((h, q)) => (h, Some(q)),
+        None => (s, None),
+    };
+    let head = match head.split_once("://") {
+        Some((scheme, rest)) => {
+            let scheme = scheme.to_ascii_lowercase();
+            let (authority, path) = match rest.find('/') {
+                Some(i) => (&rest[..i], &rest[i..]),
+                None => (rest, ""),
+            };
+            let mut authority = authority.to_ascii_lowercase();
+            for (sch, port) in [("http", ":80"), ("https", ":443")] {
+                if scheme == sch && authority.ends_with(port) {
+                    authority.truncate(authority.len() - port.len());
+                }
+            }
+            format!("{scheme}://{authority}{}", path.trim_end_matches('/'))
+        }
+        None => head.trim_end_matches('/').to_string(),
+    };
+    let mut params: Vec<&str> = query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .collect();
+    params.sort_unstable();
+    if params.is_empty() {
+        head
+    } else {
+        format!("{head}?{}", params.join("&"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_normalise() {
+        assert_eq!(
+            url("HTTP://Shop.Test:80/a/b/?y=2&x=1#top"),
+            "http://shop.test/a/b?x=1&y=2"
+        );
+        assert_eq!(url("https://x.test:443/"), "https://x.test");
+        assert_eq!(url("https://x.test:8443/p"), "https://x.test:8443/p");
+        assert_eq!(
+            url("http://x.test/Path"),
+            "http://x.test/Path",
+            "paths keep their case"
+        );
+        assert_ne!(url("http://x.test/p?a=1"), url("http://x.test/p?a=2"));
+        assert_eq!(url("/relative/"), "/relative");
+    }
 
     #[test]
     fn answers_normalise() {

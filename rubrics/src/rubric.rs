@@ -61,7 +61,8 @@ pub enum UrlScope {
 /// How a URL is compared.
 #[derive(Debug, Clone)]
 pub enum UrlMatch {
-    /// Equal (a trailing `/` is ignored).
+    /// Equal after normalising both (see [`crate::normalize::url`]: host case, default
+    /// ports, trailing `/`, query parameter order and fragments do not matter).
     Exact(String),
     /// Starts with.
     Prefix(String),

@@ -70,7 +70,8 @@ pub struct CheckSpec {
     /// `url`, `page_text`, `element` or `answer`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// url: the whole URL.
+    /// url: the whole URL, compared after normalising (host case, default ports, trailing
+    /// `/`, query parameter order and fragments do not matter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exact: Option<String>,
     /// url: the URL starts with this.

@@ -92,7 +92,7 @@ async fn check(check: Value, answer: Option<&str>) -> bool {
     let j = judge(&rubric, &traj(answer), &page()).await.unwrap();
     assert_eq!(j.verdicts.len(), 1);
     assert_eq!(j.success, j.verdicts[0].passed);
-    assert_eq!(j.score, if j.success { 1.0 } else { 0.0 });
+    assert_eq!(j.score(), if j.success { 1.0 } else { 0.0 });
     j.success
 }
 
@@ -350,7 +350,7 @@ async fn success_needs_every_group_and_score_is_weighted() {
     assert_eq!(rubric.fact_count(), 4);
     let j = judge(&rubric, &traj(None), &page()).await.unwrap();
     assert!(!j.success, "group a has a failing fact");
-    assert!((j.score - 4.0 / 6.0).abs() < 1e-9, "{}", j.score);
+    assert!((j.score() - 4.0 / 6.0).abs() < 1e-9, "{}", j.score());
     let ids: Vec<_> = j.verdicts.iter().map(|v| v.fact_id.as_str()).collect();
     assert_eq!(ids, ["a.f1", "a.f2", "b.f1", "b.f2"], "default ids");
 
@@ -509,4 +509,73 @@ fn several_problems_are_reported_together_and_spec_round_trips() {
         input,
         "stored form equals the input"
     );
+}
+
+/// A page whose MiniWoB++ reward globals are given.
+struct MiniWobPage(Result<Value, String>);
+
+impl PageProbe for MiniWobPage {
+    async fn url(&self) -> Result<String, ProbeError> {
+        Ok("http://127.0.0.1:1/miniwob/click-test.html".into())
+    }
+    async fn text(&self) -> Result<String, ProbeError> {
+        Ok(String::new())
+    }
+    async fn element(
+        &self,
+        _: &str,
+    ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
+        Ok(Ok(None))
+    }
+    async fn eval(&self, expression: &str) -> Result<Result<Value, String>, ProbeError> {
+        assert_eq!(expression, rubrics::MINIWOB_REWARD_JS);
+        Ok(self.0.clone())
+    }
+}
+
+#[tokio::test]
+async fn the_miniwob_check_fails_without_a_positive_raw_reward() {
+    let rubric = Rubric::from_json(
+        json!({"groups": [{"facts": [{"id": "r", "check": {"type": "miniwob"}}]}]}),
+    )
+    .unwrap();
+    let verdict = |globals: Result<Value, String>| {
+        let rubric = rubric.clone();
+        async move {
+            let j = judge(&rubric, &Trajectory::default(), &MiniWobPage(globals))
+                .await
+                .unwrap();
+            assert_eq!(j.success, j.verdicts[0].passed);
+            (j.verdicts[0].passed, j.verdicts[0].reason.clone())
+        }
+    };
+    let (ok, why) = verdict(Ok(
+        json!({"raw": -1.0, "reward": -1.0, "done": true, "reason": "wrong button"}),
+    ))
+    .await;
+    assert!(!ok);
+    assert_eq!(why, "MiniWoB raw reward -1: wrong button");
+    let (ok, why) = verdict(Ok(
+        json!({"raw": 0.0, "reward": 0.0, "done": false, "reason": null}),
+    ))
+    .await;
+    assert!(!ok, "an episode that has not ended has no reward");
+    assert_eq!(why, "MiniWoB raw reward 0");
+    let (ok, why) = verdict(Ok(
+        json!({"raw": null, "reward": null, "done": null, "reason": null}),
+    ))
+    .await;
+    assert!(!ok);
+    assert_eq!(why, "no MiniWoB episode ran on this page");
+    let (ok, why) = verdict(Err("ReferenceError: core is not defined".into())).await;
+    assert!(!ok);
+    assert!(
+        why.contains("could not be read") && why.contains("core is not defined"),
+        "{why}"
+    );
+    let (ok, _) = verdict(Ok(
+        json!({"raw": 0.6, "reward": 0.4, "done": true, "reason": null}),
+    ))
+    .await;
+    assert!(ok, "any positive raw reward holds");
 }

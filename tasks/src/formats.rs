@@ -6,9 +6,17 @@
 //!   in with `reference_answers`.
 //! - **WebArena / VisualWebArena** configs (a JSON array, or JSONL): `eval_types`
 //!   `string_match` (`exact_match`, `must_include`, `fuzzy_match`), `url_match`
-//!   (`reference_url`) and `program_html` (`url`, `locator`, `required_contents`) become
-//!   answer, URL and JavaScript rule checks; `__SHOPPING__`-style URL placeholders are
-//!   replaced by the base URLs given.
+//!   (`reference_url`, compared as a normalised URL: path and query, any of `|OR|`) and
+//!   `program_html` (`url`, `locator`, `required_contents`) become answer, URL and
+//!   JavaScript rule checks; `__SHOPPING__`-style URL placeholders are replaced by the base
+//!   URLs given. The judge reads the episode's final page only: a `program_html` entry
+//!   must check `last` (the final page), and WebArena's Python helpers (`func:...`) cannot
+//!   run here; such items are reported as errors, not imported with a wrong check. A JSON
+//!   array with a syntax error keeps its well-formed items; the broken one is reported
+//!   with its line and column.
+//! - **MiniWoB++** suite: one task name per line (`click-test`, or BrowserGym's
+//!   `miniwob.click-test`; `#` starts a comment), each a seeded MiniWoB++ episode judged
+//!   by MiniWoB's own reward; the `MINIWOB` base is where MiniWoB++'s `html/` is served.
 //! - **WebGym-style** JSONL: `{"id", "website", "start_url", "task", "fact_groups":
 //!   [["fact", ...] | {"facts": [...]}, ...], "reference_answer"}`: facts in words, each a
 //!   model-judged fact, grouped as given.
@@ -31,16 +39,22 @@ pub enum Format {
     WebArena,
     /// WebGym-style tasks with fact groups.
     WebGym,
+    /// The MiniWoB++ suite: task names.
+    MiniWob,
 }
 
 impl Format {
-    /// Parses a format name (`surfgym`, `webvoyager`, `webarena`, `webgym`).
+    /// Every format's name, for messages.
+    pub const NAMES: &'static str = "surfgym, webvoyager, webarena, webgym, miniwob";
+
+    /// Parses a format name (`surfgym`, `webvoyager`, `webarena`, `webgym`, `miniwob`).
     pub fn parse(s: &str) -> Option<Format> {
         match s.to_ascii_lowercase().as_str() {
             "surfgym" | "jsonl" => Some(Format::Surfgym),
             "webvoyager" => Some(Format::WebVoyager),
             "webarena" | "visualwebarena" => Some(Format::WebArena),
             "webgym" => Some(Format::WebGym),
+            "miniwob" | "miniwob++" => Some(Format::MiniWob),
             _ => None,
         }
     }
@@ -84,18 +98,13 @@ fn build(spec: Value) -> Result<Task, Vec<FieldError>> {
     Task::try_from(TaskSpec::from_json(spec)?)
 }
 
-/// Items of a file: JSON Lines, or one JSON array.
+/// Items of a file: JSON Lines, or one JSON array. Items are numbered by the line they
+/// start on.
 fn items(text: &str) -> Vec<(usize, Result<Value, Vec<FieldError>>)> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
-        return match serde_json::from_str::<Vec<Value>>(trimmed) {
-            Ok(list) => list
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (i + 1, Ok(v)))
-                .collect(),
-            Err(e) => vec![(1, Err(err("", format!("invalid JSON array: {e}"))))],
-        };
+        let offset = text.len() - trimmed.len();
+        return array_items(text, offset);
     }
     text.lines()
         .enumerate()
@@ -109,6 +118,86 @@ fn items(text: &str) -> Vec<(usize, Result<Value, Vec<FieldError>>)> {
         .collect()
 }
 
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte].matches('\n').count() + 1
+}
+
+/// The elements of a JSON array, each parsed on its own, so that one broken element (a
+/// missing quote, a stray comma) costs only itself. Elements are split at the array's
+/// top-level commas, found by a scan that follows strings and nesting.
+fn array_items(text: &str, open: usize) -> Vec<(usize, Result<Value, Vec<FieldError>>)> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut start = open + 1;
+    let mut closed = false;
+    for (i, &b) in bytes.iter().enumerate().skip(open + 1) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b']' => {
+                spans.push((start, i));
+                closed = true;
+                break;
+            }
+            b',' if depth == 0 => {
+                spans.push((start, i));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !closed {
+        spans.push((start, text.len()));
+    }
+    let last = spans.len().saturating_sub(1);
+    let mut out = Vec::new();
+    for (k, (from, to)) in spans.into_iter().enumerate() {
+        let piece = &text[from..to];
+        let at = from + (piece.len() - piece.trim_start().len());
+        let line = line_of(text, at);
+        if piece.trim().is_empty() {
+            // `[]` or a trailing comma hold no item; an empty one between commas is an error.
+            if k < last {
+                out.push((line, Err(err("", format!("invalid JSON in the array at line {line}: an empty item (a stray comma)")))));
+            }
+            continue;
+        }
+        let result = serde_json::from_str::<Value>(&text[at..to]).map_err(|e| {
+            // serde's position is within the item: make it the file's.
+            let file_line = line + e.line().saturating_sub(1);
+            let column = if e.line() <= 1 {
+                at - text[..at].rfind('\n').map_or(0, |n| n + 1) + e.column()
+            } else {
+                e.column()
+            };
+            err(
+                "",
+                format!("invalid JSON in the array at line {file_line}, column {column}: {e}"),
+            )
+        });
+        out.push((line, result));
+    }
+    if !closed {
+        let line = line_of(text, text.len().saturating_sub(1).max(open));
+        out.push((
+            line,
+            Err(err("", "invalid JSON array: it is never closed with `]`")),
+        ));
+    }
+    out
+}
+
 /// Imports a file in `format`. `bases` fills WebArena's URL placeholders (`SHOPPING` →
 /// `http://...`), and `reference_answers` WebVoyager's answers by task id.
 pub fn import(
@@ -117,8 +206,10 @@ pub fn import(
     bases: &BTreeMap<String, String>,
     reference_answers: &BTreeMap<String, String>,
 ) -> Vec<ImportLine> {
-    if format == Format::Surfgym {
-        return crate::import::parse_jsonl(text);
+    match format {
+        Format::Surfgym => return crate::import::parse_jsonl(text),
+        Format::MiniWob => return miniwob(text, bases),
+        _ => {}
     }
     items(text)
         .into_iter()
@@ -128,8 +219,34 @@ pub fn import(
                 Format::WebVoyager => webvoyager(&v, reference_answers),
                 Format::WebArena => webarena(&v, bases),
                 Format::WebGym => webgym(&v),
-                Format::Surfgym => unreachable!("handled above"),
+                Format::Surfgym | Format::MiniWob => unreachable!("handled above"),
             }),
+        })
+        .collect()
+}
+
+fn miniwob(text: &str, bases: &BTreeMap<String, String>) -> Vec<ImportLine> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or_default().trim()))
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(line, name)| {
+            let name = name.strip_prefix("miniwob.").unwrap_or(name);
+            let valid = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+            let result = match bases.get("MINIWOB") {
+                None => Err(err(
+                    "name",
+                    "no base URL for MiniWoB++ (give MINIWOB=http://... where its html/ is served)",
+                )),
+                Some(_) if !valid => Err(err(
+                    "name",
+                    format!("`{name}` is not a MiniWoB++ task name (like click-test)"),
+                )),
+                Some(base) => crate::import::miniwob_task(name, base),
+            };
+            ImportLine { line, result }
         })
         .collect()
 }
@@ -258,11 +375,12 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                     .and_then(Value::as_str)
                     .filter(|s| !s.is_empty())
                     .ok_or_else(|| err("eval.reference_url", "is required for url_match"))?;
-                // Several acceptable URLs are joined by " |OR| ".
+                // Several acceptable URLs are joined by " |OR| "; each is compared with the
+                // final URL as a normalised URL (path and query), as WebArena does.
                 let facts: Vec<Value> = url
                     .split(" |OR| ")
                     .enumerate()
-                    .map(|(i, u)| placeholder(u, bases, "eval.reference_url").map(|u| json!({"id": format!("url.{}", i + 1), "description": format!("the agent ends on {u}"), "check": {"type": "url", "contains": u}})))
+                    .map(|(i, u)| placeholder(u.trim(), bases, "eval.reference_url").map(|u| json!({"id": format!("url.{}", i + 1), "description": format!("the agent ends on {u}"), "check": {"type": "url", "exact": u}})))
                     .collect::<Result<_, _>>()?;
                 groups.push(json!({"id": "url", "description": "the final page", "any": true, "facts": facts}));
             }
@@ -273,7 +391,35 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                     .ok_or_else(|| err("eval.program_html", "is required for program_html"))?;
                 let mut facts = Vec::new();
                 for (i, p) in programs.iter().enumerate() {
+                    let at = format!("eval.program_html[{i}]");
+                    let url = p.get("url").and_then(Value::as_str).unwrap_or("last");
+                    if url.trim_start().starts_with("func:") {
+                        return Err(err(
+                            format!("{at}.url"),
+                            format!(
+                                "`{url}` is one of WebArena's Python helpers; they cannot run here"
+                            ),
+                        ));
+                    }
+                    if url.trim() != "last" {
+                        return Err(err(
+                            format!("{at}.url"),
+                            format!(
+                                "checks the page at {}, not the episode's final page (`last`): the judge reads the final page only",
+                                placeholder(url, bases, &format!("{at}.url"))
+                                    .unwrap_or_else(|_| url.to_string())
+                            ),
+                        ));
+                    }
                     let locator = p.get("locator").and_then(Value::as_str).unwrap_or_default();
+                    if locator.trim_start().starts_with("func:") {
+                        return Err(err(
+                            format!("{at}.locator"),
+                            format!(
+                                "`{locator}` is one of WebArena's Python helpers; they cannot run here"
+                            ),
+                        ));
+                    }
                     // An empty locator means the page's whole text.
                     let expr = if locator.trim().is_empty() {
                         "document.body.innerText".to_string()

@@ -74,9 +74,8 @@ fn webvoyager_questions_become_model_judged_tasks() {
     );
 }
 
-#[test]
-fn webarena_evaluators_become_rule_checks() {
-    let bases: BTreeMap<String, String> = [
+fn webarena_bases() -> BTreeMap<String, String> {
+    [
         ("SHOPPING_ADMIN", "http://admin.test:7780/admin"),
         ("SHOPPING", "http://shop.test:7770"),
         ("GITLAB", "http://gitlab.test:8023"),
@@ -84,20 +83,37 @@ fn webarena_evaluators_become_rule_checks() {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let lines = import(
-        Format::WebArena,
-        &fixture("webarena.json"),
-        &bases,
-        &BTreeMap::new(),
-    );
-    assert_eq!(lines.len(), 7);
+    .collect()
+}
+
+/// Where an item starts in a fixture: the line of its `"task_id": N`'s object.
+fn item_line(text: &str, task_id: u64) -> usize {
+    let needle = format!("\"task_id\": {task_id},");
+    let at = text.find(&needle).unwrap();
+    let open = text[..at].rfind('{').unwrap();
+    text[..open].matches('\n').count() + 1
+}
+
+#[test]
+fn webarena_evaluators_become_rule_checks() {
+    let text = fixture("webarena.json");
+    let lines = import(Format::WebArena, &text, &webarena_bases(), &BTreeMap::new());
+    assert_eq!(lines.len(), 11);
     let get = |i: usize| {
         lines[i]
             .result
             .as_ref()
             .unwrap_or_else(|e| panic!("item {i}: {e:?}"))
     };
+    let error = |i: usize| {
+        let e = lines[i].result.as_ref().unwrap_err();
+        (e[0].field.clone(), e[0].message.clone())
+    };
+    assert_eq!(
+        lines[0].line, 2,
+        "items are numbered by the line they start on"
+    );
+    assert_eq!(lines[3].line, item_line(&text, 423));
 
     let t0 = get(0);
     assert_eq!(
@@ -122,47 +138,174 @@ fn webarena_evaluators_become_rule_checks() {
         "http://shop.test:7770/6s-wireless-headphones-over-ear.html"
     );
 
+    // url_match: the normalised URL, not a substring.
     let t44 = get(2);
     assert_eq!(kinds(t44), ["url"]);
     match &t44.rubric.groups()[0].facts[0].check {
         rubrics::Check::Url {
-            matcher: rubrics::UrlMatch::Contains(u),
-            ..
+            matcher: rubrics::UrlMatch::Exact(u),
+            scope: rubrics::UrlScope::Final,
         } => assert_eq!(u, "http://gitlab.test:8023/dashboard/todos"),
         other => panic!("{other:?}"),
     }
 
-    let t423 = get(3);
+    // program_html checking another page than the final one: reported, not mis-imported.
+    let (field, message) = error(3);
+    assert_eq!(field, "eval.program_html[0].url");
+    assert!(
+        message.contains("http://admin.test:7780/admin/catalog/product/edit/id/6")
+            && message.contains("final page"),
+        "{message}"
+    );
+
+    let t424 = get(4);
     assert_eq!(
-        kinds(t423),
+        kinds(t424),
         ["js", "js", "js"],
-        "exact_match plus two must_include items"
+        "exact_match plus two must_include items, on the final page"
     );
     assert!(
-        t423.rubric
+        t424.rubric
             .expressions()
             .iter()
             .any(|e| e.contains("product[sale]"))
     );
 
+    // WebArena's Python helpers, in a url or a locator.
+    let (field, message) = error(5);
+    assert_eq!(field, "eval.program_html[0].url");
+    assert!(
+        message.contains("func:shopping_get_latest_order_url()"),
+        "{message}"
+    );
+    let (field, message) = error(6);
+    assert_eq!(field, "eval.program_html[0].locator");
+    assert!(message.contains("Python helpers"), "{message}");
+
+    // Several acceptable URLs: any of them, each normalised.
+    let t45 = get(7);
+    assert_eq!(kinds(t45), ["url", "url"]);
+    assert!(t45.rubric.groups()[0].any);
+
     assert_eq!(
-        kinds(get(4)),
+        kinds(get(8)),
         ["judge"],
         "fuzzy matches are judged by a model, as in WebArena"
     );
-    let errors: Vec<(usize, String, String)> = lines[5..]
+    let (_, message) = error(9);
+    assert!(
+        message.contains("__MAP__") || message.contains("MAP="),
+        "{message}"
+    );
+    assert_eq!(lines[9].line, item_line(&text, 7));
+    assert_eq!(error(10).0, "intent");
+}
+
+#[test]
+fn webarena_url_matches_compare_normalised_urls() {
+    let text = fixture("webarena.json");
+    let lines = import(Format::WebArena, &text, &webarena_bases(), &BTreeMap::new());
+    let t45 = lines[7].result.as_ref().unwrap();
+    let ends_on = |url: &str| {
+        t45.rubric.groups()[0].facts.iter().any(|f| match &f.check {
+            rubrics::Check::Url {
+                matcher: rubrics::UrlMatch::Exact(u),
+                ..
+            } => rubrics::normalize::url(u) == rubrics::normalize::url(url),
+            _ => false,
+        })
+    };
+    assert!(ends_on(
+        "http://gitlab.test:8023/issues?state=opened&sort=due_date"
+    ));
+    assert!(ends_on(
+        "HTTP://GITLAB.test:8023/dashboard/issues/?sort=due_date&state=opened#x"
+    ));
+    assert!(
+        !ends_on("http://gitlab.test:8023/issues?sort=due_date&state=closed"),
+        "a different query is a different page"
+    );
+    assert!(
+        !ends_on("http://gitlab.test:8023/issues/?sort=due_date&state=opened&page=2/extra"),
+        "containing the URL is not enough"
+    );
+}
+
+#[test]
+fn a_broken_json_array_keeps_its_good_items_and_says_where_it_broke() {
+    let text = fixture("webarena_broken.json");
+    let lines = import(Format::WebArena, &text, &webarena_bases(), &BTreeMap::new());
+    let ids: Vec<_> = lines
+        .iter()
+        .filter_map(|l| l.result.as_ref().ok())
+        .map(|t| t.id.to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        ["webarena.44", "webarena.47"],
+        "braces in strings do not confuse it"
+    );
+    let bad: Vec<_> = lines.iter().filter(|l| l.result.is_err()).collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].line, 6, "where the broken item starts");
+    let message = &bad[0].result.as_ref().unwrap_err()[0].message;
+    assert!(message.contains("line 8, column"), "{message}");
+
+    // An array that is never closed: what parsed is kept, the end is reported.
+    let cut = &text[..text.find("\"task_id\": 47").unwrap()];
+    let lines = import(Format::WebArena, cut, &webarena_bases(), &BTreeMap::new());
+    assert!(lines[0].result.is_ok());
+    assert!(
+        lines
+            .iter()
+            .filter_map(|l| l.result.as_ref().err())
+            .any(|e| e[0].message.contains("never closed")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn the_miniwob_suite_imports_by_task_name() {
+    let mut bases = BTreeMap::new();
+    let suite =
+        "# MiniWoB++ tasks\nclick-test\n\nminiwob.enter-text  # BrowserGym's id\nnot a task\n";
+    let lines = import(Format::MiniWob, suite, &bases, &BTreeMap::new());
+    assert!(
+        lines.iter().all(|l| l
+            .result
+            .as_ref()
+            .is_err_and(|e| e[0].message.contains("MINIWOB="))),
+        "no base: every line says what to give"
+    );
+    bases.insert("MINIWOB".to_string(), "http://127.0.0.1:9000/".to_string());
+    let lines = import(Format::MiniWob, suite, &bases, &BTreeMap::new());
+    let got: Vec<_> = lines
         .iter()
         .map(|l| {
-            let e = l.result.as_ref().unwrap_err();
-            (l.line, e[0].field.clone(), e[0].message.clone())
+            (
+                l.line,
+                l.result
+                    .as_ref()
+                    .map(|t| t.id.to_string())
+                    .map_err(|e| e[0].field.clone()),
+            )
         })
         .collect();
-    assert_eq!(errors[0].0, 6);
-    assert!(
-        errors[0].2.contains("__MAP__") || errors[0].2.contains("MAP="),
-        "{errors:?}"
+    assert_eq!(
+        got,
+        [
+            (2, Ok("miniwob.click-test".to_string())),
+            (4, Ok("miniwob.enter-text".to_string())),
+            (5, Err("name".to_string()))
+        ]
     );
-    assert_eq!(errors[1].1, "intent");
+    let t = lines[0].result.as_ref().unwrap();
+    assert_eq!(
+        t.start_url.as_str(),
+        "http://127.0.0.1:9000/miniwob/click-test.html"
+    );
+    assert_eq!(kinds(t), ["miniwob"]);
+    assert_eq!(Format::parse("MiniWoB++"), Some(Format::MiniWob));
 }
 
 #[test]

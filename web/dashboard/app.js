@@ -642,7 +642,11 @@
           h('section', { class: 'panel panel-tight kpis' },
             kpi('Success rate', fmtPct(c.success_rate), 'kpi-success', c.success_rate == null ? 'no finished episodes' : `${fmtInt(c.successes)} of ${fmtInt(c.counts && c.counts.finished)} finished`),
             kpi('Mean score', fmtScore(c.mean_score), 'kpi-score', 'partial credit, 0–1'),
-            kpi('Steps', fmtInt(c.steps), 'kpi-steps', 'by finished episodes')),
+            kpi('Steps', fmtInt(c.steps), 'kpi-steps', 'by finished episodes'),
+            Number(c.judge_facts) > 0
+              ? kpi('Model-judge calls', fmtInt(c.judge_calls), 'kpi-judge',
+                `${fmtInt(c.judge_exhaustive_calls)} for an exhaustive judge; ${fmtInt(c.judge_calls_saved)} saved`)
+              : null),
           h('section', { class: 'panel panel-tight' },
             h('h3', null, 'Configuration'),
             h('dl', { class: 'config', id: 'campaign-config' },
@@ -840,14 +844,20 @@
     else if (steps.length === 0) sel = finalIdx;
 
     // ---- header
-    const passed = verdicts.filter((x) => x.passed).length;
+    const passed = verdicts.filter((x) => x.passed === true).length;
+    const checked = verdicts.filter((x) => x.passed != null).length;
+    const unchecked = verdicts.length - checked;
     const outcome = h('div', { class: 'outcome', id: 'outcome' },
       kpi('Outcome', ep.success === true ? '✓ success' : ep.success === false ? '✗ failure' : String(ep.status || '—'), 'outcome-success'),
-      kpi('Score', fmtScore(ep.score), 'outcome-score'),
+      ep.score_of_verified == null
+        ? kpi('Score', fmtScore(ep.score), 'outcome-score')
+        : kpi('Score', `≥ ${fmtScore(ep.score)}`, 'outcome-score',
+          `lower bound: judging stopped early; ${fmtScore(ep.score_of_verified)} over the verified facts`),
       kpi('End reason', ep.end_reason ? String(ep.end_reason) : '—', 'outcome-end'),
       kpi('Steps', fmtInt(ep.step_count != null ? ep.step_count : steps.length), 'outcome-steps'),
       kpi('Duration', fmtMs(ep.duration_ms), 'outcome-duration'),
-      kpi('Facts', verdicts.length ? `${passed} / ${verdicts.length}` : '—', 'outcome-facts'),
+      kpi('Facts', verdicts.length ? `${passed} / ${checked}` : '—', 'outcome-facts',
+        unchecked ? `${unchecked} not checked (stopped early)` : undefined),
       h('div', { class: 'kpi kpi-answer', id: 'outcome-answer' },
         h('span', { class: 'kpi-label' }, 'Final answer'),
         ep.final_answer != null && ep.final_answer !== ''
@@ -927,11 +937,14 @@
         h('div', { class: 'stage-col' }, stage), details));
 
     // ---- verdicts
-    const vrows = verdicts.map((x) => h('tr', { class: ['verdict', x.passed ? 'pass' : 'fail'] },
+    // passed null: binary judging settled the label before this fact was looked at.
+    const vrows = verdicts.map((x) => h('tr', { class: ['verdict', x.passed == null ? 'unchecked' : x.passed ? 'pass' : 'fail'] },
       h('td', { class: 'mono small' }, String(x.group_id == null ? '' : x.group_id)),
       h('td', { class: 'mono small' }, String(x.fact_id == null ? '' : x.fact_id)),
       h('td', null, x.description != null ? String(x.description) : dash()),
-      h('td', { class: 'center' }, successMark(!!x.passed)),
+      h('td', { class: 'center' }, x.passed == null
+        ? h('span', { class: 'muted small unchecked-mark', title: 'the success label was settled without this fact' }, 'not checked (stopped early)')
+        : successMark(!!x.passed)),
       h('td', { class: 'evidence' }, x.evidence ? h('span', { class: 'mono small' }, String(x.evidence)) : dash()),
       h('td', null, x.reason ? String(x.reason) : dash()),
       h('td', { class: 'muted small' }, String(x.judge == null ? '' : x.judge))));
@@ -943,7 +956,8 @@
           ep.status === 'finished' ? 'No verdicts recorded.' : 'Not judged yet — the episode has not finished.'))));
     const verdictPanel = h('section', { class: 'panel' },
       h('div', { class: 'panel-head' }, h('h2', null, 'Judge verdicts'),
-        verdicts.length ? h('span', { class: 'muted' }, `${passed} of ${verdicts.length} facts hold`) : null),
+        verdicts.length ? h('span', { class: 'muted' }, `${passed} of ${checked} checked facts hold`
+          + (unchecked ? `, ${unchecked} not checked (stopped early)` : '')) : null),
       h('div', { class: 'table-wrap' }, verdictTable));
 
     if (steps.length === 0 && !ep.final_screenshot) {

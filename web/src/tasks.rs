@@ -104,8 +104,9 @@ pub async fn delete(
 }
 
 /// `?replace=true` makes an import overwrite tasks with the same id; `format` picks the
-/// input format (`surfgym`, `webvoyager`, `webarena`, `webgym`); `bases` fills WebArena's
-/// URL placeholders (`SHOPPING=http://...,GITLAB=http://...`).
+/// input format (`surfgym`, `webvoyager`, `webarena`, `webgym`, `miniwob`); `bases` fills
+/// WebArena's URL placeholders (`SHOPPING=http://...,GITLAB=http://...`) and MiniWoB++'s
+/// (`MINIWOB=http://...`, where its `html/` is served).
 #[derive(Debug, Deserialize)]
 pub struct ImportQuery {
     #[serde(default)]

@@ -356,6 +356,30 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
     assert_eq!(report["imported"], 1, "{report}");
     let (_, t) = call(&app, Method::GET, "/api/tasks/webarena.44", None).await;
     assert_eq!(t["start_url"], "http://gitlab.test:8023/");
+    // The MiniWoB++ suite: task names, one per line.
+    let req = Request::post("/api/tasks/import?format=miniwob&bases=MINIWOB=http://127.0.0.1:9")
+        .body(Body::from("click-test\n# a comment\nnot a task\n"))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let report: Value = serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (report["imported"].clone(), report["failed"].clone()),
+        (json!(1), json!(1)),
+        "{report}"
+    );
+    assert_eq!(report["lines"][1]["line"], 3, "{report}");
+    assert_eq!(report["lines"][1]["errors"][0]["field"], "name", "{report}");
+    let (_, t) = call(&app, Method::GET, "/api/tasks/miniwob.click-test", None).await;
+    assert_eq!(t["start_url"], "http://127.0.0.1:9/miniwob/click-test.html");
+    assert_eq!(
+        t["spec"]["rubric"]["groups"][0]["facts"][0]["check"]["type"], "miniwob",
+        "{t}"
+    );
     let req = Request::post("/api/tasks/import?format=csv")
         .body(Body::from("x"))
         .unwrap();

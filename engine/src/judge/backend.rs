@@ -32,6 +32,12 @@ pub struct OnnxJudge {
 }
 
 impl OnnxJudge {
+    /// Samples at `temperature` (0, the default, is greedy: the seed does not matter).
+    pub fn with_temperature(mut self, temperature: f32) -> OnnxJudge {
+        self.params.temperature = temperature.max(0.0);
+        self
+    }
+
     /// A judge over a loaded model: greedy, `max_new_tokens` per answer.
     pub fn new(
         model: Arc<Mutex<Model>>,

@@ -35,6 +35,21 @@ pub struct LabelledEpisode {
     pub visited_urls: Vec<String>,
     /// Gold label per fact id (facts left out have no label).
     pub gold: BTreeMap<String, bool>,
+    /// The episode's last screenshots (base64 JPEG, oldest first), when recorded: what a
+    /// model judge looks at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub screenshots: Vec<String>,
+}
+
+impl LabelledEpisode {
+    /// The recorded screenshots, decoded (undecodable ones are left out).
+    pub fn screenshot_bytes(&self) -> Vec<Vec<u8>> {
+        use base64::Engine as _;
+        self.screenshots
+            .iter()
+            .filter_map(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+            .collect()
+    }
 }
 
 /// A deliberately wrong answer: no bundled answer check accepts it.
@@ -145,7 +160,9 @@ pub struct Report {
     pub mistakes: Vec<String>,
 }
 
-/// Judges every labelled episode `runs` times (rules always; facts in words with `model`).
+/// Judges every labelled episode `runs` times (rules always; facts in words with `model`,
+/// each run with its own sampling seeds and no verdict cache, so that run-to-run agreement
+/// measures the judge: with greedy decoding it is 100% by construction).
 pub async fn evaluate(
     items: &[LabelledEpisode],
     model: Option<&ModelJudge>,
@@ -167,18 +184,11 @@ pub async fn evaluate(
         for run in 0..runs.max(1) {
             let judgement = match (model, task.rubric.needs_model()) {
                 (Some(m), true) => {
-                    let evidence = Evidence {
-                        // Each run its own cache entry, so runs are independent.
-                        episode: Uuid::from_u128(run as u128),
-                        instruction: task.instruction.clone(),
-                        final_answer: item.final_answer.clone(),
-                        visited_urls: item.visited_urls.clone(),
-                        titles: Vec::new(),
-                        final_text: item.page.text.clone(),
-                        screenshots: Vec::new(),
-                        reference_answer: None,
-                    };
-                    judge_episode(m, &task.rubric, &traj, &item.page, evidence, false, false).await
+                    let evidence = calibration_evidence(item, &task);
+                    let m = m.for_run(run as u64);
+                    judge_episode(&m, &task.rubric, &traj, &item.page, evidence, false, false)
+                        .await
+                        .map(|j| j.judgement)
                 }
                 // Without a model, facts in words are not judged (and not counted).
                 _ => {
@@ -256,6 +266,21 @@ pub async fn evaluate(
         1.0
     };
     Ok(report)
+}
+
+/// What a model judge sees of a labelled episode: its screenshots and the task's reference
+/// answer included.
+pub fn calibration_evidence(item: &LabelledEpisode, task: &Task) -> Evidence {
+    Evidence {
+        episode: Uuid::nil(),
+        instruction: task.instruction.clone(),
+        final_answer: item.final_answer.clone(),
+        visited_urls: item.visited_urls.clone(),
+        titles: Vec::new(),
+        final_text: item.page.text.clone(),
+        screenshots: item.screenshot_bytes(),
+        reference_answer: task.reference_answer.clone(),
+    }
 }
 
 /// The rubric without facts in words (groups left empty are dropped).

@@ -5,7 +5,10 @@
 //! `max_screenshots`), (2) label blocking pages (CAPTCHA, access denied): their facts fail
 //! without asking, (3) anti-hallucination: one call checks that every claim of the final
 //! answer is visible in the screenshots, (4) one call per fact with its group as context
-//! (the reference answer too, when the task has one), answered YES or NO with a reason.
+//! answered YES or NO with a reason, (5) when the task has a reference answer, the final
+//! answer is matched against it: by rule first (normalised equality, any of its
+//! alternatives, numbers), by one model call only when the rules cannot tell; the outcome
+//! and which path decided it go into every fact's question and evidence.
 //! A cheap critic orders the facts (likeliest failures first) so that, for binary rewards,
 //! judging stops at the first failed group. Verdicts are cached by episode, trajectory,
 //! fact and judge.
@@ -15,8 +18,9 @@ pub mod calibration;
 mod critic;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rubrics::{Fact, FactVerifier, Group, ProbeError, Rubric};
+use rubrics::{Fact, FactVerifier, Group, ProbeError, ReferenceMatch, Rubric};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
@@ -40,10 +44,14 @@ impl Default for JudgeConfig {
 }
 
 /// A model judge: a backend, its settings, and (optionally) the verdict cache.
+#[derive(Clone)]
 pub struct ModelJudge {
     backend: Arc<dyn JudgeBackend>,
     cfg: JudgeConfig,
     store: Option<Store>,
+    /// Mixed into every sampling seed: 0 in production (seeds depend on the trajectory
+    /// only); calibration gives each run its own, so sampled runs can disagree.
+    run: u64,
 }
 
 /// What the judge sees of an episode.
@@ -98,6 +106,18 @@ impl ModelJudge {
             backend,
             cfg,
             store,
+            run: 0,
+        }
+    }
+
+    /// The same judge with run `run`'s sampling seeds and no verdict cache: repeated
+    /// calibration runs ask the model again, with different seeds (greedy decoding still
+    /// answers the same; sampling, a temperature above 0, may not).
+    pub fn for_run(&self, run: u64) -> ModelJudge {
+        ModelJudge {
+            store: None,
+            run,
+            ..self.clone()
         }
     }
 
@@ -109,7 +129,13 @@ impl ModelJudge {
     /// The verifier of one episode.
     pub fn for_episode(&self, evidence: Evidence) -> EpisodeJudge<'_> {
         let shown = select_screenshots(&evidence.screenshots, self.cfg.max_screenshots);
+        let reference_rule = evidence
+            .reference_answer
+            .as_deref()
+            .map(|r| rubrics::match_reference(evidence.final_answer.as_deref(), r));
         EpisodeJudge {
+            reference_rule,
+            reference: OnceCell::new(),
             name: self.name(),
             blocked: blocking_label(&evidence.final_text, &evidence.titles),
             digest: evidence.digest(),
@@ -117,6 +143,7 @@ impl ModelJudge {
             shown,
             evidence,
             claims: OnceCell::new(),
+            calls: AtomicUsize::new(0),
         }
     }
 }
@@ -132,6 +159,39 @@ pub struct EpisodeJudge<'a> {
     /// The anti-hallucination verdict: `Some(reason)` when the answer's claims are not
     /// visible in the screenshots.
     claims: OnceCell<Option<String>>,
+    /// Questions put to the backend (cache hits and blocking pages ask nothing).
+    calls: AtomicUsize,
+    /// The rule match against the reference answer, when the task has one.
+    reference_rule: Option<ReferenceMatch>,
+    /// The reference step's outcome (the rules', or the model's when they could not tell).
+    reference: OnceCell<Option<ReferenceOutcome>>,
+}
+
+/// How the final answer compares with the reference answer, and what decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferenceOutcome {
+    /// The answer agrees with the reference.
+    pub matches: bool,
+    /// `rule` or `model`.
+    pub decided_by: &'static str,
+    /// Why.
+    pub why: String,
+}
+
+impl ReferenceOutcome {
+    /// The outcome as written into a verdict's evidence.
+    pub fn describe(&self) -> String {
+        format!(
+            "reference answer {} (decided by {}: {})",
+            if self.matches {
+                "matched"
+            } else {
+                "not matched"
+            },
+            self.decided_by,
+            self.why
+        )
+    }
 }
 
 /// YES or NO, and the reason, from a judge's reply (anything unclear counts as NO).
@@ -163,15 +223,97 @@ pub fn parse_verdict(reply: &str) -> (bool, String) {
 }
 
 impl EpisodeJudge<'_> {
-    fn context(&self) -> String {
+    /// The calls an exhaustive judge makes on this episode with an empty cache: one per
+    /// fact in words, the anti-hallucination call when there is an answer and the
+    /// reference-answer call when the rules cannot compare the answers; none on a blocking
+    /// page, only the anti-hallucination call when it failed (facts then fail unasked).
+    pub fn exhaustive_calls(&self, model_facts: usize) -> usize {
+        if self.blocked.is_some() || model_facts == 0 {
+            return 0;
+        }
+        let answered = self
+            .evidence
+            .final_answer
+            .as_deref()
+            .is_some_and(|a| !a.trim().is_empty());
+        if let Some(Some(_)) = self.claims.get() {
+            // The answer's claims were not visible: every fact fails without a question.
+            return usize::from(answered);
+        }
+        let reference_call = matches!(self.reference_rule, Some(ReferenceMatch::Inconclusive));
+        model_facts + usize::from(answered) + usize::from(reference_call)
+    }
+
+    /// Step 5: the final answer against the reference answer, by rule, else by the model.
+    pub async fn reference_outcome(&self) -> Result<Option<ReferenceOutcome>, ProbeError> {
+        self.reference
+            .get_or_try_init(|| async {
+                let (Some(rule), Some(reference)) = (
+                    &self.reference_rule,
+                    self.evidence.reference_answer.as_deref(),
+                ) else {
+                    return Ok(None);
+                };
+                Ok(Some(match rule {
+                    ReferenceMatch::Match(why) => ReferenceOutcome {
+                        matches: true,
+                        decided_by: "rule",
+                        why: why.clone(),
+                    },
+                    ReferenceMatch::Mismatch(why) => ReferenceOutcome {
+                        matches: false,
+                        decided_by: "rule",
+                        why: why.clone(),
+                    },
+                    ReferenceMatch::Inconclusive => {
+                        let q = format!(
+                            "Task given to a web agent: {}\nThe agent's final answer: {}\nA reference answer: {reference}\n\
+                             Does the agent's final answer give the same answer as the reference? Reply YES or NO, then one sentence explaining why.",
+                            self.evidence.instruction,
+                            self.evidence.final_answer.as_deref().unwrap_or("(none)"),
+                        );
+                        let (matches, why) = parse_verdict(&self.ask(q, "reference").await?);
+                        ReferenceOutcome {
+                            matches,
+                            decided_by: "model",
+                            why,
+                        }
+                    }
+                }))
+            })
+            .await
+            .cloned()
+    }
+
+    async fn ask(&self, question: String, what: &str) -> Result<String, ProbeError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.judge
+            .backend
+            .ask(
+                self.shown.clone(),
+                question,
+                seed_of(&self.digest, what, self.judge.run),
+            )
+            .await
+            .map_err(|e| ProbeError(e.to_string()))
+    }
+
+    fn context(&self, reference: Option<&ReferenceOutcome>) -> String {
         let e = &self.evidence;
         let mut s = format!("Task given to a web agent: {}\n", e.instruction);
         s.push_str(&format!(
             "The agent's final answer: {}\n",
             e.final_answer.as_deref().unwrap_or("(none)")
         ));
-        if let Some(r) = &e.reference_answer {
-            s.push_str(&format!("A reference answer: {r}\n"));
+        if let (Some(r), Some(o)) = (&e.reference_answer, reference) {
+            s.push_str(&format!(
+                "A reference answer: {r} (the final answer {} it)\n",
+                if o.matches {
+                    "agrees with"
+                } else {
+                    "does not agree with"
+                }
+            ));
         }
         let urls: Vec<&str> = e
             .visited_urls
@@ -201,28 +343,32 @@ impl EpisodeJudge<'_> {
         let q = format!(
             "{}\nIs every factual claim in the agent's final answer ({answer:?}) visible in the screenshots? \
              Reply YES or NO, then one sentence explaining why.",
-            self.context()
+            self.context(None)
         );
-        let reply = self
-            .judge
-            .backend
-            .ask(self.shown.clone(), q, seed_of(&self.digest, "claims"))
-            .await
-            .map_err(|e| ProbeError(e.to_string()))?;
+        let reply = self.ask(q, "claims").await?;
         let (ok, reason) = parse_verdict(&reply);
         Ok((!ok)
             .then(|| format!("the answer's claims are not visible in the screenshots: {reason}")))
     }
 }
 
-fn seed_of(digest: &str, what: &str) -> u64 {
-    let h = Sha256::digest(format!("{digest}/{what}").as_bytes());
+fn seed_of(digest: &str, what: &str, run: u64) -> u64 {
+    let key = if run == 0 {
+        format!("{digest}/{what}")
+    } else {
+        format!("{digest}/{what}/run {run}")
+    };
+    let h = Sha256::digest(key.as_bytes());
     u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
 }
 
 impl FactVerifier for EpisodeJudge<'_> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
     }
 
     async fn verify(
@@ -253,7 +399,8 @@ impl FactVerifier for EpisodeJudge<'_> {
         {
             (false, String::new(), why)
         } else {
-            let mut q = self.context();
+            let reference = self.reference_outcome().await?;
+            let mut q = self.context(reference.as_ref());
             if !group.description.is_empty() {
                 q.push_str(&format!(
                     "The fact belongs to the group: {}\n",
@@ -264,14 +411,14 @@ impl FactVerifier for EpisodeJudge<'_> {
                 "Fact to verify: {}\nDoes the trajectory establish this fact? Reply YES or NO, then one sentence explaining why.",
                 fact.description
             ));
-            let reply = self
-                .judge
-                .backend
-                .ask(self.shown.clone(), q, seed_of(&self.digest, &fact.id))
-                .await
-                .map_err(|e| ProbeError(e.to_string()))?;
+            let reply = self.ask(q, &fact.id).await?;
             let (passed, reason) = parse_verdict(&reply);
-            (passed, reply.chars().take(200).collect(), reason)
+            let shown: String = reply.chars().take(200).collect();
+            let evidence = match &reference {
+                Some(o) => format!("[{}] {shown}", o.describe()),
+                None => shown,
+            };
+            (passed, evidence, reason)
         };
         if let Some(store) = store {
             store
@@ -289,6 +436,16 @@ impl FactVerifier for EpisodeJudge<'_> {
     }
 }
 
+/// An episode judged with a model judge.
+#[derive(Debug, Clone)]
+pub struct ModelJudgement {
+    /// Verdicts, label and credit (`model_calls`: the calls made).
+    pub judgement: rubrics::Judgement,
+    /// The calls an exhaustive judge makes on this episode (see
+    /// [`EpisodeJudge::exhaustive_calls`]).
+    pub exhaustive_calls: usize,
+}
+
 /// Judges an episode's rubric with rules and, for facts in words, this model judge.
 pub async fn judge_episode(
     judge: &ModelJudge,
@@ -298,7 +455,7 @@ pub async fn judge_episode(
     evidence: Evidence,
     binary: bool,
     critic: bool,
-) -> Result<rubrics::Judgement, ProbeError> {
+) -> Result<ModelJudgement, ProbeError> {
     let order = if critic {
         critic_order(rubric, &evidence)
     } else {
@@ -309,7 +466,17 @@ pub async fn judge_episode(
         stop_at_first_failure: binary,
         order,
     };
-    rubrics::judge_with(rubric, traj, page, &verifier, &opts).await
+    let judgement = rubrics::judge_with(rubric, traj, page, &verifier, &opts).await?;
+    let facts = rubric
+        .groups()
+        .iter()
+        .flat_map(|g| &g.facts)
+        .filter(|f| matches!(f.check, rubrics::Check::Judge))
+        .count();
+    Ok(ModelJudgement {
+        exhaustive_calls: verifier.exhaustive_calls(facts),
+        judgement,
+    })
 }
 
 #[cfg(test)]

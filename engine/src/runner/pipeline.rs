@@ -15,7 +15,7 @@ use super::RunEvent;
 use super::episode::Finished;
 use crate::judge::{Evidence, ModelJudge};
 use crate::metrics::METRICS;
-use crate::store::{EpisodeRecord, Store, VerdictRecord};
+use crate::store::{EpisodeRecord, Store, VerdictOutcome, VerdictRecord};
 
 /// Keeps an episode's lease alive until dropped.
 pub struct LeaseGuard(JoinHandle<()>);
@@ -183,42 +183,35 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
         .count() as i32;
     // The snapshot holds every selector and expression the rubric reads: rule checks
     // cannot fail on I/O here; model calls can (a judge server down).
-    let judgement = match (model, rubric.needs_model()) {
-        (Some(m), true) => {
-            crate::judge::judge_episode(
-                m,
-                rubric,
-                &traj,
-                &f.snapshot,
-                evidence(&f),
-                judging.binary,
-                judging.critic,
-            )
+    let judged = match (model, rubric.needs_model()) {
+        (Some(m), true) => crate::judge::judge_episode(
+            m,
+            rubric,
+            &traj,
+            &f.snapshot,
+            evidence(&f),
+            judging.binary,
+            judging.critic,
+        )
+        .await
+        .map(|j| (j.judgement, j.exhaustive_calls)),
+        _ => rubrics::judge(rubric, &traj, &f.snapshot)
             .await
-        }
-        _ => rubrics::judge(rubric, &traj, &f.snapshot).await,
+            .map(|j| (j, 0)),
     };
-    let judge_calls = judgement.as_ref().map_or(0, |j| j.model_calls as i32);
-    let failed = judgement.as_ref().err().map(|e| format!("judge: {e}"));
-    let (success, score, verdicts) = match judgement {
-        Ok(j) => (
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let failed = judged.as_ref().err().map(|e| format!("judge: {e}"));
+    let (success, credit, verdicts, judge_calls, judge_exhaustive_calls) = match judged {
+        Ok((j, exhaustive)) => (
             j.success,
-            j.score,
-            j.verdicts
-                .into_iter()
-                .map(|v| VerdictRecord {
-                    judge: v.judge,
-                    group_id: v.group_id,
-                    fact_id: v.fact_id,
-                    passed: v.passed,
-                    evidence: v.evidence,
-                    reason: v.reason,
-                })
-                .collect(),
+            j.credit,
+            verdict_records(rubric, j.verdicts, j.skipped),
+            count(j.model_calls),
+            count(exhaustive),
         ),
         Err(e) => {
             tracing::warn!(episode = %f.run.id, error = %e, "judging failed; the episode will be retried");
-            (false, 0.0, Vec::new())
+            (false, rubrics::Credit::Exact(0.0), Vec::new(), 0, 0)
         }
     };
     METRICS.judge_seconds.time(t.elapsed());
@@ -238,13 +231,61 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             verdicts,
             blobs: f.blobs,
             success,
-            score,
+            credit,
             duration: f.duration,
             judge_calls,
             judge_facts,
+            judge_exhaustive_calls,
         },
         _lease: work.lease,
     }
+}
+
+/// The verdicts to store, checked and skipped, in rubric order.
+fn verdict_records(
+    rubric: &rubrics::Rubric,
+    checked: Vec<rubrics::FactVerdict>,
+    skipped: Vec<rubrics::SkippedFact>,
+) -> Vec<VerdictRecord> {
+    let position = |fact: &str| {
+        rubric
+            .groups()
+            .iter()
+            .flat_map(|g| &g.facts)
+            .position(|f| f.id == fact)
+            .unwrap_or(usize::MAX)
+    };
+    let mut out: Vec<(usize, VerdictRecord)> = checked
+        .into_iter()
+        .map(|v| {
+            (
+                position(&v.fact_id),
+                VerdictRecord {
+                    judge: v.judge,
+                    group_id: v.group_id,
+                    fact_id: v.fact_id,
+                    outcome: VerdictOutcome::Checked {
+                        passed: v.passed,
+                        evidence: v.evidence,
+                        reason: v.reason,
+                    },
+                },
+            )
+        })
+        .chain(skipped.into_iter().map(|s| {
+            (
+                position(&s.fact_id),
+                VerdictRecord {
+                    judge: s.judge,
+                    group_id: s.group_id,
+                    fact_id: s.fact_id,
+                    outcome: VerdictOutcome::Skipped,
+                },
+            )
+        }))
+        .collect();
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, v)| v).collect()
 }
 
 async fn write(

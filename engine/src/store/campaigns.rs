@@ -47,10 +47,18 @@ pub struct CampaignView {
     pub steps: i64,
     /// (finished + failed) / total.
     pub progress: f64,
-    /// Model-judge calls made by finished episodes.
+    /// Model-judge calls made by finished episodes: questions actually asked (the
+    /// anti-hallucination and reference-answer calls included; cache hits and blocking
+    /// pages are not calls).
     pub judge_calls: i64,
-    /// Model facts in finished episodes' rubrics: the calls exhaustive judging makes.
+    /// Model facts in finished episodes' rubrics.
     pub judge_facts: i64,
+    /// Calls an exhaustive judge makes on the same episodes (every fact in words, plus the
+    /// anti-hallucination and reference-answer calls).
+    pub judge_exhaustive_calls: i64,
+    /// `judge_exhaustive_calls - judge_calls`: saved by the critic and early stopping (and
+    /// the verdict cache).
+    pub judge_calls_saved: i64,
     /// Why the campaign failed, if it did.
     pub error: Option<String>,
     /// Created.
@@ -82,6 +90,7 @@ struct Row {
     steps: i64,
     judge_calls: i64,
     judge_facts: i64,
+    judge_exhaustive_calls: i64,
 }
 
 const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total_episodes, c.error,
@@ -94,7 +103,8 @@ const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total
         avg(e.score) FILTER (WHERE e.status = 'finished') AS mean_score,
         coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps,
         coalesce(sum(e.judge_calls) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_calls,
-        coalesce(sum(e.judge_facts) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_facts
+        coalesce(sum(e.judge_facts) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_facts,
+        coalesce(sum(e.judge_exhaustive_calls) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_exhaustive_calls
     FROM campaigns c LEFT JOIN episodes e ON e.campaign_id = c.id";
 
 impl From<Row> for CampaignView {
@@ -119,6 +129,8 @@ impl From<Row> for CampaignView {
             steps: r.steps,
             judge_calls: r.judge_calls,
             judge_facts: r.judge_facts,
+            judge_exhaustive_calls: r.judge_exhaustive_calls,
+            judge_calls_saved: r.judge_exhaustive_calls - r.judge_calls,
             progress: if total > 0 {
                 (r.finished + r.failed) as f64 / total as f64
             } else {

@@ -104,12 +104,24 @@ pub struct VerdictRecord {
     pub group_id: String,
     /// Fact.
     pub fact_id: String,
-    /// Holds?
-    pub passed: bool,
-    /// What was seen.
-    pub evidence: String,
-    /// Why.
-    pub reason: String,
+    /// What the judge found, or that it did not look.
+    pub outcome: VerdictOutcome,
+}
+
+/// A stored fact's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerdictOutcome {
+    /// Verified.
+    Checked {
+        /// Holds?
+        passed: bool,
+        /// What was seen.
+        evidence: String,
+        /// Why.
+        reason: String,
+    },
+    /// Not checked: binary judging stopped once the success label was settled.
+    Skipped,
 }
 
 /// Everything a finished episode stores, written in one transaction.
@@ -131,20 +143,22 @@ pub struct EpisodeRecord {
     pub final_page: Option<serde_json::Value>,
     /// Steps in order.
     pub steps: Vec<StepRecord>,
-    /// Verdicts in rubric order.
+    /// Verdicts in rubric order, unchecked facts included.
     pub verdicts: Vec<VerdictRecord>,
     /// Screenshots the steps and final page refer to.
     pub blobs: Vec<super::Blob>,
     /// Judged successful.
     pub success: bool,
-    /// Partial credit.
-    pub score: f64,
+    /// Partial credit (a lower bound when facts were left unchecked).
+    pub credit: rubrics::Credit,
     /// Wall time.
     pub duration: Duration,
-    /// Model-judge calls made.
+    /// Model-judge calls made (questions asked: not cache hits, not blocking pages).
     pub judge_calls: i32,
     /// Facts in the rubric that need the model judge.
     pub judge_facts: i32,
+    /// Model-judge calls an exhaustive judge makes on this episode.
+    pub judge_exhaustive_calls: i32,
 }
 
 /// Which episodes to list.
@@ -181,8 +195,11 @@ pub struct EpisodeSummary {
     pub end_reason: Option<String>,
     /// Judged successful.
     pub success: Option<bool>,
-    /// Partial credit.
+    /// Partial credit; a lower bound when `score_of_verified` is set.
     pub score: Option<f64>,
+    /// Partial credit over the verified facts, when binary judging left facts unchecked
+    /// (then `score` counts them as not earned); null when every fact was verified.
+    pub score_of_verified: Option<f64>,
     /// Final answer.
     pub final_answer: Option<String>,
     /// Steps taken (`step_count` on the wire: the replay's `steps` is the step list).
@@ -250,8 +267,9 @@ pub struct VerdictView {
     pub fact_id: String,
     /// Fact description from the rubric.
     pub description: Option<String>,
-    /// Holds?
-    pub passed: bool,
+    /// Holds? Null when the fact was not checked (binary judging stopped early); its
+    /// evidence and reason are then empty.
+    pub passed: Option<bool>,
     /// What was seen.
     pub evidence: String,
     /// Why.
@@ -272,12 +290,12 @@ pub struct EpisodeDetail {
     pub final_screenshot: Option<String>,
     /// Steps in order.
     pub steps: Vec<StepView>,
-    /// Verdicts in rubric order.
+    /// Verdicts in rubric order, unchecked facts included.
     pub verdicts: Vec<VerdictView>,
 }
 
 const SUMMARY: &str = "SELECT e.id, e.campaign_id, e.task_id, t.site, e.rollout, e.seed, e.status, e.end_reason,
-        e.success, e.score, e.final_answer, e.steps, e.attempts, e.last_error, e.duration_ms, e.started_at, e.finished_at
+        e.success, e.score, e.score_of_verified, e.final_answer, e.steps, e.attempts, e.last_error, e.duration_ms, e.started_at, e.finished_at
     FROM episodes e JOIN tasks t ON t.id = e.task_id";
 
 fn ms(d: Duration) -> i32 {
@@ -362,14 +380,15 @@ impl Store {
             "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
-                instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14
+                instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
+                score_of_verified = $15, judge_exhaustive_calls = $16
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
         .bind(owner)
         .bind(rec.end_reason.as_str())
         .bind(rec.success)
-        .bind(rec.score)
+        .bind(rec.credit.score())
         .bind(&rec.final_answer)
         .bind(&rec.final_url)
         .bind(&rec.final_screenshot)
@@ -379,6 +398,8 @@ impl Store {
         .bind(rec.judge_calls)
         .bind(rec.judge_facts)
         .bind(&rec.final_page)
+        .bind(rec.credit.of_verified())
+        .bind(rec.judge_exhaustive_calls)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -430,14 +451,22 @@ impl Store {
                 "INSERT INTO verdicts (episode_id, judge, group_id, fact_id, ord, passed, evidence, reason) ",
             );
             q.push_values(rec.verdicts.iter().enumerate(), |mut b, (i, v)| {
+                let (passed, evidence, reason) = match &v.outcome {
+                    VerdictOutcome::Checked {
+                        passed,
+                        evidence,
+                        reason,
+                    } => (Some(*passed), evidence.as_str(), reason.as_str()),
+                    VerdictOutcome::Skipped => (None, "", ""),
+                };
                 b.push_bind(rec.id)
                     .push_bind(&v.judge)
                     .push_bind(&v.group_id)
                     .push_bind(&v.fact_id)
                     .push_bind(i32::try_from(i).unwrap_or(i32::MAX))
-                    .push_bind(v.passed)
-                    .push_bind(&v.evidence)
-                    .push_bind(&v.reason);
+                    .push_bind(passed)
+                    .push_bind(evidence.to_string())
+                    .push_bind(reason.to_string());
             });
             q.build().execute(&mut *tx).await?;
         }
@@ -537,7 +566,7 @@ impl Store {
                 (SELECT f->>'description' FROM jsonb_array_elements(t.spec->'rubric'->'groups') g,
                     jsonb_array_elements(g->'facts') f WHERE f->>'id' = v.fact_id LIMIT 1) AS description
              FROM verdicts v JOIN episodes e ON e.id = v.episode_id JOIN tasks t ON t.id = e.task_id
-             WHERE v.episode_id = $1 ORDER BY v.judge, v.ord",
+             WHERE v.episode_id = $1 ORDER BY v.ord, v.judge",
         )
         .bind(id)
         .fetch_all(&self.pool)

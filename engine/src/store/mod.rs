@@ -21,7 +21,7 @@ pub use blobs::{Blob, hash as blob_hash};
 pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode};
 pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeRecord, EpisodeSummary,
-    StepRecord, StepView, VerdictRecord, VerdictView,
+    StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
 };
 pub use tasks::{TaskFilter, TaskView};
 

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::episodes::EpisodeRecord;
+use super::episodes::{EpisodeRecord, VerdictOutcome};
 
 const NUL: char = '\0';
 const REPLACEMENT: &str = "\u{FFFD}";
@@ -68,9 +68,15 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
                 || nul_opt(&s.action_error)
                 || has_nul_json(&s.elements)
         })
-        || r.verdicts
-            .iter()
-            .any(|v| nul(&v.evidence) || nul(&v.reason) || nul(&v.group_id) || nul(&v.fact_id))
+        || r.verdicts.iter().any(|v| {
+            let texts = match &v.outcome {
+                VerdictOutcome::Checked {
+                    evidence, reason, ..
+                } => nul(evidence) || nul(reason),
+                VerdictOutcome::Skipped => false,
+            };
+            texts || nul(&v.group_id) || nul(&v.fact_id)
+        })
 }
 
 /// A copy of the record's text with NUL replaced; its blobs are left out (bytes are fine).
@@ -87,10 +93,11 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         verdicts: r.verdicts.clone(),
         blobs: Vec::new(),
         success: r.success,
-        score: r.score,
+        credit: r.credit,
         duration: r.duration,
         judge_calls: r.judge_calls,
         judge_facts: r.judge_facts,
+        judge_exhaustive_calls: r.judge_exhaustive_calls,
     };
     clean_opt(&mut c.final_answer);
     if let Some(p) = &mut c.final_page {
@@ -108,8 +115,13 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         clean_json(&mut s.elements);
     }
     for v in &mut c.verdicts {
-        clean(&mut v.evidence);
-        clean(&mut v.reason);
+        if let VerdictOutcome::Checked {
+            evidence, reason, ..
+        } = &mut v.outcome
+        {
+            clean(evidence);
+            clean(reason);
+        }
         clean(&mut v.group_id);
         clean(&mut v.fact_id);
     }

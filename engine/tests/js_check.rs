@@ -1,0 +1,78 @@
+//! The `js` rule check against a real page in real Chromium: a predicate that holds, one
+//! that does not, and one that never returns, which must fail with a "timed out" reason
+//! within its limit and leave the browser usable.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+use browser_pool::{Action, BrowserPool, PoolConfig};
+use engine::runner::PageSnapshot;
+use engine::sites::SitesServer;
+use rubrics::{Rubric, Trajectory};
+
+fn rubric(expression: &str, equals: serde_json::Value) -> Rubric {
+    Rubric::from_json(serde_json::json!({"groups": [{"facts": [
+        {"id": "js", "check": {"type": "js", "expression": expression, "value_equals": equals}}
+    ]}]}))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn js_predicates_run_in_chromium_and_a_busy_loop_times_out() {
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap();
+    let shop = sites.bases()["shop"].clone();
+    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 2;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut session = pool.lease().await.unwrap();
+    let report = session.act(&Action::Goto(shop.clone())).await.unwrap();
+    assert!(report.error.is_none(), "{:?}", report.error);
+
+    let judge = |rubric: Rubric| {
+        let session = &session;
+        async move {
+            let t = Instant::now();
+            let snapshot = PageSnapshot::capture(session, &rubric).await.unwrap();
+            let j = rubrics::judge(&rubric, &Trajectory::default(), &snapshot)
+                .await
+                .unwrap();
+            (j.verdicts[0].clone(), t.elapsed())
+        }
+    };
+
+    let (v, _) = judge(rubric(
+        "document.querySelectorAll('a').length > 0 && location.pathname === '/'",
+        true.into(),
+    ))
+    .await;
+    assert!(v.passed, "{v:?}");
+    assert_eq!(v.evidence, "true");
+
+    let (v, _) = judge(rubric("document.title", "No such title".into())).await;
+    assert!(!v.passed, "{v:?}");
+    assert!(v.reason.contains("does not equal"), "{}", v.reason);
+
+    let (v, took) = judge(rubric("(() => { while (true) {} })()", true.into())).await;
+    assert!(!v.passed, "{v:?}");
+    assert!(v.reason.contains("timed out after 2s"), "{}", v.reason);
+    assert!(
+        took < Duration::from_secs(6),
+        "stopped near its 2 s limit, took {took:?}"
+    );
+
+    // The page's VM was stopped, not abandoned: the same page answers at once, and the
+    // pool hands out another session.
+    let t = Instant::now();
+    assert_eq!(
+        session.evaluate("1 + 1").await.unwrap().unwrap(),
+        serde_json::json!(2)
+    );
+    assert!(t.elapsed() < Duration::from_secs(2));
+    let other = pool.lease().await.unwrap();
+    other.close().await;
+    session.close().await;
+    pool.shutdown().await;
+}
