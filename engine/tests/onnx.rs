@@ -1,7 +1,7 @@
 //! The ONNX policy on the tiny generated VLM (same files and signatures as the
 //! onnx-community SmolVLM exports) through a real ONNX Runtime session: deterministic
-//! generation, batched equals unbatched, stop texts, consistent log-probabilities, CPU
-//! fallback logged.
+//! generation, batched equals unbatched, stop texts, log-probabilities that a teacher-forced
+//! pass reproduces, CPU fallback logged.
 //! `scripts/setup-python.sh` generates the model and installs ONNX Runtime.
 
 use std::path::PathBuf;
@@ -188,6 +188,47 @@ fn generation_is_deterministic_and_batched_equals_unbatched() {
     assert!(outs.len() > 1, "different seeds sample differently");
 }
 
+/// Recomputes each generated token's log-probability with one teacher-forced pass over
+/// prompt and output (no KV cache), independently of the decoding loop that recorded it.
+fn assert_scores_match(
+    m: &mut engine::policy::onnx::Model,
+    p: &Prompt,
+    tokens: &[u32],
+    logprobs: &[f32],
+) {
+    let scored = m.score(p, tokens).unwrap();
+    assert_eq!(scored.len(), logprobs.len());
+    for (j, (a, b)) in scored.iter().zip(logprobs).enumerate() {
+        assert!((a - b).abs() < 1e-3, "token {j}: scored {a}, recorded {b}");
+    }
+}
+
+#[test]
+fn recorded_logprobs_match_a_teacher_forced_forward_pass() {
+    let backend = OnnxBackend::load(options()).unwrap();
+    let ps = prompts(&backend);
+    let model = backend.model();
+    let mut m = model.lock().unwrap();
+    // Sampled (not just the argmax) and batched with left padding: each sequence's recorded
+    // log-probabilities are those of the model's distribution at temperature 1.
+    let params = GenParams {
+        max_new_tokens: 12,
+        temperature: 1.2,
+        top_p: 0.95,
+        stop: vec![],
+    };
+    let outs = m.generate(&ps, &params, &[5, 6, 7]).unwrap();
+    for (p, g) in ps.iter().zip(&outs) {
+        assert!(!g.tokens.is_empty());
+        assert_scores_match(&mut m, p, &g.tokens, &g.logprobs);
+    }
+    // A different continuation scores differently: the check can fail.
+    let mut other = outs[0].tokens.clone();
+    other[0] = (other[0] + 1) % 400;
+    let scored = m.score(&ps[0], &other).unwrap();
+    assert!((scored[0] - outs[0].logprobs[0]).abs() > 1e-3);
+}
+
 #[test]
 fn stop_texts_end_generation_and_are_cut_from_the_text() {
     let backend = OnnxBackend::load(options()).unwrap();
@@ -253,7 +294,8 @@ async fn decisions_carry_text_and_consistent_logprobs() {
     let inputs: Vec<StepInput> = (0..3).map(|i| input(i, 50 + i as u8 * 40, 3)).collect();
     let decisions =
         futures::future::join_all(inputs.iter().map(|i| policy.decide(i.clone()))).await;
-    for d in decisions {
+    let model = backend.model();
+    for (input, d) in inputs.iter().zip(decisions) {
         let d = d.unwrap();
         assert!(!d.token_logprobs.is_empty());
         let sum: f64 = d.token_logprobs.iter().map(|l| f64::from(*l)).sum();
@@ -261,6 +303,16 @@ async fn decisions_carry_text_and_consistent_logprobs() {
             (d.logprob.unwrap() - sum).abs() < 1e-6,
             "the action's logprob is the sum of its tokens'"
         );
+        // The stored per-token values are the model's: the options are greedy, so the same
+        // prompt alone gives the same tokens, which a teacher-forced pass rescores.
+        let p = backend.prompt_for(input).unwrap();
+        let mut m = model.lock().unwrap();
+        let alone = m
+            .generate(std::slice::from_ref(&p), &options().generation, &[0])
+            .unwrap()
+            .remove(0);
+        assert_eq!(alone.text, d.raw_output);
+        assert_scores_match(&mut m, &p, &alone.tokens, &d.token_logprobs);
         // A random-weight model writes nonsense: that must be an error message, not a panic.
         if let Err(e) = &d.action {
             assert!(!e.is_empty());
