@@ -98,6 +98,15 @@ impl ModelConfig {
     /// `tokenizer_config.json` / `chat_template.json` from a model directory.
     pub fn load(dir: &Path) -> Result<ModelConfig, OnnxError> {
         let config = read_json(&dir.join("config.json"))?;
+        // Qwen2-VL's vision input (patch rows + grid_thw) and 3-D M-RoPE positions are not
+        // implemented: say so here rather than fail later on a missing `<image>` token.
+        if let Some(t @ ("qwen2_vl" | "qwen2_5_vl")) =
+            config.get("model_type").and_then(Value::as_str)
+        {
+            return Err(OnnxError::Model(format!(
+                "model_type {t}: Qwen2-VL exports are not supported yet (see scripts/models/README.md)"
+            )));
+        }
         // VLM configs nest the decoder's settings under text_config; text models do not.
         let text = config.get("text_config").unwrap_or(&config);
         let heads = uint(text, &["num_attention_heads"])
@@ -302,6 +311,14 @@ mod tests {
             (cfg.image.rescale, cfg.image.mean, cfg.image.std),
             (1.0, [0.0; 3], [1.0; 3])
         );
+        // Qwen2-VL is refused with a reason, not loaded as if it were Idefics3.
+        write(
+            "config.json",
+            serde_json::json!({"model_type": "qwen2_vl", "num_attention_heads": 12,
+                               "hidden_size": 1536, "num_hidden_layers": 28}),
+        );
+        let err = ModelConfig::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("not supported"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
