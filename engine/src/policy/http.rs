@@ -175,6 +175,9 @@ impl ChatClient {
                         )));
                     }
                 }
+                Err(e) if e.is_timeout() => {
+                    last = format!("timed out after {:?}", self.opts.timeout);
+                }
                 Err(e) => last = e.to_string(),
             }
             tracing::debug!(attempt, error = %last, "chat request failed");

@@ -4,7 +4,7 @@
 //! that parses as an action); everything before it is the thought. Malformed output is
 //! never a panic: it becomes an error the next observation shows.
 
-use browser_pool::{Action, Target, parse_action};
+use browser_pool::{Action, Element, Target, parse_action};
 
 /// How the model's actions address the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +59,22 @@ pub fn parse_output(
         .map_err(|e| e.message)
         .and_then(|a| ground(a, grounding, viewport));
     (thought, action)
+}
+
+/// Refuses element numbers the observation did not list. Checked before acting, a made-up
+/// number is a parse failure the model is told about, not a click that fails in the page.
+pub fn check_elements(action: Action, elements: &[Element]) -> Result<Action, String> {
+    action.map_targets(|t| match t {
+        Target::Element(n) if !elements.iter().any(|e| e.id == n) => {
+            Err(match elements.iter().map(|e| e.id).max() {
+                Some(max) => {
+                    format!("element {n} is not in the element list (use a number from 1 to {max})")
+                }
+                None => format!("element {n} is not in the element list (the page has none)"),
+            })
+        }
+        t => Ok(t),
+    })
 }
 
 /// Maps grid coordinates to viewport pixels, and refuses targets the mode does not use.
@@ -174,5 +190,43 @@ mod tests {
         );
         let (_, a) = parse_output("Action: hover(css=\"#x\")", Grounding::Marks, VP);
         assert!(a.unwrap_err().contains("scripted"));
+    }
+
+    #[test]
+    fn element_numbers_must_be_in_the_observed_list() {
+        let el = |id| Element {
+            id,
+            tag: "a".into(),
+            role: "link".into(),
+            label: String::new(),
+            value: None,
+            placeholder: None,
+            checked: None,
+            disabled: false,
+            options: vec![],
+            href: None,
+            input_type: None,
+            bbox: browser_pool::Rect {
+                x: 0.0,
+                y: 0.0,
+                width: 1.0,
+                height: 1.0,
+            },
+            in_viewport: true,
+        };
+        let list = [el(1), el(2), el(3)];
+        let ok = Action::Click(Target::Element(3));
+        assert_eq!(check_elements(ok.clone(), &list), Ok(ok));
+        let drag = Action::Drag {
+            from: Target::Element(1),
+            to: Target::Element(4),
+        };
+        let e = check_elements(drag, &list).unwrap_err();
+        assert!(e.contains("element 4") && e.contains("1 to 3"), "{e}");
+        let e = check_elements(Action::Click(Target::Element(1)), &[]).unwrap_err();
+        assert!(e.contains("has none"), "{e}");
+        // Targets that are not element numbers are not the list's business.
+        let point = Action::Click(Target::Point { x: 5.0, y: 5.0 });
+        assert_eq!(check_elements(point.clone(), &[]), Ok(point));
     }
 }

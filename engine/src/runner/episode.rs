@@ -282,7 +282,12 @@ impl Episode {
             act_ms: 0,
         };
         METRICS.steps.inc();
-        match decision.action {
+        // Every policy's action goes through here, so this is where element numbers are
+        // checked against the list the policy was shown.
+        let action = decision
+            .action
+            .and_then(|a| crate::policy::output::check_elements(a, &obs.elements));
+        match action {
             Ok(action) => {
                 self.policy_errors = 0;
                 record.action = action.to_string();

@@ -42,8 +42,12 @@ pub struct ImageConfig {
     pub longest_edge: u32,
     /// Tile size the vision encoder takes (square).
     pub tile: u32,
-    /// Split large images into tiles plus a global view.
+    /// Split large images into tiles plus a global view (`do_image_splitting`).
     pub split: bool,
+    /// Resize to `longest_edge` first (`do_resize`).
+    pub resize: bool,
+    /// Resampling filter, PIL's numbering (`resample`; 1 is Lanczos).
+    pub resample: u32,
     /// Multiply pixel values by this (1/255).
     pub rescale: f32,
     /// Per-channel mean.
@@ -94,6 +98,15 @@ impl ModelConfig {
     /// `tokenizer_config.json` / `chat_template.json` from a model directory.
     pub fn load(dir: &Path) -> Result<ModelConfig, OnnxError> {
         let config = read_json(&dir.join("config.json"))?;
+        // Qwen2-VL's vision input (patch rows + grid_thw) and 3-D M-RoPE positions are not
+        // implemented: say so here rather than fail later on a missing `<image>` token.
+        if let Some(t @ ("qwen2_vl" | "qwen2_5_vl")) =
+            config.get("model_type").and_then(Value::as_str)
+        {
+            return Err(OnnxError::Model(format!(
+                "model_type {t}: Qwen2-VL exports are not supported yet (see scripts/models/README.md)"
+            )));
+        }
         // VLM configs nest the decoder's settings under text_config; text models do not.
         let text = config.get("text_config").unwrap_or(&config);
         let heads = uint(text, &["num_attention_heads"])
@@ -150,6 +163,7 @@ impl ModelConfig {
                 _ => [default; 3],
             }
         };
+        let flag = |key: &str| pre.get(key).and_then(Value::as_bool).unwrap_or(true);
         let image = ImageConfig {
             longest_edge: longest.unwrap_or(tile),
             tile,
@@ -157,14 +171,32 @@ impl ModelConfig {
                 .get("do_image_splitting")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            rescale: pre
-                .get("rescale_factor")
-                .and_then(Value::as_f64)
-                .unwrap_or(1.0 / 255.0) as f32,
-            mean: triple("image_mean", 0.5),
-            std: triple("image_std", 0.5),
+            resize: flag("do_resize"),
+            resample: uint(&pre, &["resample"]).map_or(1, |n| n as u32),
+            // Without rescaling or normalising, the identity.
+            rescale: if flag("do_rescale") {
+                pre.get("rescale_factor")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(1.0 / 255.0) as f32
+            } else {
+                1.0
+            },
+            mean: if flag("do_normalize") {
+                triple("image_mean", 0.5)
+            } else {
+                [0.0; 3]
+            },
+            std: if flag("do_normalize") {
+                triple("image_std", 0.5)
+            } else {
+                [1.0; 3]
+            },
         };
-        let image_seq_len = uint(&pre, &["image_seq_len"])
+        // The processor's own setting first (processor_config.json), then the image
+        // processor's, then what the vision config implies.
+        let processor = read_optional(&dir.join("processor_config.json"))?.unwrap_or(Value::Null);
+        let image_seq_len = uint(&processor, &["image_seq_len"])
+            .or_else(|| uint(&pre, &["image_seq_len"]))
             .or_else(|| {
                 // Idefics3: (tile / patch)^2 / scale_factor^2.
                 let vision = config.get("vision_config")?;
@@ -212,5 +244,81 @@ impl ModelConfig {
             chat_template,
             onnx_dir,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processor_settings_come_from_the_model_files() {
+        let dir = std::env::temp_dir().join(format!("surfgym-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, v: Value| std::fs::write(dir.join(name), v.to_string()).unwrap();
+        write(
+            "config.json",
+            serde_json::json!({
+                "image_token_id": 49190, "scale_factor": 4,
+                "vision_config": {"image_size": 512, "patch_size": 16},
+                "text_config": {"num_attention_heads": 9, "num_key_value_heads": 3,
+                                "hidden_size": 576, "num_hidden_layers": 30, "vocab_size": 49280}
+            }),
+        );
+        write(
+            "preprocessor_config.json",
+            serde_json::json!({
+                "do_image_splitting": true, "size": {"longest_edge": 2048},
+                "max_image_size": {"longest_edge": 512}, "resample": 3, "image_seq_len": 64,
+                "rescale_factor": 0.5, "image_mean": [0.1, 0.2, 0.3], "do_normalize": true
+            }),
+        );
+        write(
+            "chat_template.json",
+            serde_json::json!({"chat_template": "{{x}}"}),
+        );
+        let cfg = ModelConfig::load(&dir).unwrap();
+        assert_eq!(
+            cfg.image,
+            ImageConfig {
+                longest_edge: 2048,
+                tile: 512,
+                split: true,
+                resize: true,
+                resample: 3,
+                rescale: 0.5,
+                mean: [0.1, 0.2, 0.3],
+                std: [0.5; 3],
+            }
+        );
+        assert_eq!((cfg.layers, cfg.kv_heads, cfg.head_dim), (30, 3, 64));
+        assert_eq!(cfg.image_seq_len, 64, "the image processor's value");
+        // The processor's own config wins over the image processor's.
+        write(
+            "processor_config.json",
+            serde_json::json!({"image_seq_len": 81}),
+        );
+        assert_eq!(ModelConfig::load(&dir).unwrap().image_seq_len, 81);
+        // Neither: derived from the vision config, (512 / 16)^2 / 4^2.
+        std::fs::remove_file(dir.join("processor_config.json")).unwrap();
+        write(
+            "preprocessor_config.json",
+            serde_json::json!({"do_rescale": false, "do_normalize": false}),
+        );
+        let cfg = ModelConfig::load(&dir).unwrap();
+        assert_eq!(cfg.image_seq_len, 64);
+        assert_eq!(
+            (cfg.image.rescale, cfg.image.mean, cfg.image.std),
+            (1.0, [0.0; 3], [1.0; 3])
+        );
+        // Qwen2-VL is refused with a reason, not loaded as if it were Idefics3.
+        write(
+            "config.json",
+            serde_json::json!({"model_type": "qwen2_vl", "num_attention_heads": 12,
+                               "hidden_size": 1536, "num_hidden_layers": 28}),
+        );
+        let err = ModelConfig::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("not supported"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

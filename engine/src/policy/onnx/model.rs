@@ -315,6 +315,24 @@ impl Model {
         batch: usize,
         len: usize,
     ) -> Result<(Vec<Vec<f32>>, Past), OnnxError> {
+        let (all, past) = self.decode_all(embeds, mask, positions, past, batch, len)?;
+        let vocab = all.len() / (batch * len).max(1);
+        let rows = (0..batch)
+            .map(|b| all[(b * len + len - 1) * vocab..(b * len + len) * vocab].to_vec())
+            .collect();
+        Ok((rows, past))
+    }
+
+    /// One decoder call: every position's logits (`[batch, len, vocab]`, flat) and the new past.
+    fn decode_all(
+        &mut self,
+        embeds: DynValue,
+        mask: &[i64],
+        positions: Vec<i64>,
+        past: Past,
+        batch: usize,
+        len: usize,
+    ) -> Result<(Vec<f32>, Past), OnnxError> {
         let total = mask.len() / batch;
         let mut inputs: Vec<(
             std::borrow::Cow<'_, str>,
@@ -356,10 +374,6 @@ impl Model {
             .remove("logits")
             .ok_or_else(|| OnnxError::Model("decoder has no logits output".into()))?;
         let all = to_f32(&logits)?;
-        let vocab = all.len() / (batch * len);
-        let rows = (0..batch)
-            .map(|b| all[(b * len + len - 1) * vocab..(b * len + len) * vocab].to_vec())
-            .collect();
         let mut next = Vec::with_capacity(self.cfg.layers * 2);
         for i in 0..self.cfg.layers {
             for kind in ["key", "value"] {
@@ -371,7 +385,63 @@ impl Model {
                 next.push((format!("past_key_values.{i}.{kind}"), v));
             }
         }
-        Ok((rows, next))
+        Ok((all, next))
+    }
+
+    /// Teacher-forced scoring: the log-probability of each token of `continuation` after
+    /// `prompt`, from one forward pass over prompt and continuation together (no KV cache).
+    /// What a trainer recomputes for a stored action, and an independent check of the
+    /// log-probabilities [`Model::generate`] records while decoding.
+    pub fn score(&mut self, prompt: &Prompt, continuation: &[u32]) -> Result<Vec<f32>, OnnxError> {
+        let mut ids = self.encode(&prompt.text)?;
+        let prompt_len = ids.len();
+        if prompt_len == 0 {
+            return Err(OnnxError::Prompt("empty prompt".into()));
+        }
+        ids.extend_from_slice(continuation);
+        let len = ids.len();
+        let flat: Vec<i64> = ids.iter().map(|t| i64::from(*t)).collect();
+        let mut embeds = self.embed(flat.clone(), 1, len)?;
+        let hidden = embeds.len() / len;
+        if let Some(image_id) = self.cfg.image_token_id
+            && !prompt.images.is_empty()
+        {
+            let images: Vec<&Prepared> = prompt.images.iter().collect();
+            let features = self.image_features(&images)?;
+            let mut rows = features.chunks_exact(hidden);
+            for (i, t) in flat[..prompt_len].iter().enumerate() {
+                if *t == i64::from(image_id) {
+                    let row = rows.next().ok_or_else(|| {
+                        OnnxError::Prompt("fewer image features than image tokens".into())
+                    })?;
+                    embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
+                }
+            }
+        }
+        let embeds = self.embeds_value(embeds, 1, len, hidden)?;
+        let past = self.empty_past(1)?;
+        let (all, _) = self.decode_all(
+            embeds,
+            &vec![1i64; len],
+            (0..len as i64).collect(),
+            past,
+            1,
+            len,
+        )?;
+        let vocab = all.len() / len;
+        Ok(continuation
+            .iter()
+            .enumerate()
+            .map(|(j, t)| {
+                // The logits at position p predict the token at p + 1.
+                let row = &all[(prompt_len - 1 + j) * vocab..(prompt_len + j) * vocab];
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let sum: f64 = row.iter().map(|l| f64::from(l - max).exp()).sum();
+                row.get(*t as usize).map_or(f32::NEG_INFINITY, |l| {
+                    (f64::from(l - max) - sum.ln()) as f32
+                })
+            })
+            .collect())
     }
 
     /// Generates for a batch of prompts; `seeds[i]` drives prompt i's sampling, so a

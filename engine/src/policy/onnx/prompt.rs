@@ -166,14 +166,10 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
             text.push_str("Think briefly, then end with one line: Action: <one action>")
         }
         PromptStyle::Structured => {
-            let memory = input
-                .history
-                .iter()
-                .rev()
-                .find_map(|s| s.thought.as_deref().and_then(memory_of));
+            let memory = memory(&input.history);
             text.push_str(&format!(
                 "Your memory so far: {}\n",
-                memory.unwrap_or("(empty)")
+                memory.as_deref().unwrap_or("(empty)")
             ));
             text.push_str(
                 "Reply in exactly this form:\nMemory: <your memory, with anything new appended>\n\
@@ -209,6 +205,32 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
         }
     }
     Built { text, images }
+}
+
+/// Longest memory carried, in characters (the oldest notes go first past it).
+const MAX_MEMORY_CHARS: usize = 2000;
+
+/// The structured prompt's memory: append-only. A step's `Memory:` that extends the memory
+/// so far replaces it; one that does not (the model dropped notes) is appended, so what was
+/// once remembered stays until the length bound pushes it out.
+fn memory(history: &[PastStep]) -> Option<String> {
+    let mut memory = String::new();
+    for m in history
+        .iter()
+        .filter_map(|s| s.thought.as_deref().and_then(memory_of))
+    {
+        if m.starts_with(memory.as_str()) {
+            memory = m.to_string();
+        } else if !memory.contains(m) {
+            memory.push_str("; ");
+            memory.push_str(m);
+        }
+    }
+    let n = memory.chars().count();
+    if n > MAX_MEMORY_CHARS {
+        memory = memory.chars().skip(n - MAX_MEMORY_CHARS).collect();
+    }
+    (!memory.is_empty()).then_some(memory)
 }
 
 fn memory_of(thought: &str) -> Option<&str> {
@@ -317,5 +339,183 @@ mod tests {
             text.contains("Accessibility tree:\nbutton \"Buy\""),
             "{text}"
         );
+    }
+
+    fn screenshot_observation() -> Observation {
+        let img = image::RgbImage::from_pixel(320, 180, image::Rgb([250, 250, 250]));
+        let mut jpeg = Vec::new();
+        img.write_to(
+            &mut std::io::Cursor::new(&mut jpeg),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+        Observation {
+            url: "http://x/cart".into(),
+            title: "Cart".into(),
+            screenshot: browser_pool::Screenshot {
+                bytes: jpeg,
+                mime: "image/png",
+                width: 320,
+                height: 180,
+                scale: 1.0,
+            },
+            elements: vec![browser_pool::Element {
+                id: 1,
+                tag: "button".into(),
+                role: "button".into(),
+                label: "Checkout".into(),
+                value: None,
+                placeholder: None,
+                checked: None,
+                disabled: false,
+                options: vec![],
+                href: None,
+                input_type: None,
+                bbox: browser_pool::Rect {
+                    x: 100.0,
+                    y: 50.0,
+                    width: 80.0,
+                    height: 30.0,
+                },
+                in_viewport: true,
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn past(title: &str, action: &str, shot: &str, thought: Option<&str>) -> PastStep {
+        PastStep {
+            observation: None,
+            screenshot: shot.into(),
+            thought: thought.map(str::to_string),
+            action: action.into(),
+            url: "http://x/".into(),
+            title: title.into(),
+            error: None,
+        }
+    }
+
+    fn step_input(obs: Observation, history: Vec<PastStep>) -> StepInput {
+        let task = tasks::miniwob_task("click-test", "http://127.0.0.1:1").expect("valid task");
+        StepInput {
+            instruction: "Check out".into(),
+            task: Arc::new(task),
+            observation: Arc::new(obs),
+            history: history.into(),
+            step: 0,
+            max_steps: 5,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn coordinates_prompts_show_the_plain_screenshot_and_the_grid_grammar() {
+        let obs = screenshot_observation();
+        let plain = image::load_from_memory(&obs.screenshot.bytes)
+            .unwrap()
+            .to_rgb8();
+        let cfg = PromptConfig {
+            grounding: Grounding::Coordinates,
+            ..PromptConfig::default()
+        };
+        let built = build(&step_input(obs.clone(), vec![]), &cfg, true);
+        assert!(built.text.contains("0-1000 grid"), "{}", built.text);
+        assert!(built.text.contains("click(x, y)"), "{}", built.text);
+        assert!(
+            !built.text.contains("Interactive elements") && !built.text.contains("[1] button"),
+            "no element list in coordinates mode: {}",
+            built.text
+        );
+        assert_eq!(built.images.len(), 1);
+        assert_eq!(built.images[0].to_rgb8(), plain, "no marks drawn");
+
+        // Set-of-marks draws the numbers on the screenshot and lists the elements.
+        let marks = build(&step_input(obs, vec![]), &PromptConfig::default(), true);
+        assert!(
+            marks.text.contains("[1] button \"Checkout\""),
+            "{}",
+            marks.text
+        );
+        assert!(marks.text.contains("click(N)"));
+        assert_ne!(marks.images[0].to_rgb8(), plain, "marks drawn");
+    }
+
+    #[test]
+    fn structured_prompts_carry_an_append_only_memory_and_ask_for_progress_and_intention() {
+        let history = vec![
+            past(
+                "Shop",
+                "click(4)",
+                "a",
+                Some("Memory: mug costs $12\nProgress: found the mug\nIntention: open it"),
+            ),
+            // Extends the memory: replaces it.
+            past(
+                "Mug",
+                "click(7)",
+                "b",
+                Some("Memory: mug costs $12; added to cart\nIntention: go to the cart"),
+            ),
+            // Drops the earlier notes: they are kept, the new note appended.
+            past("Cart", "scroll(down)", "b", Some("Memory: cart total $12")),
+        ];
+        let cfg = PromptConfig {
+            style: PromptStyle::Structured,
+            ..PromptConfig::default()
+        };
+        let text = build(&step_input(screenshot_observation(), history), &cfg, false).text;
+        assert!(
+            text.contains("Your memory so far: mug costs $12; added to cart; cart total $12\n"),
+            "{text}"
+        );
+        let form = text.split("Reply in exactly this form:\n").nth(1).unwrap();
+        let fields: Vec<&str> = form.lines().map(|l| l.split(':').next().unwrap()).collect();
+        assert_eq!(fields, ["Memory", "Progress", "Intention", "Action"]);
+
+        let fresh = build(&step_input(screenshot_observation(), vec![]), &cfg, false).text;
+        assert!(fresh.contains("Your memory so far: (empty)\n"), "{fresh}");
+        let plain = build(
+            &step_input(screenshot_observation(), vec![]),
+            &PromptConfig::default(),
+            false,
+        )
+        .text;
+        assert!(!plain.contains("Memory") && plain.ends_with("Action: <one action>"));
+    }
+
+    #[test]
+    fn earlier_steps_are_one_line_each_saying_whether_the_page_changed() {
+        let obs = screenshot_observation();
+        let current = hash(&obs.screenshot.bytes);
+        let mut failed = past("Mug \"blue\"", "type(2, \"x\")", "b", None);
+        failed.error = Some("element 2 is disabled".into());
+        let history = vec![
+            past("Shop", "click(4)", "a", None),
+            past("Mug", "scroll(down)", "b", None),
+            failed,
+            past("Cart", "click(1)", &current, None),
+        ];
+        let cfg = PromptConfig {
+            history_lines: 3,
+            ..PromptConfig::default()
+        };
+        let text = build(&step_input(obs, history), &cfg, false).text;
+        let lines: Vec<&str> = text
+            .split("Earlier steps:\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take(3)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                // Step 1 is beyond `history_lines`.
+                "step 2 on \"Mug\": scroll(down) → page unchanged",
+                "step 3 on \"Mug \\\"blue\\\"\": type(2, \"x\") → page changed (failed: element 2 is disabled)",
+                "step 4 on \"Cart\": click(1) → page unchanged",
+            ]
+        );
+        assert!(!text.contains("step 1 on"));
     }
 }

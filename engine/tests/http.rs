@@ -1,0 +1,294 @@
+//! The OpenAI-compatible HTTP client and policy against a real local axum server that
+//! speaks the chat-completions protocol with scripted status codes and delays: retries with
+//! backoff on 429 and 5xx, no retry on other refusals, timeouts, the limit on requests in
+//! flight, and a completion's action and log-probabilities reaching the decision.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use browser_pool::{Action, Element, Observation, Rect, Screenshot, Target};
+use engine::policy::http::{ChatClient, HttpOptions, HttpPolicy};
+use engine::policy::{Policy, PolicyError, StepInput};
+use serde_json::{Value, json};
+
+/// What the server answers, request by request: `(status, delay)`; 200 when the script is
+/// exhausted.
+#[derive(Clone, Default)]
+struct Server {
+    script: Arc<Mutex<VecDeque<(u16, u64)>>>,
+    reply: Arc<Mutex<String>>,
+    logprobs: Arc<Mutex<Vec<f64>>>,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+    bodies: Arc<Mutex<Vec<Value>>>,
+    in_flight: Arc<AtomicUsize>,
+    most_in_flight: Arc<AtomicUsize>,
+}
+
+/// Counts a request out even when the client gave up on it and the handler was dropped.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn chat(State(s): State<Server>, Json(body): Json<Value>) -> Response {
+    s.arrivals.lock().unwrap().push(Instant::now());
+    s.bodies.lock().unwrap().push(body);
+    let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    let _guard = InFlight(s.in_flight.clone());
+    s.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    let (status, delay) = s.script.lock().unwrap().pop_front().unwrap_or((200, 0));
+    tokio::time::sleep(Duration::from_millis(delay)).await;
+    if status != 200 {
+        let code = StatusCode::from_u16(status).unwrap();
+        return (
+            code,
+            Json(json!({"error": {"message": "scripted refusal"}})),
+        )
+            .into_response();
+    }
+    let text = s.reply.lock().unwrap().clone();
+    let logprobs: Vec<Value> = s
+        .logprobs
+        .lock()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, l)| json!({"token": format!("t{i}"), "logprob": l, "top_logprobs": []}))
+        .collect();
+    Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "scripted",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop", "logprobs": {"content": logprobs}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+    }))
+    .into_response()
+}
+
+async fn start(script: &[(u16, u64)]) -> (Server, String) {
+    let server = Server::default();
+    server.script.lock().unwrap().extend(script.iter().copied());
+    *server.reply.lock().unwrap() = "ok".into();
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(server.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (server, format!("http://{addr}"))
+}
+
+fn client(base: &str, retries: u32, timeout_ms: u64, concurrency: usize) -> ChatClient {
+    let mut o = HttpOptions::new(base, "scripted");
+    o.retries = retries;
+    o.timeout = Duration::from_millis(timeout_ms);
+    o.concurrency = concurrency;
+    ChatClient::new(o).unwrap()
+}
+
+fn text(t: &str) -> Vec<Value> {
+    vec![json!({"type": "text", "text": t})]
+}
+
+#[tokio::test]
+async fn overload_and_server_errors_are_retried_with_growing_backoff() {
+    let (server, base) = start(&[(429, 0), (503, 0), (500, 0)]).await;
+    let (reply, _) = client(&base, 3, 5000, 4)
+        .complete(text("hi"), 1)
+        .await
+        .unwrap();
+    assert_eq!(reply, "ok");
+    let t = server.arrivals.lock().unwrap().clone();
+    assert_eq!(t.len(), 4, "three refusals, then the answer");
+    let gaps: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    for (gap, at_least) in gaps.iter().zip([500, 1000, 2000]) {
+        assert!(
+            *gap >= Duration::from_millis(at_least - 20),
+            "backoff grows: {gaps:?}"
+        );
+    }
+    assert!(gaps[2] < Duration::from_millis(3500), "{gaps:?}");
+}
+
+#[tokio::test]
+async fn exhausted_retries_are_unavailable_and_client_errors_are_not_retried() {
+    let (server, base) = start(&[(502, 0), (503, 0), (503, 0)]).await;
+    let err = client(&base, 1, 5000, 4)
+        .complete(text("hi"), 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, PolicyError::Unavailable(m) if m.contains("2 tries") && m.contains("503")),
+        "{err:?}"
+    );
+    assert_eq!(server.arrivals.lock().unwrap().len(), 2);
+
+    let (server, base) = start(&[(400, 0), (200, 0)]).await;
+    let err = client(&base, 3, 5000, 4)
+        .complete(text("hi"), 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, PolicyError::Failed(m) if m.contains("400")),
+        "{err:?}"
+    );
+    assert_eq!(
+        server.arrivals.lock().unwrap().len(),
+        1,
+        "a refused request is not retried"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out_and_is_retried() {
+    let (server, base) = start(&[(200, 3000), (200, 3000)]).await;
+    let t = Instant::now();
+    let err = client(&base, 1, 300, 4)
+        .complete(text("hi"), 1)
+        .await
+        .unwrap_err();
+    let took = t.elapsed();
+    assert!(
+        matches!(&err, PolicyError::Unavailable(m) if m.contains("timed out")),
+        "{err:?}"
+    );
+    assert_eq!(server.arrivals.lock().unwrap().len(), 2);
+    // Two 300 ms timeouts and a 500 ms backoff, not the server's 3 s.
+    assert!(
+        took >= Duration::from_millis(1000) && took < Duration::from_millis(2500),
+        "{took:?}"
+    );
+
+    // A reply within the limit is fine.
+    let (_, base) = start(&[(200, 100)]).await;
+    assert!(
+        client(&base, 0, 1000, 4)
+            .complete(text("hi"), 1)
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_in_flight_never_exceed_the_limit() {
+    let (server, base) = start(&[(200, 300); 6]).await;
+    let chat = Arc::new(client(&base, 0, 5000, 2));
+    let t = Instant::now();
+    let replies = futures::future::join_all((0..6).map(|i| {
+        let chat = chat.clone();
+        async move { chat.complete(text("hi"), i).await }
+    }))
+    .await;
+    assert!(replies.iter().all(Result::is_ok));
+    assert_eq!(server.most_in_flight.load(Ordering::SeqCst), 2);
+    assert_eq!(server.arrivals.lock().unwrap().len(), 6);
+    assert!(
+        t.elapsed() >= Duration::from_millis(850),
+        "6 requests of 300 ms, 2 at a time, take three rounds: {:?}",
+        t.elapsed()
+    );
+}
+
+fn observation() -> Observation {
+    let img = image::RgbImage::from_pixel(64, 36, image::Rgb([200, 10, 10]));
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let button = |id: u32| Element {
+        id,
+        tag: "button".into(),
+        role: "button".into(),
+        label: format!("Button {id}"),
+        value: None,
+        placeholder: None,
+        checked: None,
+        disabled: false,
+        options: vec![],
+        href: None,
+        input_type: None,
+        bbox: Rect {
+            x: 5.0 * f64::from(id),
+            y: 5.0,
+            width: 4.0,
+            height: 4.0,
+        },
+        in_viewport: true,
+    };
+    Observation {
+        url: "http://127.0.0.1:1/".into(),
+        title: "Page".into(),
+        screenshot: Screenshot {
+            bytes: png,
+            mime: "image/png",
+            width: 64,
+            height: 36,
+            scale: 1.0,
+        },
+        elements: vec![button(1), button(2)],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
+    let (server, base) = start(&[(503, 0)]).await;
+    *server.reply.lock().unwrap() = "The second button opens the cart.\nAction: click(2)".into();
+    *server.logprobs.lock().unwrap() = vec![-0.5, -0.25, -0.125];
+    let mut o = HttpOptions::new(base, "scripted");
+    o.retries = 1;
+    let policy = HttpPolicy::new("http", o).unwrap();
+    let task = tasks::parse_task(
+        r#"{"id": "t", "instruction": "Open the cart", "start_url": "http://127.0.0.1:1/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
+    )
+    .unwrap();
+    let d = policy
+        .decide(StepInput {
+            instruction: "Open the cart".into(),
+            task: Arc::new(task),
+            observation: Arc::new(observation()),
+            history: Arc::from(Vec::new()),
+            step: 0,
+            max_steps: 5,
+            seed: 3,
+        })
+        .await
+        .unwrap();
+    assert_eq!(d.action, Ok(Action::Click(Target::Element(2))));
+    assert_eq!(
+        d.thought.as_deref(),
+        Some("The second button opens the cart.")
+    );
+    assert_eq!(d.token_logprobs, vec![-0.5, -0.25, -0.125]);
+    assert_eq!(d.logprob, Some(-0.875));
+
+    // What went over the wire: the screenshot as a JPEG data URL, the prompt, logprobs asked.
+    let bodies = server.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2, "the 503 was retried");
+    let body = &bodies[1];
+    assert_eq!(body["model"], "scripted");
+    assert_eq!(body["logprobs"], true);
+    let parts = body["messages"][0]["content"].as_array().unwrap();
+    let url = parts[0]["image_url"]["url"].as_str().unwrap();
+    let jpeg = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        url.strip_prefix("data:image/jpeg;base64,").unwrap(),
+    )
+    .unwrap();
+    let img = image::load_from_memory(&jpeg).unwrap();
+    assert_eq!((img.width(), img.height()), (64, 36));
+    let prompt = parts[1]["text"].as_str().unwrap();
+    assert!(
+        prompt.contains("Task: Open the cart") && prompt.contains("[2] button \"Button 2\""),
+        "{prompt}"
+    );
+}
