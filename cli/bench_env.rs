@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use browser_pool::{Action, BrowserPool, PoolConfig, Session, TreeMemory};
 use clap::Args;
+use engine::environments::{miniwob_done, miniwob_start};
 use engine::policy::miniwob::{MiniWobSolver, SOLVED};
 use engine::policy::{PastStep, Policy, RandomPolicy, ScriptedPolicy, StepInput};
 use engine::sites::SitesServer;
@@ -354,46 +355,7 @@ fn bundled_tasks(bases: &BTreeMap<String, String>, limit: Option<usize>) -> Vec<
         .collect()
 }
 
-// ---- MiniWoB++ (as engine::environments does it; that module is private to the engine) ----
-
-async fn miniwob_start(session: &Session, seed: u64) -> anyhow::Result<String> {
-    let seed = seed % (1 << 53);
-    let start = format!(
-        "(() => {{ if (typeof core === 'undefined') return 'no MiniWoB++ core on this page'; \
-         Math.seedrandom({seed}); core.EPISODE_MAX_TIME = 1e6; core.startEpisodeReal(); return null; }})()"
-    );
-    match session.evaluate(&start).await? {
-        Ok(Value::Null) => {}
-        Ok(v) => bail!("MiniWoB++ setup: {v}"),
-        Err(e) => bail!("starting the MiniWoB++ episode failed: {e}"),
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if session
-            .evaluate("typeof WOB_TASK_READY !== 'undefined' && WOB_TASK_READY === true")
-            .await?
-            == Ok(Value::Bool(true))
-        {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the MiniWoB++ task never became ready");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let utterance = session
-        .evaluate("(() => { const u = core.getUtterance(); return typeof u === 'string' ? u : (u && u.utterance) || JSON.stringify(u); })()")
-        .await?
-        .map_err(|e| anyhow::anyhow!("reading the utterance failed: {e}"))?;
-    Ok(utterance.as_str().unwrap_or_default().to_string())
-}
-
-async fn miniwob_done(session: &Session) -> anyhow::Result<bool> {
-    Ok(session
-        .evaluate("typeof WOB_DONE_GLOBAL !== 'undefined' && WOB_DONE_GLOBAL === true")
-        .await?
-        == Ok(Value::Bool(true)))
-}
+// ---- MiniWoB++: started and ended as the runner does (engine::environments) ----
 
 async fn miniwob_reward(session: &Session) -> anyhow::Result<f64> {
     Ok(session

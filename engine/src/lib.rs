@@ -12,7 +12,7 @@
 
 pub mod campaign;
 mod engine;
-mod environments;
+pub mod environments;
 mod error;
 pub mod judge;
 pub mod metrics;
