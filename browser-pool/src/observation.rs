@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::events::PageEvent;
 
 /// A rectangle in viewport CSS pixels.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rect {
     /// Left edge.
     pub x: f64,
@@ -25,7 +25,7 @@ impl Rect {
 }
 
 /// One interactive element, numbered for the policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Element {
     /// The number actions refer to (`click(12)`); valid until the next observation.
     pub id: u32,

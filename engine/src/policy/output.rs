@@ -198,21 +198,8 @@ mod tests {
             id,
             tag: "a".into(),
             role: "link".into(),
-            label: String::new(),
-            value: None,
-            placeholder: None,
-            checked: None,
-            disabled: false,
-            options: vec![],
-            href: None,
-            input_type: None,
-            bbox: browser_pool::Rect {
-                x: 0.0,
-                y: 0.0,
-                width: 1.0,
-                height: 1.0,
-            },
             in_viewport: true,
+            ..Default::default()
         };
         let list = [el(1), el(2), el(3)];
         let ok = Action::Click(Target::Element(3));

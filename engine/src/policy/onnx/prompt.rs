@@ -364,13 +364,6 @@ mod tests {
                 tag: "button".into(),
                 role: "button".into(),
                 label: "Checkout".into(),
-                value: None,
-                placeholder: None,
-                checked: None,
-                disabled: false,
-                options: vec![],
-                href: None,
-                input_type: None,
                 bbox: browser_pool::Rect {
                     x: 100.0,
                     y: 50.0,
@@ -378,6 +371,7 @@ mod tests {
                     height: 30.0,
                 },
                 in_viewport: true,
+                ..Default::default()
             }],
             ..Default::default()
         }
