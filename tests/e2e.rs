@@ -82,14 +82,7 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let view = store.get_campaign(id).await.unwrap().unwrap();
     let (episodes, _) = store
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            1000,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 1000, 0)
         .await
         .unwrap();
     let failed: Vec<String> = episodes
@@ -224,14 +217,7 @@ async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
     engine.run_campaign(id).await.unwrap();
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     let addr = serve_web(&engine).await;
@@ -310,14 +296,7 @@ async fn random_policy_scores_clearly_lower(pool: PgPool) {
     );
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            1000,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 1000, 0)
         .await
         .unwrap();
     let distinct_actions: std::collections::HashSet<_> =

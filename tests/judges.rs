@@ -173,14 +173,7 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     );
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     for e in &eps {
@@ -299,14 +292,7 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     let d = engine
@@ -340,14 +326,7 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     );
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     assert!(
@@ -416,14 +395,7 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
 
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     let d = engine

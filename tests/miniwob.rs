@@ -52,14 +52,7 @@ async fn campaign(engine: &Engine, policy: &str, max_steps: u32) -> Vec<EpisodeS
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     let (episodes, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10_000,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10_000, 0)
         .await
         .unwrap();
     assert_eq!(episodes.len(), SOLVED.len() * ROLLOUTS as usize);

@@ -118,14 +118,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
         );
         let (eps, _) = engine
             .store()
-            .list_episodes(
-                &EpisodeFilter {
-                    campaign: Some(id),
-                    ..Default::default()
-                },
-                100,
-                0,
-            )
+            .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
             .await
             .unwrap();
         let detail = engine
@@ -170,14 +163,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
     );
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            100,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
     assert!(eps.iter().all(|e| {

@@ -105,14 +105,7 @@ async fn malformed_outputs_are_error_observations_and_counted_parse_failures(poo
 
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            10,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     assert_eq!(eps.len(), 1);

@@ -118,14 +118,7 @@ async fn a_killed_browser_is_replaced_and_its_episodes_retried(pool: PgPool) {
 
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            100,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
     let retried: Vec<_> = eps.iter().filter(|e| e.attempts > 1).collect();
@@ -168,14 +161,7 @@ async fn an_unavailable_policy_fails_episodes_with_a_reason_and_the_campaign_end
     assert_eq!(view.success_rate, None, "nothing was scored");
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            100,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
     for e in eps {
@@ -254,14 +240,7 @@ async fn a_policy_failing_a_fifth_of_calls_is_retried_until_the_campaign_complet
     );
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            100,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
     // Single failures were absorbed by retrying the call; only the burst cost an episode.
@@ -430,14 +409,7 @@ async fn stragglers_are_cut_after_the_grace_period(pool: PgPool) {
     assert!(v.counts.failed > 0, "unstarted episodes were cut");
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            100,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
     assert!(
@@ -522,14 +494,7 @@ async fn the_watchdog_takes_back_a_stuck_episode_which_is_then_rerun(pool: PgPoo
     let stuck = hang.hung.lock().unwrap().clone().unwrap();
     let (eps, _) = engine
         .store()
-        .list_episodes(
-            &EpisodeFilter {
-                campaign: Some(id),
-                ..Default::default()
-            },
-            100,
-            0,
-        )
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
     let e = eps.iter().find(|e| e.task_id == stuck).unwrap();

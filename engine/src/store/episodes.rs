@@ -174,6 +174,16 @@ pub struct EpisodeFilter {
     pub success: Option<bool>,
 }
 
+impl EpisodeFilter {
+    /// Every episode of one campaign.
+    pub fn campaign(id: Uuid) -> EpisodeFilter {
+        EpisodeFilter {
+            campaign: Some(id),
+            ..Default::default()
+        }
+    }
+}
+
 /// An episode in a list.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct EpisodeSummary {
