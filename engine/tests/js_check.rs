@@ -5,16 +5,25 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, BrowserPool, PoolConfig};
+use browser_pool::{Action, BrowserPool, PoolConfig, Session};
 use engine::runner::PageSnapshot;
 use engine::sites::SitesServer;
-use rubrics::{Rubric, Trajectory};
+use rubrics::{FactVerdict, Rubric, Trajectory};
 
 fn rubric(expression: &str, equals: serde_json::Value) -> Rubric {
     Rubric::from_json(serde_json::json!({"groups": [{"facts": [
         {"id": "js", "check": {"type": "js", "expression": expression, "value_equals": equals}}
     ]}]}))
     .unwrap()
+}
+
+async fn judge(session: &mut Session, rubric: Rubric) -> (FactVerdict, Duration) {
+    let t = Instant::now();
+    let snapshot = PageSnapshot::capture(session, &rubric).await.unwrap();
+    let j = rubrics::judge(&rubric, &Trajectory::default(), &snapshot)
+        .await
+        .unwrap();
+    (j.verdicts[0].clone(), t.elapsed())
 }
 
 #[tokio::test]
@@ -31,31 +40,30 @@ async fn js_predicates_run_in_chromium_and_a_busy_loop_times_out() {
     let report = session.act(&Action::Goto(shop.clone())).await.unwrap();
     assert!(report.error.is_none(), "{:?}", report.error);
 
-    let judge = |rubric: Rubric| {
-        let session = &session;
-        async move {
-            let t = Instant::now();
-            let snapshot = PageSnapshot::capture(session, &rubric).await.unwrap();
-            let j = rubrics::judge(&rubric, &Trajectory::default(), &snapshot)
-                .await
-                .unwrap();
-            (j.verdicts[0].clone(), t.elapsed())
-        }
-    };
-
-    let (v, _) = judge(rubric(
-        "document.querySelectorAll('a').length > 0 && location.pathname === '/'",
-        true.into(),
-    ))
+    let (v, _) = judge(
+        &mut session,
+        rubric(
+            "document.querySelectorAll('a').length > 0 && location.pathname === '/'",
+            true.into(),
+        ),
+    )
     .await;
     assert!(v.passed, "{v:?}");
     assert_eq!(v.evidence, "true");
 
-    let (v, _) = judge(rubric("document.title", "No such title".into())).await;
+    let (v, _) = judge(
+        &mut session,
+        rubric("document.title", "No such title".into()),
+    )
+    .await;
     assert!(!v.passed, "{v:?}");
     assert!(v.reason.contains("does not equal"), "{}", v.reason);
 
-    let (v, took) = judge(rubric("(() => { while (true) {} })()", true.into())).await;
+    let (v, took) = judge(
+        &mut session,
+        rubric("(() => { while (true) {} })()", true.into()),
+    )
+    .await;
     assert!(!v.passed, "{v:?}");
     assert!(v.reason.contains("timed out after 2s"), "{}", v.reason);
     assert!(

@@ -8,7 +8,7 @@ fn rubric_miniwob() -> &'static str {
     crate::rubric::MINIWOB_REWARD_JS
 }
 use crate::rubric::{
-    AnswerMatch, Check, ElementExpect, Fact, Group, Rubric, TextMatch, UrlMatch, UrlScope,
+    AnswerMatch, Check, ElementExpect, Fact, Group, PageUrl, Rubric, TextMatch, UrlMatch, UrlScope,
 };
 
 /// What the judge may ask of the page an episode ended on. The engine implements it over
@@ -18,14 +18,18 @@ pub trait PageProbe {
     fn url(&self) -> impl Future<Output = Result<String, ProbeError>> + Send;
     /// The final page's visible text.
     fn text(&self) -> impl Future<Output = Result<String, ProbeError>> + Send;
-    /// The first element matching a CSS selector. `Ok(Err(_))` is a bad selector.
+    /// The first element matching a CSS selector on `page` (`None`: the final page).
+    /// `Ok(Err(_))` is a bad selector or a page that could not be opened.
     fn element(
         &self,
+        page: Option<&PageUrl>,
         selector: &str,
     ) -> impl Future<Output = Result<Result<Option<ElementSnapshot>, String>, ProbeError>> + Send;
-    /// The value of a JavaScript expression (time-limited). `Ok(Err(_))` is a script error.
+    /// The value of a JavaScript expression (time-limited) on `page` (`None`: the final
+    /// page). `Ok(Err(_))` is a script error or a page that could not be opened.
     fn eval(
         &self,
+        page: Option<&PageUrl>,
         expression: &str,
     ) -> impl Future<Output = Result<Result<serde_json::Value, String>, ProbeError>> + Send;
 }
@@ -278,14 +282,22 @@ async fn verdict<P: PageProbe>(
             );
             (ok, evidence, reason)
         }
-        Check::Element { selector, expect } => match page.probe.element(selector).await? {
+        Check::Element {
+            selector,
+            expect,
+            page: on,
+        } => match page.probe.element(on.as_ref(), selector).await? {
             Err(e) => (false, String::new(), e),
             Ok(None) => {
                 let ok = matches!(expect, ElementExpect::Exists(false));
+                let place = match on {
+                    Some(url) => url.to_string(),
+                    None => "the final page".into(),
+                };
                 (
                     ok,
                     "no such element".into(),
-                    format!("nothing on the final page matches `{selector}`"),
+                    format!("nothing on {place} matches `{selector}`"),
                 )
             }
             Ok(Some(el)) => match expect {
@@ -331,22 +343,27 @@ async fn verdict<P: PageProbe>(
                 }
             },
         },
-        Check::Js { expression, equals } => match page.probe.eval(expression).await? {
+        Check::Js {
+            expression,
+            equals,
+            page: on,
+        } => match page.probe.eval(on.as_ref(), expression).await? {
             Err(e) => (false, String::new(), format!("the expression failed: {e}")),
             Ok(v) => {
                 let ok = &v == equals;
                 let evidence = short(&v.to_string(), 200);
+                let place = on.as_ref().map(|u| format!(" on {u}")).unwrap_or_default();
                 (
                     ok,
                     evidence,
                     format!(
-                        "the expression {} {equals}",
+                        "the expression{place} {} {equals}",
                         if ok { "equals" } else { "does not equal" }
                     ),
                 )
             }
         },
-        Check::MiniWob => match page.probe.eval(rubric_miniwob()).await? {
+        Check::MiniWob => match page.probe.eval(None, rubric_miniwob()).await? {
             Err(e) => (
                 false,
                 String::new(),

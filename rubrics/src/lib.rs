@@ -23,7 +23,7 @@ pub use judge::{
 };
 pub use reference::{ReferenceMatch, match_reference};
 pub use rubric::{
-    AnswerMatch, Check, ElementExpect, Fact, Group, MINIWOB_REWARD_JS, Rubric, RubricError,
-    TextMatch, UrlMatch, UrlScope,
+    AnswerMatch, Check, ElementExpect, Fact, Group, MINIWOB_REWARD_JS, PageUrl, Rubric,
+    RubricError, TextMatch, UrlMatch, UrlScope,
 };
 pub use spec::{CheckSpec, FactSpec, GroupSpec, RubricSpec, TextMatchSpec};

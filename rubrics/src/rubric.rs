@@ -138,21 +138,26 @@ pub enum Check {
     },
     /// The final page's visible text.
     PageText(TextMatch),
-    /// An element of the final page.
+    /// An element of the final page (or of `page`).
     Element {
         /// CSS selector.
         selector: String,
         /// Expectation.
         expect: ElementExpect,
+        /// The page to read instead of the final one.
+        page: Option<PageUrl>,
     },
     /// The final answer.
     Answer(AnswerMatch),
-    /// A JavaScript expression on the final page (time-limited) equals a JSON value.
+    /// A JavaScript expression on the final page (or on `page`; time-limited) equals a
+    /// JSON value.
     Js {
         /// The expression.
         expression: String,
         /// The value it must equal.
         equals: serde_json::Value,
+        /// The page to evaluate it on instead of the final one.
+        page: Option<PageUrl>,
     },
     /// MiniWoB++'s own reward, read from the page as BrowserGym does: the fact holds when
     /// the raw reward is positive.
@@ -160,6 +165,38 @@ pub enum Check {
     /// A fact in words (the fact's description), verified by a model judge looking at the
     /// trajectory (WebGym's rubrics).
     Judge,
+}
+
+/// A page a check reads instead of the episode's final page: an absolute http(s) URL,
+/// opened in the episode's browser context once the final page has been captured.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PageUrl(String);
+
+impl PageUrl {
+    /// Accepts an absolute `http://` or `https://` URL with a host.
+    pub fn parse(url: &str) -> Result<PageUrl, String> {
+        let url = url.trim();
+        let rest = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .ok_or_else(|| format!("`{url}` is not an absolute http(s) URL"))?;
+        let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(format!("`{url}` has no host"));
+        }
+        Ok(PageUrl(url.to_string()))
+    }
+
+    /// The URL.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for PageUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// The expression the `miniwob` check reads: MiniWoB++'s reward globals.
@@ -304,6 +341,7 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
         ("tolerance", spec.tolerance.is_some()),
         ("expression", spec.expression.is_some()),
         ("value_equals", spec.value_equals.is_some()),
+        ("page", spec.page.is_some()),
     ];
     for (name, present) in given {
         if present && !allowed.contains(&name) {
@@ -312,6 +350,16 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
                 format!("not used by a `{}` check", spec.kind),
             );
         }
+    }
+}
+
+/// The optional `page` of a check; `Err` when it is given but not a usable URL.
+fn page_of(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Result<Option<PageUrl>, ()> {
+    match spec.page.as_deref() {
+        None => Ok(None),
+        Some(url) => PageUrl::parse(url).map(Some).map_err(|e| {
+            errors.push(format!("{path}.page"), e);
+        }),
     }
 }
 
@@ -376,8 +424,9 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 errors,
                 path,
                 spec,
-                &["selector", "exists", "checked", "value", "text"],
+                &["selector", "exists", "checked", "value", "text", "page"],
             );
+            let page = page_of(errors, path, spec);
             let selector = match spec.selector.as_deref().map(str::trim) {
                 Some(s) if !s.is_empty() => s.to_string(),
                 _ => {
@@ -412,7 +461,11 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                     spec.text.as_ref()?,
                 )?),
             };
-            Some(Check::Element { selector, expect })
+            Some(Check::Element {
+                selector,
+                expect,
+                page: page.ok()?,
+            })
         }
         "answer" => {
             unused(
@@ -485,7 +538,8 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             Some(Check::Answer(m))
         }
         "js" => {
-            unused(errors, path, spec, &["expression", "value_equals"]);
+            unused(errors, path, spec, &["expression", "value_equals", "page"]);
+            let page = page_of(errors, path, spec);
             match spec.expression.as_deref().map(str::trim) {
                 Some(e) if !e.is_empty() => Some(Check::Js {
                     expression: e.to_string(),
@@ -493,6 +547,7 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                         .value_equals
                         .clone()
                         .unwrap_or(serde_json::Value::Bool(true)),
+                    page: page.ok()?,
                 }),
                 _ => {
                     errors.push(
@@ -602,12 +657,40 @@ impl Rubric {
         self.groups.iter().map(|g| g.facts.len()).sum()
     }
 
-    /// The CSS selectors its element checks read, deduplicated, in rubric order: what a
-    /// snapshot of the final page must capture so it can be judged after the browser is gone.
+    /// The CSS selectors its element checks read on the final page, deduplicated, in rubric
+    /// order: what a snapshot of the final page must capture so it can be judged after the
+    /// browser is gone.
     pub fn selectors(&self) -> Vec<&str> {
+        self.selectors_on(None)
+    }
+
+    /// The JavaScript expressions its `js` and `miniwob` checks evaluate on the final page,
+    /// deduplicated: what a snapshot of the final page must capture.
+    pub fn expressions(&self) -> Vec<&str> {
+        self.expressions_on(None)
+    }
+
+    /// The pages other than the final one that checks read, deduplicated, in rubric order.
+    pub fn pages(&self) -> Vec<&PageUrl> {
+        let mut out: Vec<&PageUrl> = Vec::new();
+        for f in self.groups.iter().flat_map(|g| &g.facts) {
+            if let Check::Element { page: Some(p), .. } | Check::Js { page: Some(p), .. } = &f.check
+                && !out.contains(&p)
+            {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The selectors element checks read on `page` (`None`: the final page).
+    pub fn selectors_on(&self, page: Option<&PageUrl>) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for f in self.groups.iter().flat_map(|g| &g.facts) {
-            if let Check::Element { selector, .. } = &f.check
+            if let Check::Element {
+                selector, page: p, ..
+            } = &f.check
+                && p.as_ref() == page
                 && !out.contains(&selector.as_str())
             {
                 out.push(selector);
@@ -616,14 +699,17 @@ impl Rubric {
         out
     }
 
-    /// The JavaScript expressions its `js` and `miniwob` checks evaluate, deduplicated:
-    /// what a snapshot of the final page must capture.
-    pub fn expressions(&self) -> Vec<&str> {
+    /// The expressions `js` (and, on the final page, `miniwob`) checks evaluate on `page`.
+    pub fn expressions_on(&self, page: Option<&PageUrl>) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for f in self.groups.iter().flat_map(|g| &g.facts) {
             let e = match &f.check {
-                Check::Js { expression, .. } => expression.as_str(),
-                Check::MiniWob => MINIWOB_REWARD_JS,
+                Check::Js {
+                    expression,
+                    page: p,
+                    ..
+                } if p.as_ref() == page => expression.as_str(),
+                Check::MiniWob if page.is_none() => MINIWOB_REWARD_JS,
                 _ => continue,
             };
             if !out.contains(&e) {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use rubrics::{ElementSnapshot, PageProbe, ProbeError, Rubric, Trajectory, judge};
+use rubrics::{ElementSnapshot, PageProbe, PageUrl, ProbeError, Rubric, Trajectory, judge};
 use serde_json::{Value, json};
 
 struct RecordedPage {
@@ -22,14 +22,43 @@ impl PageProbe for RecordedPage {
     }
     async fn element(
         &self,
+        page: Option<&PageUrl>,
         selector: &str,
     ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
         if selector.contains("!!") {
             return Ok(Err(format!("invalid selector {selector:?}")));
         }
-        Ok(Ok(self.elements.get(selector).cloned()))
+        Ok(match page.map(PageUrl::as_str) {
+            None => Ok(self.elements.get(selector).cloned()),
+            // The account page, opened after the episode, shows the saved address.
+            Some(ACCOUNT) => Ok((selector == "#address").then(|| ElementSnapshot {
+                text: "12 Analytical Row".into(),
+                ..ElementSnapshot::default()
+            })),
+            Some(other) => Err(format!(
+                "could not open {other}: net::ERR_NAME_NOT_RESOLVED"
+            )),
+        })
     }
-    async fn eval(&self, expression: &str) -> Result<Result<Value, String>, ProbeError> {
+    async fn eval(
+        &self,
+        page: Option<&PageUrl>,
+        expression: &str,
+    ) -> Result<Result<Value, String>, ProbeError> {
+        match page.map(PageUrl::as_str) {
+            None => {}
+            Some(ACCOUNT) => {
+                return Ok(Ok(match expression {
+                    "document.title" => json!("My account"),
+                    _ => Value::Null,
+                }));
+            }
+            Some(other) => {
+                return Ok(Err(format!(
+                    "could not open {other}: net::ERR_NAME_NOT_RESOLVED"
+                )));
+            }
+        }
         Ok(match expression {
             "document.title" => Ok(json!("Order confirmed")),
             "items.length" => Ok(json!(3)),
@@ -41,6 +70,9 @@ impl PageProbe for RecordedPage {
         })
     }
 }
+
+/// A page other than the final one that the recorded probe can open.
+const ACCOUNT: &str = "http://shop.test/account";
 
 fn page() -> RecordedPage {
     let mut elements = HashMap::new();
@@ -296,6 +328,39 @@ async fn every_check_kind_passes_and_fails() {
             false,
         ),
         (json!({"type": "js", "expression": "throw"}), None, false),
+        // The same expression read on another page: that page's value, not the final one's.
+        (
+            json!({"type": "js", "expression": "document.title", "value_equals": "My account", "page": ACCOUNT}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "js", "expression": "document.title", "value_equals": "Order confirmed", "page": ACCOUNT}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "#address", "text": {"contains": "analytical"}, "page": ACCOUNT}),
+            None,
+            true,
+        ),
+        // `h1` exists on the final page but not on the account page.
+        (
+            json!({"type": "element", "selector": "h1", "exists": true, "page": ACCOUNT}),
+            None,
+            false,
+        ),
+        (
+            json!({"type": "element", "selector": "h1", "exists": true}),
+            None,
+            true,
+        ),
+        // A page that cannot be opened fails the fact.
+        (
+            json!({"type": "js", "expression": "document.title", "value_equals": null, "page": "http://gone.test/"}),
+            None,
+            false,
+        ),
         (json!({"type": "miniwob"}), None, true),
     ];
     for (c, answer, want) in cases {
@@ -467,6 +532,18 @@ fn malformed_rubrics_are_rejected_with_the_path() {
             "groups[0].facts[0].check.contains: not used by a `miniwob` check",
         ),
         (
+            fact(json!({"type": "js", "expression": "1", "page": "/account"})),
+            "groups[0].facts[0].check.page: `/account` is not an absolute http(s) URL",
+        ),
+        (
+            fact(json!({"type": "element", "selector": "a", "exists": true, "page": "http:///x"})),
+            "groups[0].facts[0].check.page: `http:///x` has no host",
+        ),
+        (
+            fact(json!({"type": "url", "prefix": "http://a/", "page": "http://a/"})),
+            "groups[0].facts[0].check.page: not used by a `url` check",
+        ),
+        (
             json!({"groups": [{"facts": [{"weight": 0, "check": {"type": "url", "prefix": "x"}}]}]}),
             "groups[0].facts[0].weight: must be a number > 0",
         ),
@@ -511,6 +588,42 @@ fn several_problems_are_reported_together_and_spec_round_trips() {
     );
 }
 
+#[tokio::test]
+async fn checks_on_other_pages_are_listed_by_page_and_explain_where_they_looked() {
+    let rubric = Rubric::from_json(json!({"groups": [{"facts": [
+        {"id": "a", "check": {"type": "element", "selector": "#address", "exists": true, "page": ACCOUNT}},
+        {"id": "b", "check": {"type": "element", "selector": "h1", "exists": true}},
+        {"id": "c", "check": {"type": "js", "expression": "document.title", "page": ACCOUNT}},
+        {"id": "d", "check": {"type": "js", "expression": "document.title", "page": "http://shop.test/cart"}},
+        {"id": "e", "check": {"type": "element", "selector": "#missing", "exists": true, "page": ACCOUNT}},
+        {"id": "f", "check": {"type": "miniwob"}}
+    ]}]}))
+    .unwrap();
+    let pages: Vec<&str> = rubric.pages().iter().map(|p| p.as_str()).collect();
+    assert_eq!(pages, [ACCOUNT, "http://shop.test/cart"]);
+    assert_eq!(rubric.selectors(), ["h1"]);
+    let account = PageUrl::parse(ACCOUNT).unwrap();
+    assert_eq!(
+        rubric.selectors_on(Some(&account)),
+        ["#address", "#missing"]
+    );
+    assert_eq!(rubric.expressions(), [rubrics::MINIWOB_REWARD_JS]);
+    assert_eq!(rubric.expressions_on(Some(&account)), ["document.title"]);
+    let j = judge(&rubric, &traj(None), &page()).await.unwrap();
+    let e = j.verdicts.iter().find(|v| v.fact_id == "e").unwrap();
+    assert!(!e.passed);
+    assert_eq!(e.reason, format!("nothing on {ACCOUNT} matches `#missing`"));
+    let c = j.verdicts.iter().find(|v| v.fact_id == "c").unwrap();
+    assert!(c.reason.contains(&format!("on {ACCOUNT}")), "{}", c.reason);
+    let d = j.verdicts.iter().find(|v| v.fact_id == "d").unwrap();
+    assert!(!d.passed);
+    assert!(
+        d.reason.contains("could not open http://shop.test/cart"),
+        "{}",
+        d.reason
+    );
+}
+
 /// A page whose MiniWoB++ reward globals are given.
 struct MiniWobPage(Result<Value, String>);
 
@@ -523,11 +636,17 @@ impl PageProbe for MiniWobPage {
     }
     async fn element(
         &self,
+        _: Option<&PageUrl>,
         _: &str,
     ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
         Ok(Ok(None))
     }
-    async fn eval(&self, expression: &str) -> Result<Result<Value, String>, ProbeError> {
+    async fn eval(
+        &self,
+        page: Option<&PageUrl>,
+        expression: &str,
+    ) -> Result<Result<Value, String>, ProbeError> {
+        assert_eq!(page, None, "MiniWoB's reward is read on the final page");
         assert_eq!(expression, rubrics::MINIWOB_REWARD_JS);
         Ok(self.0.clone())
     }

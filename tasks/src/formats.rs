@@ -9,9 +9,11 @@
 //!   (`reference_url`, compared as a normalised URL: path and query, any of `|OR|`) and
 //!   `program_html` (`url`, `locator`, `required_contents`) become answer, URL and
 //!   JavaScript rule checks; `__SHOPPING__`-style URL placeholders are replaced by the base
-//!   URLs given. The judge reads the episode's final page only: a `program_html` entry
-//!   must check `last` (the final page), and WebArena's Python helpers (`func:...`) cannot
-//!   run here; such items are reported as errors, not imported with a wrong check. A JSON
+//!   URLs given. A `program_html` entry on `last` reads the final page; one with a URL
+//!   becomes a check with that `page`, opened in the episode's browser context after the
+//!   final page was captured (as WebArena's evaluator does). WebArena's Python helpers
+//!   (`func:...`) cannot run here; such items are reported as errors, not imported with a
+//!   wrong check. A JSON
 //!   array with a syntax error keeps its well-formed items; the broken one is reported
 //!   with its line and column.
 //! - **MiniWoB++** suite: one task name per line (`click-test`, or BrowserGym's
@@ -401,16 +403,16 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                             ),
                         ));
                     }
-                    if url.trim() != "last" {
-                        return Err(err(
-                            format!("{at}.url"),
-                            format!(
-                                "checks the page at {}, not the episode's final page (`last`): the judge reads the final page only",
-                                placeholder(url, bases, &format!("{at}.url"))
-                                    .unwrap_or_else(|_| url.to_string())
-                            ),
-                        ));
-                    }
+                    // `last` is the final page; any other URL is opened in the episode's
+                    // context after it, as WebArena's evaluator does.
+                    let page = match url.trim() {
+                        "last" | "" => None,
+                        u => {
+                            let u = placeholder(u, bases, &format!("{at}.url"))?;
+                            rubrics::PageUrl::parse(&u).map_err(|e| err(format!("{at}.url"), e))?;
+                            Some(u)
+                        }
+                    };
                     let locator = p.get("locator").and_then(Value::as_str).unwrap_or_default();
                     if locator.trim_start().starts_with("func:") {
                         return Err(err(
@@ -448,14 +450,22 @@ fn webarena(v: &Value, bases: &BTreeMap<String, String>) -> Result<Task, Vec<Fie
                             "(() => {{ try {{ return String({expr} ?? '').toLowerCase().includes({}); }} catch (e) {{ return false; }} }})()",
                             serde_json::to_string(&m.to_lowercase()).expect("strings serialize")
                         );
-                        facts.push(json!({"id": format!("page.{}.{}", i + 1, j + 1), "description": format!("the page shows {m:?}"), "check": {"type": "js", "expression": js}}));
+                        let mut check = json!({"type": "js", "expression": js});
+                        if let Some(u) = &page {
+                            check["page"] = json!(u);
+                        }
+                        facts.push(json!({"id": format!("page.{}.{}", i + 1, j + 1), "description": format!("{} shows {m:?}", page.as_deref().unwrap_or("the page")), "check": check}));
                     }
                     if let Some(exact) = contents.get("exact_match").and_then(Value::as_str) {
                         let js = format!(
                             "(() => {{ try {{ return String({expr} ?? '').trim() === {}; }} catch (e) {{ return false; }} }})()",
                             serde_json::to_string(exact).expect("strings serialize")
                         );
-                        facts.push(json!({"id": format!("page.{}.exact", i + 1), "description": format!("the page reads exactly {exact:?}"), "check": {"type": "js", "expression": js}}));
+                        let mut check = json!({"type": "js", "expression": js});
+                        if let Some(u) = &page {
+                            check["page"] = json!(u);
+                        }
+                        facts.push(json!({"id": format!("page.{}.exact", i + 1), "description": format!("{} reads exactly {exact:?}", page.as_deref().unwrap_or("the page")), "check": check}));
                     }
                 }
                 if facts.is_empty() {

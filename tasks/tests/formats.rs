@@ -149,13 +149,29 @@ fn webarena_evaluators_become_rule_checks() {
         other => panic!("{other:?}"),
     }
 
-    // program_html checking another page than the final one: reported, not mis-imported.
-    let (field, message) = error(3);
-    assert_eq!(field, "eval.program_html[0].url");
+    // program_html on another page than the final one: a check with that page (its URL
+    // placeholder replaced), opened after the final page; the `last` entry reads the final
+    // page.
+    let t423 = get(3);
+    assert_eq!(kinds(t423), ["js", "js", "js"]);
+    let edit_page = "http://admin.test:7780/admin/catalog/product/edit/id/6";
+    let pages: Vec<&str> = t423.rubric.pages().iter().map(|p| p.as_str()).collect();
+    assert_eq!(pages, [edit_page]);
+    let on_edit = t423
+        .rubric
+        .expressions_on(Some(&rubrics::PageUrl::parse(edit_page).unwrap()));
+    assert_eq!(on_edit.len(), 1);
+    assert!(on_edit[0].contains("product[sale]") && on_edit[0].contains("=== \"1\""));
+    assert_eq!(
+        t423.rubric.expressions().len(),
+        2,
+        "the two must_include items of the `last` entry read the final page"
+    );
     assert!(
-        message.contains("http://admin.test:7780/admin/catalog/product/edit/id/6")
-            && message.contains("final page"),
-        "{message}"
+        t423.rubric
+            .expressions()
+            .iter()
+            .all(|e| e.contains("document.body.innerText"))
     );
 
     let t424 = get(4);

@@ -121,6 +121,7 @@ pub fn expand(recorded: &[LabelledEpisode]) -> Result<Vec<LabelledEpisode>, Stri
                 if let Check::Element {
                     selector: s,
                     expect,
+                    page: None,
                 } = check
                     && s == selector
                 {

@@ -41,6 +41,15 @@ pub enum InfraError {
     /// The task's environment did not start on its page.
     #[error("setup: {0}")]
     Setup(String),
+    /// A page the rubric reads besides the final one could not be opened. Not the
+    /// agent's doing: the site or the rubric is at fault.
+    #[error("check page {url} could not be opened: {message}")]
+    CheckPage {
+        /// The page's URL, as the rubric gives it.
+        url: String,
+        /// Why.
+        message: String,
+    },
 }
 
 impl InfraError {
@@ -53,6 +62,7 @@ impl InfraError {
             InfraError::StartPage { .. } => "start_page",
             InfraError::Watchdog(_) => "watchdog",
             InfraError::Setup(_) => "setup",
+            InfraError::CheckPage { .. } => "check_page",
         }
     }
 }
@@ -400,7 +410,7 @@ impl Episode {
                 self.keep_blob(s.bytes, s.mime)
             }
         };
-        let snapshot = PageSnapshot::capture(&self.session, &self.run.task.rubric).await?;
+        let snapshot = PageSnapshot::capture(&mut self.session, &self.run.task.rubric).await?;
         Ok((shot, snapshot))
     }
 

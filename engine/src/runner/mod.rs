@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 pub use episode::{Episode, EpisodeRun, Finished, InfraError};
 pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
-pub use snapshot::PageSnapshot;
+pub use snapshot::{PageCapture, PageSnapshot};
 
 use crate::campaign::{CampaignConfig, Mode};
 use crate::error::EngineError;
