@@ -45,6 +45,10 @@ pub struct RecordArgs {
     /// Screenshots kept per episode (the last ones), for model judges.
     #[arg(long, default_value_t = 2)]
     pub screenshots: usize,
+    /// Screenshots wider than this are scaled down (JPEG, quality 80) so the set stays
+    /// small enough to keep in the repository; 0 keeps them as captured.
+    #[arg(long, default_value_t = 640)]
+    pub screenshot_width: u32,
 }
 
 /// Runs a judge command.
@@ -150,7 +154,8 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
         let Some((page, final_answer, visited_urls)) = store.judged_material(e.id).await? else {
             continue;
         };
-        let screenshots = last_screenshots(store, e.id, args.screenshots).await?;
+        let screenshots =
+            last_screenshots(store, e.id, args.screenshots, args.screenshot_width).await?;
         let task = store
             .load_task(&e.task_id)
             .await?
@@ -189,6 +194,7 @@ async fn last_screenshots(
     store: &engine::store::Store,
     episode: uuid::Uuid,
     k: usize,
+    max_width: u32,
 ) -> anyhow::Result<Vec<String>> {
     use base64::Engine as _;
     let Some(d) = store.get_episode(episode).await? else {
@@ -203,8 +209,29 @@ async fn last_screenshots(
     let mut out = Vec::new();
     for h in &hashes[hashes.len().saturating_sub(k)..] {
         if let Some((_, bytes)) = store.get_blob(h).await? {
+            let bytes = shrink(bytes, max_width)?;
             out.push(base64::engine::general_purpose::STANDARD.encode(bytes));
         }
     }
+    Ok(out)
+}
+
+/// Scales a screenshot down to `max_width` pixels wide (JPEG, quality 80); narrower ones
+/// and `max_width` 0 are kept as they are.
+fn shrink(bytes: Vec<u8>, max_width: u32) -> anyhow::Result<Vec<u8>> {
+    let img = image::load_from_memory(&bytes).context("a stored screenshot is not an image")?;
+    if max_width == 0 || img.width() <= max_width {
+        return Ok(bytes);
+    }
+    let height = (u64::from(img.height()) * u64::from(max_width) / u64::from(img.width())).max(1);
+    let small = img
+        .resize_exact(
+            max_width,
+            height as u32,
+            image::imageops::FilterType::Triangle,
+        )
+        .to_rgb8();
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80).encode_image(&small)?;
     Ok(out)
 }
