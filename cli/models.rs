@@ -73,7 +73,7 @@ pub struct ModelArgs {
     /// Most tokens generated per action.
     #[arg(long, default_value_t = 96, global = true)]
     pub max_new_tokens: usize,
-    /// Largest batch of concurrent requests the ONNX policy runs together.
+    /// Largest batch of concurrent requests the ONNX policy (and serve-policy) runs together.
     #[arg(long, default_value_t = 8, global = true)]
     pub max_batch: usize,
     /// Longest a request waits for companions, ms.
@@ -211,10 +211,13 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
         fallback.map(|f| format!(" ({f})")).unwrap_or_default(),
         listener.local_addr()?
     );
-    let app = web::policy_server::router(web::policy_server::PolicyServer {
-        model: backend.model(),
-        name: args.name,
-    });
+    let batching = web::policy_server::Batching {
+        max_batch: common.models.max_batch.max(1),
+        max_wait: Duration::from_millis(common.models.max_wait_ms),
+        ..Default::default()
+    };
+    let server = web::policy_server::PolicyServer::start(backend.model(), args.name, batching)?;
+    let app = web::policy_server::router(server);
     let server = tokio::spawn(async move { axum_serve(listener, app).await });
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}

@@ -275,10 +275,10 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     let ids = judged_tasks(&engine).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = web::policy_server::router(web::policy_server::PolicyServer {
-        model: tiny().model(),
-        name: "tiny".into(),
-    });
+    let server =
+        web::policy_server::PolicyServer::start(tiny().model(), "tiny", Default::default())
+            .unwrap();
+    let app = web::policy_server::router(server);
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let mut opts = HttpOptions::new(format!("http://{addr}"), "tiny-http");

@@ -52,10 +52,10 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
     let server_backend = OnnxBackend::load(onnx_options()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = web::policy_server::router(web::policy_server::PolicyServer {
-        model: server_backend.model(),
-        name: "tiny".into(),
-    });
+    let server =
+        web::policy_server::PolicyServer::start(server_backend.model(), "tiny", Default::default())
+            .unwrap();
+    let app = web::policy_server::router(server);
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let mut policies = PolicyRegistry::builtin();
@@ -230,4 +230,99 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             .all(|l| l["logprob"].as_f64().is_some_and(|v| v <= 0.0))
     );
     engine.shutdown().await;
+}
+
+/// One chat completion from `serve-policy`: the text and its per-token log-probabilities.
+async fn complete(
+    client: &reqwest::Client,
+    url: &str,
+    body: serde_json::Value,
+) -> (String, Vec<f64>) {
+    let r = client.post(url).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    let choice = &v["choices"][0];
+    let logprobs = choice["logprobs"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["logprob"].as_f64().unwrap())
+        .collect();
+    (
+        choice["message"]["content"].as_str().unwrap().to_string(),
+        logprobs,
+    )
+}
+
+#[tokio::test]
+async fn serve_policy_batches_concurrent_requests_and_answers_each_as_if_alone() {
+    use web::policy_server::{Batching, PolicyServer};
+    let backend = OnnxBackend::load(onnx_options()).unwrap();
+    let server = PolicyServer::start(
+        backend.model(),
+        "tiny",
+        Batching {
+            max_batch: 8,
+            max_wait: Duration::from_millis(300),
+            queue_capacity: 64,
+        },
+    )
+    .unwrap();
+    let stats = server.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, web::policy_server::router(server)).await });
+    let client = reqwest::Client::new();
+    // Prompts of different lengths, so the batch is padded.
+    let body = |i: usize, max_tokens: u32| {
+        serde_json::json!({"model": "tiny", "max_tokens": max_tokens, "temperature": 0.0,
+            "logprobs": true, "seed": i,
+            "messages": [{"role": "user", "content": format!("Task {i}: {}", "open the page ".repeat(i + 1))}]})
+    };
+
+    let mut alone = Vec::new();
+    for i in 0..6 {
+        alone.push(complete(&client, &url, body(i, 8)).await);
+    }
+    assert_eq!(
+        (stats.stats().batches(), stats.stats().largest()),
+        (6, 1),
+        "one at a time, each request is its own batch"
+    );
+
+    let together =
+        futures::future::join_all((0..6).map(|i| complete(&client, &url, body(i, 8)))).await;
+    let batches = stats.stats().batches() - 6;
+    assert!(
+        batches < 6 && stats.stats().largest() >= 2,
+        "six concurrent requests ran in {batches} generation calls (largest {})",
+        stats.stats().largest()
+    );
+    assert_eq!(stats.stats().requests(), 12);
+    for (i, ((a_text, a_lp), (t_text, t_lp))) in alone.iter().zip(&together).enumerate() {
+        assert_eq!(
+            a_text, t_text,
+            "request {i}: batched text equals its text alone"
+        );
+        assert_eq!(a_lp.len(), t_lp.len());
+        for (a, t) in a_lp.iter().zip(t_lp) {
+            assert!(
+                (a - t).abs() < 1e-3,
+                "request {i}: logprob {a} alone, {t} batched"
+            );
+        }
+    }
+
+    // Different settings never share a generation call: each gets what it asked for.
+    let before = stats.stats().batches();
+    let (short, long) = tokio::join!(
+        complete(&client, &url, body(0, 2)),
+        complete(&client, &url, body(1, 8))
+    );
+    assert_eq!(stats.stats().batches() - before, 2);
+    assert!(short.1.len() <= 2, "{short:?}");
+    assert_eq!(long, alone[1]);
 }

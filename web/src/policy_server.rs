@@ -1,6 +1,9 @@
 //! `surfgym serve-policy`: the ONNX policy behind an OpenAI-compatible
 //! `/v1/chat/completions` endpoint, so inference can run on a GPU machine and rollouts
-//! elsewhere (any OpenAI-style client works; surfgym's HTTP policy is one).
+//! elsewhere (any OpenAI-style client works; surfgym's HTTP policy is one). Concurrent
+//! requests are generated together ([`batch`]).
+
+mod batch;
 
 use std::sync::{Arc, Mutex};
 
@@ -10,17 +13,40 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
-use engine::policy::onnx::{GenParams, Model, expand_images, prompt};
+use engine::policy::onnx::{GenParams, Model};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+pub use batch::{BatchStats, Batching, Busy};
 
 /// What the endpoint serves.
 #[derive(Clone)]
 pub struct PolicyServer {
-    /// The model.
-    pub model: Arc<Mutex<Model>>,
-    /// The name clients pass as `model` (any name is accepted; this one is listed).
-    pub name: String,
+    queue: batch::GenerationQueue,
+    vision: bool,
+    name: String,
+}
+
+impl PolicyServer {
+    /// Serves `model` under `name` (any name is accepted from clients; this one is
+    /// listed), batching concurrent requests as `batching` says.
+    pub fn start(
+        model: Arc<Mutex<Model>>,
+        name: impl Into<String>,
+        batching: Batching,
+    ) -> std::io::Result<PolicyServer> {
+        let vision = model.lock().unwrap_or_else(|p| p.into_inner()).has_vision();
+        Ok(PolicyServer {
+            queue: batch::GenerationQueue::start(model, batching)?,
+            vision,
+            name: name.into(),
+        })
+    }
+
+    /// What the batching queue has done so far.
+    pub fn stats(&self) -> &BatchStats {
+        self.queue.stats()
+    }
 }
 
 #[derive(Deserialize)]
@@ -67,6 +93,11 @@ fn decode_image(url: &str) -> Result<image::DynamicImage, String> {
     image::load_from_memory(&bytes).map_err(|e| format!("not an image: {e}"))
 }
 
+fn server_error(message: String) -> Response {
+    let body = json!({"error": {"message": message, "type": "server_error"}});
+    (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response()
+}
+
 async fn chat(
     State(server): State<PolicyServer>,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
@@ -99,7 +130,7 @@ async fn chat(
             .collect(),
         Some(_) => return bad("stop", "must be a string or a list of strings"),
     };
-    let vision = server.model.lock().expect("model lock").has_vision();
+    let vision = server.vision;
     // Messages for the chat template (image parts become {"type": "image"}), and the images.
     let mut messages = Vec::new();
     let mut images = Vec::new();
@@ -173,36 +204,28 @@ async fn chat(
         top_p,
         stop,
     };
-    let model = server.model.clone();
-    let messages = Value::Array(messages);
-    let result = tokio::task::spawn_blocking(move || {
-        let mut m = model.lock().expect("model lock");
-        let text = prompt::render_messages(&m.config().chat_template, &messages)?;
-        let p = expand_images(&text, &images, m.config()).map_err(|e| e.to_string())?;
-        let prompt_tokens = m.encode(&p.text).map_err(|e| e.to_string())?.len();
-        let out = m
-            .generate(&[p], &params, &[seed])
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((out.into_iter().next(), prompt_tokens))
-    })
-    .await;
-    let (generation, prompt_tokens) = match result {
-        Ok(Ok((Some(g), n))) => (g, n),
-        Ok(Ok((None, _))) => {
+    let job = batch::Job {
+        messages: Value::Array(messages),
+        images,
+        params,
+        seed,
+    };
+    let waiting = match server.queue.submit(job) {
+        Ok(rx) => rx,
+        Err(busy) => {
+            // 503 is what OpenAI-style clients (ours included) retry with backoff.
             return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({"error": {"message": "no output", "type": "server_error"}})),
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"error": {"message": busy.to_string(), "type": "server_busy"}})),
             )
                 .into_response();
         }
-        Ok(Err(e)) => return bad("messages", e),
-        Err(e) => {
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({"error": {"message": e.to_string(), "type": "server_error"}})),
-            )
-                .into_response();
-        }
+    };
+    let (generation, prompt_tokens) = match waiting.await {
+        Ok(Ok(out)) => out,
+        Ok(Err(batch::JobError::Request(e))) => return bad("messages", e),
+        Ok(Err(batch::JobError::Model(e))) => return server_error(e),
+        Err(_) => return server_error("the generation thread stopped".into()),
     };
     let finish = match generation.finish {
         engine::policy::onnx::Finish::Length => "length",
@@ -231,12 +254,19 @@ async fn models(State(server): State<PolicyServer>) -> Json<Value> {
     )
 }
 
+async fn health(State(server): State<PolicyServer>) -> Json<Value> {
+    let s = server.stats();
+    Json(
+        json!({"status": "ok", "requests": s.requests(), "batches": s.batches(), "largest_batch": s.largest()}),
+    )
+}
+
 /// The OpenAI-compatible app.
 pub fn router(server: PolicyServer) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
-        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/health", get(health))
         // Screenshots travel in the body.
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(server)
