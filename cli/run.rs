@@ -125,6 +125,10 @@ pub struct WorkerArgs {
     /// First port of the practice sites, with --serve-sites.
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
+    /// Serve this worker's Prometheus metrics at http://ADDR/metrics (e.g. 0.0.0.0:9100;
+    /// port 0 picks a free one, printed at start).
+    #[arg(long)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// `surfgym campaign ...`.
@@ -539,6 +543,20 @@ pub async fn worker(common: &Common, args: WorkerArgs) -> anyhow::Result<ExitCod
         let db = db::open(common).await?;
         (engine(common, &db)?, None)
     };
+    if let Some(addr) = args.metrics_addr {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--metrics-addr {addr}: cannot listen there"))?;
+        println!("metrics at http://{}/metrics", listener.local_addr()?);
+        let app = web::metrics_router(web::AppState {
+            engine: engine.clone(),
+        });
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "metrics server stopped");
+            }
+        });
+    }
     engine.start_scheduler().await;
     println!(
         "worker running; Ctrl-C or SIGTERM stops it (its unfinished episodes go back to the queue)"

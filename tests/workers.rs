@@ -48,6 +48,10 @@ struct Worker {
 
 impl Worker {
     fn spawn(db: &str, name: &str) -> Worker {
+        Worker::spawn_with(db, name, &[])
+    }
+
+    fn spawn_with(db: &str, name: &str, extra: &[&str]) -> Worker {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("workers");
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("{name}-{}.log", Uuid::new_v4().simple()));
@@ -64,6 +68,7 @@ impl Worker {
                 "--contexts",
                 "2",
             ])
+            .args(extra)
             .env("DATABASE_URL", db)
             .env(
                 "SURFGYM_LOG",
@@ -76,6 +81,23 @@ impl Worker {
             .spawn()
             .unwrap();
         Worker { child, log }
+    }
+
+    /// The metrics URL the worker printed (with `--metrics-addr`).
+    async fn metrics_url(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(url) = log.lines().find_map(|l| l.strip_prefix("metrics at ")) {
+                return url.trim().to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no metrics address in {}",
+                self.log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     fn pid(&self) -> u32 {
@@ -261,7 +283,7 @@ async fn three_workers_run_every_episode_exactly_once(pool: PgPool) {
     let db = database_url(&pool);
     let (store, _sites, id) = setup(pool).await;
     let workers: Vec<Worker> = (0..3)
-        .map(|i| Worker::spawn(&db, &format!("w{i}")))
+        .map(|i| Worker::spawn_with(&db, &format!("w{i}"), &["--metrics-addr", "127.0.0.1:0"]))
         .collect();
     wait_until(&store, id, "the campaign to complete", |v| {
         v.status == "completed"
@@ -288,6 +310,25 @@ async fn three_workers_run_every_episode_exactly_once(pool: PgPool) {
             w.pid(),
             w.log.display()
         );
+    }
+    // Each worker's own /metrics counts the episodes it stored, and nothing else.
+    for w in &workers {
+        let text = reqwest::get(w.metrics_url().await)
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let counted: i64 = text
+            .lines()
+            .filter(|l| l.starts_with("surfgym_episodes_finished_total{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap())
+            .sum();
+        let stored = by
+            .iter()
+            .find(|(o, _)| o.contains(&format!(":{}:", w.pid())))
+            .map_or(0, |(_, n)| *n);
+        assert_eq!(counted, stored, "worker {} metrics:\n{text}", w.pid());
     }
     for w in workers {
         w.stop();

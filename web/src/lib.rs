@@ -103,6 +103,19 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Only `/metrics` and `/api/health`: what a `surfgym worker` serves, so workers on other
+/// machines can be scraped without exposing the API there.
+pub fn metrics_router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(live::metrics))
+        .route("/api/health", get(health))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(30),
+        ))
+        .with_state(state)
+}
+
 /// Serves [`router`] on a bound listener until the task is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     axum::serve(listener, router(state)).await
