@@ -245,7 +245,16 @@ async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
     *server.logprobs.lock().unwrap() = vec![-0.5, -0.25, -0.125];
     let mut o = HttpOptions::new(base, "scripted");
     o.retries = 1;
+    let mut once = o.clone();
+    once.retries = 0;
+    assert!(
+        !HttpPolicy::new("once", once).unwrap().retries_own_calls(),
+        "without client retries, the episode's retries apply"
+    );
     let policy = HttpPolicy::new("http", o).unwrap();
+    // The client retried the 503 itself (the first reply below); the episode must not
+    // retry on top.
+    assert!(policy.retries_own_calls());
     let task = tasks::parse_task(
         r#"{"id": "t", "instruction": "Open the cart", "start_url": "http://127.0.0.1:1/",
             "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,

@@ -216,6 +216,66 @@ impl Policy for Flaky {
     }
 }
 
+/// A policy server that is down; `own` says whether the backend retries by itself.
+struct Unreachable {
+    name: &'static str,
+    own: bool,
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl Policy for Unreachable {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn retries_own_calls(&self) -> bool {
+        self.own
+    }
+    fn decide(&self, _: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        async { Err(PolicyError::Unavailable("connection refused".into())) }.boxed()
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_backend_that_retries_its_own_calls_is_not_retried_again_per_step(pool: PgPool) {
+    let plain = Arc::new(Unreachable {
+        name: "down",
+        own: false,
+        calls: Default::default(),
+    });
+    let own = Arc::new(Unreachable {
+        name: "down-own",
+        own: true,
+        calls: Default::default(),
+    });
+    let (engine, _sites) = engine(pool, vec![plain.clone(), own.clone()]).await;
+    let mut episodes = 0;
+    for name in ["down", "down-own"] {
+        let mut spec = wiki_easy(name);
+        spec.max_attempts = Some(1);
+        let id = engine.create_campaign(spec).await.unwrap();
+        engine.run_campaign(id).await.unwrap();
+        let view = engine.store().get_campaign(id).await.unwrap().unwrap();
+        assert_eq!(
+            (view.counts.finished, view.counts.failed),
+            (0, view.total_episodes),
+            "{name}: a dead server fails every episode as infrastructure"
+        );
+        episodes = view.total_episodes as u32;
+    }
+    assert!(episodes > 0);
+    assert_eq!(
+        plain.calls.load(Ordering::SeqCst),
+        episodes * (1 + engine::runner::POLICY_CALL_RETRIES),
+        "the episode retries a plain backend's call"
+    );
+    assert_eq!(
+        own.calls.load(Ordering::SeqCst),
+        episodes,
+        "a backend with its own retries is asked once per step"
+    );
+}
+
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn a_policy_failing_a_fifth_of_calls_is_retried_until_the_campaign_completes(pool: PgPool) {
     let flaky = Arc::new(Flaky {

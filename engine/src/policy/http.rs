@@ -224,6 +224,11 @@ impl Policy for HttpPolicy {
         &self.name
     }
 
+    fn retries_own_calls(&self) -> bool {
+        // `ChatClient::call` retries 5xx, 429, timeouts and refused connections.
+        self.chat.opts.retries > 0
+    }
+
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async move {
             let content = self.content(&input)?;

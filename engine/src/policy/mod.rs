@@ -112,6 +112,13 @@ pub trait Policy: Send + Sync {
     /// Chooses the next action of one episode.
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>>;
 
+    /// Whether the backend already retries an unavailable server itself (with its own
+    /// backoff) before answering [`PolicyError::Unavailable`]; the episode then does not
+    /// retry the call again on top, which would multiply the attempts.
+    fn retries_own_calls(&self) -> bool {
+        false
+    }
+
     /// Chooses for several episodes at once (lockstep rollouts make one such call per
     /// step). Batched backends override it; by default each input is decided on its own,
     /// concurrently.

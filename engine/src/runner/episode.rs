@@ -427,11 +427,15 @@ pub const POLICY_CALL_RETRIES: u32 = 3;
 const POLICY_BACKOFF: Duration = Duration::from_millis(250);
 
 /// Asks `policy`, retrying a backend that is unavailable up to [`POLICY_CALL_RETRIES`]
-/// times; each retry is counted in `surfgym_policy_call_retries_total`.
+/// times (unless it retries its own calls); each retry is counted in
+/// `surfgym_policy_call_retries_total`.
 async fn decide_retrying(
     policy: &dyn crate::policy::Policy,
     input: StepInput,
 ) -> Result<Decision, PolicyError> {
+    if policy.retries_own_calls() {
+        return policy.decide(input).await;
+    }
     let mut wait = POLICY_BACKOFF;
     for _ in 0..POLICY_CALL_RETRIES {
         match policy.decide(input.clone()).await {

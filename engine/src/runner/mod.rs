@@ -24,7 +24,7 @@ use browser_pool::BrowserPool;
 use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
-pub use episode::{Episode, EpisodeRun, Finished, InfraError};
+pub use episode::{Episode, EpisodeRun, Finished, InfraError, POLICY_CALL_RETRIES};
 pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
 pub use snapshot::{PageCapture, PageSnapshot};
 
