@@ -17,6 +17,10 @@ const PAGE: &str = r#"<!doctype html><html><head><title>Timers</title></head><bo
 <button id="frame" onclick="requestAnimationFrame(() => requestAnimationFrame(() => { document.getElementById('out').textContent = 'frame result'; }))">Frame</button>
 <button id="plain" onclick="document.getElementById('out').textContent = 'plain result'">Plain</button>
 <button id="cleared" onclick="clearTimeout(setTimeout(() => {}, 400)); document.getElementById('out').textContent = 'cleared'">Cleared</button>
+<button id="open" onclick="document.getElementById('panel').style.height = '200px'">Open</button>
+<div id="panel" style="height: 0; overflow: hidden; transition: height 300ms linear">Panel</div>
+<div id="spinner" style="width: 10px; height: 10px; animation: spin 1s linear infinite"></div>
+<style>@keyframes spin { from { transform: rotate(0deg); } to { transform: rotate(360deg); } }</style>
 <p id="out">nothing yet</p>
 <script>
   // Three counted generations, 120 ms apart: the last one writes the result.
@@ -96,8 +100,18 @@ async fn settling_follows_the_actions_timers() {
     click(&mut s, "#frame").await;
     assert_eq!(out(&s).await, "frame result");
 
-    // A plain click settles without waiting for the background loops: well under the
-    // 1.5 s a restless page gets.
+    // A CSS transition the click started is over before the observation (it changes no
+    // DOM, so only the animation tracking sees it).
+    click(&mut s, "#open").await;
+    let height = s
+        .evaluate("document.getElementById('panel').getBoundingClientRect().height")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(height.as_f64().unwrap().round(), 200.0, "panel mid-transition");
+
+    // A plain click settles without waiting for the background loops or the endless
+    // spinner: well under the 1.5 s a restless page gets.
     let took = click(&mut s, "#plain").await;
     assert_eq!(out(&s).await, "plain result");
     assert!(
