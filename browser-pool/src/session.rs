@@ -90,6 +90,9 @@ pub struct Session {
     cfg: Arc<PoolConfig>,
     permit: Option<OwnedSemaphorePermit>,
     action_seq: u64,
+    /// An action whose document mark (`js::prepare`) rides along with its target's
+    /// resolution, saving a round trip; 0: none pending.
+    pending_prepare: AtomicU64,
     last_error: Option<String>,
     events: EventLog,
     /// Targets the browser reports for this context: opened and destroyed tabs.
@@ -208,6 +211,7 @@ impl Session {
             cfg,
             permit: Some(permit),
             action_seq: 0,
+            pending_prepare: AtomicU64::new(0),
             last_error: None,
             events,
             signals,
@@ -280,6 +284,34 @@ impl Session {
                 Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
             },
             Err(e) => Err(e),
+        }
+    }
+
+    /// Input events sent back to back without waiting for each acknowledgement (Chromium
+    /// queues and delivers them in order), saving a round trip per event. Timeouts are
+    /// handled once for the group, as [`Session::input`] does for one event.
+    async fn inputs<C: Command + Clone>(
+        &self,
+        op: &'static str,
+        cmds: Vec<C>,
+    ) -> Result<(), PoolError> {
+        let limit = self.page_limit();
+        let results =
+            futures::future::join_all(cmds.into_iter().map(|c| self.call_once(op, c, limit))).await;
+        let mut timed_out = None;
+        for r in results {
+            match r {
+                Ok(_) => {}
+                Err(PoolError::Timeout { after, .. }) => timed_out = Some(after),
+                Err(e) => return Err(e),
+            }
+        }
+        match timed_out {
+            None => Ok(()),
+            Some(after) => match self.stop_scripts(op).await {
+                Rescue::Stopped | Rescue::Responsive => Ok(()),
+                Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
+            },
         }
     }
 
@@ -654,8 +686,25 @@ impl Session {
         if action.is_terminal() {
             return Ok(ActReport::default());
         }
-        // Best effort: a page that is mid-navigation has no document to mark.
-        let _ = self.evaluate(&js::prepare(seq)).await?;
+        // Actions that first locate an element in the page mark the document in that same
+        // evaluation (see `resolve`); the others mark it here. Best effort: a page that is
+        // mid-navigation has no document to mark.
+        let first_target = match action {
+            Action::Click(t)
+            | Action::DoubleClick(t)
+            | Action::RightClick(t)
+            | Action::Hover(t)
+            | Action::Drag { from: t, .. }
+            | Action::Type { target: t, .. }
+            | Action::Select { target: t, .. } => Some(t),
+            _ => None,
+        };
+        let deferred = matches!(first_target, Some(Target::Element(_) | Target::Selector(_)));
+        self.pending_prepare
+            .store(if deferred { seq } else { 0 }, Ordering::SeqCst);
+        if !deferred {
+            let _ = self.evaluate(&js::prepare(seq)).await?;
+        }
         let downloads_before = self.downloads.load(Ordering::SeqCst);
         let tab_before = self.tab().target.clone();
         let report = match action {
@@ -687,6 +736,7 @@ impl Session {
             Action::CloseTab(n) => self.close_tab(*n).await?,
             Action::Answer(_) | Action::Stop => unreachable!("terminal actions return early"),
         };
+        self.pending_prepare.store(0, Ordering::SeqCst);
         self.settle(seq, downloads_before).await?;
         // A popup the action opened becomes the active tab; it must settle too.
         self.absorb_tabs().await?;
@@ -952,7 +1002,11 @@ impl Session {
                 disabled: false,
             }));
         }
-        Ok(match self.eval_ours(&js::resolve(target)).await? {
+        let js = match self.pending_prepare.swap(0, Ordering::SeqCst) {
+            0 => js::resolve(target),
+            seq => format!("{};\n{}", js::prepare(seq), js::resolve(target)),
+        };
+        Ok(match self.eval_ours(&js).await? {
             Ok(v) => match serde_json::from_value::<Resolved>(v) {
                 Ok(r) if r.error.is_some() => Err(r.error.unwrap_or_default()),
                 Ok(r) if r.x.is_some() && r.y.is_some() => Ok(r),
@@ -960,18 +1014,6 @@ impl Session {
             },
             Err(e) => Err(format!("could not locate the element: {e}")),
         })
-    }
-
-    async fn mouse(
-        &self,
-        kind: DispatchMouseEventType,
-        x: f64,
-        y: f64,
-        button: MouseButton,
-    ) -> Result<(), PoolError> {
-        let pressed = matches!(kind, DispatchMouseEventType::MousePressed);
-        self.mouse_with(kind, x, y, button, i64::from(pressed), 1)
-            .await
     }
 
     /// One mouse event with the button state spelled out: `buttons` is the bit field of
@@ -995,20 +1037,20 @@ impl Session {
     }
 
     async fn click_at(&self, x: f64, y: f64) -> Result<(), PoolError> {
-        self.mouse(DispatchMouseEventType::MouseMoved, x, y, MouseButton::None)
-            .await?;
-        self.mouse(
-            DispatchMouseEventType::MousePressed,
-            x,
-            y,
-            MouseButton::Left,
-        )
-        .await?;
-        self.mouse(
-            DispatchMouseEventType::MouseReleased,
-            x,
-            y,
-            MouseButton::Left,
+        use DispatchMouseEventType::{MouseMoved, MousePressed, MouseReleased};
+        let event = |kind, button, buttons| DispatchMouseEventParams {
+            button: Some(button),
+            buttons: Some(buttons),
+            click_count: Some(1),
+            ..DispatchMouseEventParams::new(kind, x, y)
+        };
+        self.inputs(
+            "Input.dispatchMouseEvent",
+            vec![
+                event(MouseMoved, MouseButton::None, 0),
+                event(MousePressed, MouseButton::Left, 1),
+                event(MouseReleased, MouseButton::Left, 0),
+            ],
         )
         .await
     }

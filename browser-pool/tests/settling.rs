@@ -108,7 +108,11 @@ async fn settling_follows_the_actions_timers() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(height.as_f64().unwrap().round(), 200.0, "panel mid-transition");
+    assert_eq!(
+        height.as_f64().unwrap().round(),
+        200.0,
+        "panel mid-transition"
+    );
 
     // A plain click settles without waiting for the background loops or the endless
     // spinner: well under the 1.5 s a restless page gets.
