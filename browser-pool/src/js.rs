@@ -60,6 +60,10 @@ pub(crate) fn prepare(action: u64) -> String {
     PREPARE.replace("__ACTION__", &action.to_string())
 }
 
+pub(crate) fn query(css: &str) -> String {
+    assemble(include_str!("js/query.js")).replace("__CSS__", &json(css))
+}
+
 pub(crate) fn resolve(target: &Target) -> String {
     let (id, css) = target_parts(target);
     assemble(RESOLVE)

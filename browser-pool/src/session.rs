@@ -475,11 +475,7 @@ impl Session {
         &self,
         css: &str,
     ) -> Result<Result<Option<ElementState>, String>, PoolError> {
-        let js = include_str!("js/query.js").replace(
-            "__CSS__",
-            &serde_json::to_string(css).expect("strings always serialize"),
-        );
-        Ok(match self.eval_ours(&js).await? {
+        Ok(match self.eval_ours(&js::query(css)).await? {
             Ok(Value::Null) => Ok(None),
             Ok(v) => serde_json::from_value(v)
                 .map(Some)

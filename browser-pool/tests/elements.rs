@@ -238,6 +238,44 @@ async fn same_origin_iframes_are_listed_and_usable() {
             .unwrap()
             > 0.0
     );
+    // css= targets reach into same-origin iframes (nested ones too) when the top document
+    // has no match; rubric reads (query_selector) do as well. The cross-origin one stays
+    // out of reach.
+    ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
+    ok(&mut s, r##"click(css="#deep")"##).await;
+    let deep = "document.getElementById('f').contentDocument.getElementById('g').contentDocument.getElementById('deep').textContent";
+    assert_eq!(eval(&s, deep).await, "deep clicked");
+    ok(&mut s, r##"type(css="#name", "by selector")"##).await;
+    assert_eq!(
+        eval(
+            &s,
+            "document.getElementById('f').contentDocument.getElementById('name').value"
+        )
+        .await,
+        "by selector"
+    );
+    let state = s.query_selector("#deep").await.unwrap().unwrap().unwrap();
+    assert_eq!(state.text, "deep clicked");
+    // The top document's own match wins over a frame's.
+    assert_eq!(
+        s.query_selector("button")
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .text,
+        "Top button"
+    );
+    let r = s.act(&act(r##"click(css="#c")"##)).await.unwrap();
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no element matches"),
+        "{r:?}"
+    );
+    assert_eq!(s.query_selector("#c").await.unwrap().unwrap(), None);
+
     // A stale number is an error, not a click somewhere else.
     ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
     let r = s.act(&act("click(2)")).await.unwrap();
@@ -267,6 +305,27 @@ async fn open_shadow_roots_are_listed_and_usable() {
     );
     assert!(els.iter().all(|e| e.in_viewport));
     let root = "document.getElementById('host').shadowRoot";
+    // css= reaches into open roots, nested ones too; never into the closed one.
+    ok(&mut s, r##"click(css="#nb")"##).await;
+    assert_eq!(
+        eval(
+            &s,
+            &format!(
+                "{root}.getElementById('inner-host').shadowRoot.getElementById('nb').textContent"
+            )
+        )
+        .await,
+        "nested clicked"
+    );
+    assert_eq!(
+        s.query_selector("#sb")
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .text,
+        "Shadow button"
+    );
     ok(&mut s, &format!("click({})", find(els, "Shadow button").id)).await;
     assert_eq!(
         eval(&s, &format!("{root}.getElementById('sb').textContent")).await,

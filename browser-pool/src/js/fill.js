@@ -5,7 +5,7 @@
 (() => {
   const ID = __ID__, CSS = __CSS__, TEXT = __TEXT__, CLEAR = __CLEAR__;
   // #include numbered.js
-  const el = CSS !== null ? document.querySelector(CSS) : numbered(ID);
+  const el = CSS !== null ? selected(CSS) : numbered(ID);
   if (!el) return { error: 'the element disappeared before typing' };
   // The element's own window (an iframe's): its prototypes, events and selection.
   const win = el.ownerDocument.defaultView;

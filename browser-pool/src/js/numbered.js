@@ -20,3 +20,32 @@
       node = fe;
     }
   };
+  // The first element matching a CSS selector: in the top document, else inside open
+  // shadow roots and same-origin iframes (depth first, in document order), which element
+  // numbers reach too. An invalid selector throws, as querySelector does.
+  const selected = (css) => {
+    const search = (root) => {
+      const hit = root.querySelector(css);
+      if (hit) return hit;
+      for (const el of root.querySelectorAll('*')) {
+        if (el.shadowRoot) {
+          const h = search(el.shadowRoot);
+          if (h) return h;
+        }
+        if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
+          let doc = null;
+          try {
+            doc = el.contentDocument;
+          } catch (e) {
+            doc = null;
+          }
+          if (doc && doc.documentElement) {
+            const h = search(doc);
+            if (h) return h;
+          }
+        }
+      }
+      return null;
+    };
+    return search(document);
+  };

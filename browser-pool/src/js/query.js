@@ -1,6 +1,8 @@
-// Reads the state of the first element matching a CSS selector (null when none matches).
+// Reads the state of the first element matching a CSS selector (null when none matches),
+// looking into open shadow roots and same-origin iframes as element numbers do.
 (() => {
-  const el = document.querySelector(__CSS__);
+  // #include numbered.js
+  const el = selected(__CSS__);
   if (!el) return null;
   const tag = el.tagName.toLowerCase();
   let value = null;

@@ -7,7 +7,7 @@
   // #include numbered.js
   // #include place.js
 
-  const el = CSS !== null ? document.querySelector(CSS) : numbered(ID);
+  const el = CSS !== null ? selected(CSS) : numbered(ID);
   if (!el) {
     return { error: CSS !== null ? 'no element matches css=' + JSON.stringify(CSS)
       : 'element ' + ID + ' is not on the page any more (the page changed; use the numbers of the latest observation)' };

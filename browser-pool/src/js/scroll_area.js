@@ -44,7 +44,7 @@
     el = deepAt(X, Y);
     if (!el) return { error: 'there is no element at (' + X + ', ' + Y + ')' };
   } else {
-    el = CSS !== null ? document.querySelector(CSS) : numbered(ID);
+    el = CSS !== null ? selected(CSS) : numbered(ID);
     if (!el) {
       return { error: CSS !== null ? 'no element matches css=' + JSON.stringify(CSS)
         : 'element ' + ID + ' is not on the page any more (the page changed; use the numbers of the latest observation)' };

@@ -3,7 +3,7 @@
 (() => {
   const ID = __ID__, CSS = __CSS__, OPTION = __TEXT__;
   // #include numbered.js
-  const el = CSS !== null ? document.querySelector(CSS) : numbered(ID);
+  const el = CSS !== null ? selected(CSS) : numbered(ID);
   if (!el) return { error: 'the element disappeared' };
   if (el.tagName.toLowerCase() !== 'select') return { error: 'element is a <' + el.tagName.toLowerCase() + '>, not a <select>' };
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim().toLowerCase();
