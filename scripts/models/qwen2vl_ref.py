@@ -186,3 +186,19 @@ def compare(m, path: str, report) -> None:
     same = loader_pos.shape == ref_pos.shape and bool((loader_pos == ref_pos).all())
     report("M-RoPE position ids == reference get_rope_index", same,
            f"{len(ids)} tokens, max position {int(ref_pos.max())}")
+    # The loader's greedy output on that prompt, from the loader's own pixel rows: the
+    # reference merges the features, prefills with its positions, decodes at max + 1 on.
+    rows = np.array(got["prompt_pixel_values"], np.float32).reshape(-1, rows.shape[1])
+    emb = m.embed_ids(np.array([ids]))
+    emb[0, np.array(ids) == m.config["image_token_id"]] = _features(m, rows, got["grids"])
+    logits, past = m.step(emb, np.ones((1, len(ids)), np.int64), ref_pos[:, None, :], m.empty_past(1))
+    stops, new, nxt = m.stop_ids(), [], int(ref_pos.max()) + 1
+    for k in range(got["max_new_tokens"]):
+        tok = int(np.argmax(logits[0, -1]))
+        if tok in stops:
+            break
+        new.append(tok)
+        total = len(ids) + k + 1
+        logits, past = m.step(m.embed_ids(np.array([[tok]])), np.ones((1, total), np.int64),
+                              np.full((3, 1, 1), nxt + k), past)
+    report("greedy tokens == the loader's", new == got["greedy"], f"reference {new}, loader {got['greedy']}")
