@@ -109,7 +109,10 @@ fn screenshots_become_image_pad_tokens_on_an_mrope_grid() {
     assert!(backend.has_vision());
     let model = backend.model();
     let m = model.lock().unwrap();
-    assert!(m.uses_mrope(), "the decoder's position_ids are [3, batch, seq]");
+    assert!(
+        m.uses_mrope(),
+        "the decoder's position_ids are [3, batch, seq]"
+    );
     let image_id = m.config().image_token_id.unwrap();
     assert_eq!(m.encode("<|image_pad|>").unwrap(), [image_id]);
     drop(m);
@@ -123,7 +126,11 @@ fn screenshots_become_image_pad_tokens_on_an_mrope_grid() {
         let ids = m.encode(&p.text).unwrap();
         let start = ids.iter().position(|t| *t == image_id).unwrap();
         let n = ids.iter().filter(|t| **t == image_id).count();
-        assert_eq!(n, rows * cols, "{w}x{h}: one <|image_pad|> per merged patch");
+        assert_eq!(
+            n,
+            rows * cols,
+            "{w}x{h}: one <|image_pad|> per merged patch"
+        );
         assert!(
             ids[start..start + n].iter().all(|t| *t == image_id),
             "one block"

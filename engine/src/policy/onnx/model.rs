@@ -209,7 +209,9 @@ impl Model {
                 .find(|n| *n == "image_grid_thw" || *n == "grid_thw")
                 .map(str::to_string)
         });
-        if matches!(cfg.layout, VisionLayout::Qwen2Vl(_)) && vision.is_some() && grid_input.is_none()
+        if matches!(cfg.layout, VisionLayout::Qwen2Vl(_))
+            && vision.is_some()
+            && grid_input.is_none()
         {
             return Err(OnnxError::Model(
                 "a Qwen2-VL vision_encoder needs a grid_thw or image_grid_thw input".into(),
@@ -315,10 +317,7 @@ impl Model {
             .iter()
             .map(|p| p.grid_thw.iter().product::<usize>())
             .sum();
-        let rows: Vec<f32> = images
-            .iter()
-            .flat_map(|p| p.rows.iter().copied())
-            .collect();
+        let rows: Vec<f32> = images.iter().flat_map(|p| p.rows.iter().copied()).collect();
         let width = rows.len() / patches.max(1);
         let grid: Vec<i64> = images
             .iter()
@@ -445,8 +444,9 @@ impl Model {
             })
             .collect();
         match self.cfg.image_token_id {
-            Some(image_id) => qwen2vl::rope_index(ids, image_id, &grids, merge)
-                .map_err(OnnxError::Prompt),
+            Some(image_id) => {
+                qwen2vl::rope_index(ids, image_id, &grids, merge).map_err(OnnxError::Prompt)
+            }
             None => Ok((0..ids.len() as i64).map(|i| [i; 3]).collect()),
         }
     }
@@ -520,10 +520,7 @@ impl Model {
             } else {
                 Tensor::from_array(([batch, len], positions))
             };
-            inputs.push((
-                "position_ids".into(),
-                value.map_err(rt)?.into_dyn().into(),
-            ));
+            inputs.push(("position_ids".into(), value.map_err(rt)?.into_dyn().into()));
         }
         let past_len = total - len;
         if self.decoder_inputs.iter().any(|n| n == "use_cache_branch") {

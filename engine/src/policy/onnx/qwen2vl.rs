@@ -281,8 +281,14 @@ mod tests {
             [7, 7, 7],
         ];
         assert_eq!(pos, want);
-        assert!(rope_index(&ids, i, &[[1, 4, 6]], 2).is_err(), "image tokens left over");
-        assert!(rope_index(&ids[..4], i, &[[1, 4, 6]], 2).is_err(), "a cut image");
+        assert!(
+            rope_index(&ids, i, &[[1, 4, 6]], 2).is_err(),
+            "image tokens left over"
+        );
+        assert!(
+            rope_index(&ids[..4], i, &[[1, 4, 6]], 2).is_err(),
+            "a cut image"
+        );
         assert!(
             rope_index(&[x, x], i, &[[1, 2, 2]], 2).is_err(),
             "an image without tokens"
