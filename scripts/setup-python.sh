@@ -2,6 +2,7 @@
 # Sets up the Python side of surfgym's model tooling (scripts/models/) and the models it generates:
 #   ${SURFGYM_DATA_DIR:-.surfgym}/venv                 Python venv with scripts/models/requirements.txt
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-vlm      tiny random-weight VLM (scripts/models/tiny_vlm.py)
+#   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-qwen2vl  the same in the Qwen2-VL layout (scripts/models/tiny_qwen2vl.py)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/smollm2-135m  SmolLM2-135M-Instruct in fp32 ONNX (with --smollm2)
 # A relative SURFGYM_DATA_DIR is taken from the repository root.
 #
@@ -145,6 +146,8 @@ generate() {
 }
 generate tiny-vlm "$(hash_files "$tools/tiny_vlm.py" "$tools/llama_onnx.py" "$tools/requirements.txt")" \
   "$tools/tiny_vlm.py" --seed 0
+generate tiny-qwen2vl "$(hash_files "$tools/tiny_qwen2vl.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
+  "$tools/requirements.txt")" "$tools/tiny_qwen2vl.py" --seed 0
 if [ "$want_smollm2" = 1 ]; then
   generate smollm2-135m "$(hash_files "$tools/smollm2.py" "$tools/llama_onnx.py" "$tools/requirements.txt" \
     "$tools/requirements-smollm2.txt")" "$tools/smollm2.py"
@@ -152,6 +155,7 @@ fi
 
 if [ "$want_check" = 1 ]; then
   "$venv_python" "$tools/check_model.py" "$models/tiny-vlm" >&2
+  "$venv_python" "$tools/check_model.py" "$models/tiny-qwen2vl" >&2
   if [ "$want_smollm2" = 1 ]; then
     "$venv_python" "$tools/check_model.py" "$models/smollm2-135m" >&2
   fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Check a model directory in the onnx-community SmolVLM layout with ONNX Runtime.
+"""Check a model directory in the onnx-community SmolVLM or Qwen2-VL layout with ONNX Runtime.
 
-    python scripts/models/check_model.py DIR
+    python scripts/models/check_model.py DIR [--compare JSON]
 
 Prints one PASS/FAIL line per check and exits non-zero if any failed. Works on the tiny VLM
 (tiny_vlm.py) and on text-only conversions (smollm2.py): vision checks are skipped when
@@ -21,6 +21,9 @@ import sys
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qwen2vl_ref as qwen2vl  # noqa: E402
 
 TOL = 1e-4  # max |logit difference|; for large logits also accepted: TOL_REL * max |logit| (fp32 rounding scales)
 TOL_REL = 1e-5
@@ -77,7 +80,14 @@ class Model:
         z = np.zeros((batch, self.n_kv, 0, self.head_dim), np.float32)
         return {f"past_key_values.{i}.{k}": z for i in range(self.n_layers) for k in ("key", "value")}
 
+    @property
+    def mrope(self) -> bool:
+        """Qwen2-VL decoders take position_ids [3, batch, seq]."""
+        return len(next(i for i in self.decoder.get_inputs() if i.name == "position_ids").shape) == 3
+
     def step(self, embeds: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: dict):
+        if self.mrope and position_ids.ndim == 2:
+            position_ids = np.stack([position_ids] * 3)  # text: the same position on every axis
         feeds = {"inputs_embeds": embeds, "attention_mask": attention_mask.astype(np.int64),
                  "position_ids": position_ids.astype(np.int64), **past}
         names = ["logits"] + [f"present.{i}.{k}" for i in range(self.n_layers) for k in ("key", "value")]
@@ -129,6 +139,10 @@ class Model:
     def is_vlm(self) -> bool:
         return self.vision is not None
 
+    @property
+    def is_qwen(self) -> bool:
+        return self.config.get("model_type") in ("qwen2_vl", "qwen2_5_vl")
+
     def user_message(self, text: str, image: bool = False) -> list:
         if self.is_vlm:
             content = ([{"type": "image"}] if image else []) + [{"type": "text", "text": text}]
@@ -168,7 +182,7 @@ def io_checks(m: Model) -> None:
 
     ins, outs = sig(m.decoder)
     want_in = {"inputs_embeds": ("tensor(float)", 3), "attention_mask": ("tensor(int64)", 2),
-               "position_ids": ("tensor(int64)", 2)}
+               "position_ids": ("tensor(int64)", 3 if m.is_qwen else 2)}
     want_out = {"logits": ("tensor(float)", 3)}
     n_layers = m.text_config["num_hidden_layers"]
     for i in range(n_layers):
@@ -183,7 +197,12 @@ def io_checks(m: Model) -> None:
            str(list(pk)))
     report("decoder vocab", outs["logits"][2][-1] == m.text_config["vocab_size"],
            f"{outs['logits'][2][-1]} == {m.text_config['vocab_size']}")
-    if m.is_vlm:
+    if m.is_qwen:
+        ins, outs = sig(m.vision)
+        grid = "image_grid_thw" if "image_grid_thw" in ins else "grid_thw"
+        expect("vision_encoder inputs", ins, {"pixel_values": ("tensor(float)", 2), grid: ("tensor(int64)", 2)})
+        expect("vision_encoder outputs", outs, {"image_features": ("tensor(float)", 2)})
+    elif m.is_vlm:
         ins, outs = sig(m.vision)
         expect("vision_encoder inputs", ins, {"pixel_values": ("tensor(float)", 5),
                                               "pixel_attention_mask": ("tensor(bool)", 4)})
@@ -321,7 +340,12 @@ def tokenizer_checks(m: Model) -> None:
             got = m.tokenizer.token_to_id(name)
             cfg_ok &= got == want
             detail.append(f"{key} {name}={got}")
-    if m.is_vlm:
+    if m.is_qwen:
+        for key, name in (("image_token_id", "<|image_pad|>"), ("vision_start_token_id", "<|vision_start|>"),
+                          ("vision_end_token_id", "<|vision_end|>")):
+            cfg_ok &= m.tokenizer.token_to_id(name) == m.config[key]
+            detail.append(f"{name}={m.config[key]}")
+    elif m.is_vlm:
         for key, name in (("image_token_id", "<image>"), ("fake_image_token_id", "<fake_token_around_image>"),
                           ("global_image_token_id", "<global-img>")):
             if key in m.config:
@@ -329,7 +353,13 @@ def tokenizer_checks(m: Model) -> None:
                 detail.append(f"{name}={m.config[key]}")
     report("config/tokenizer_config special token ids agree with tokenizer.json", cfg_ok, ", ".join(detail))
     # Chat template renders as expected.
-    if m.is_vlm:
+    if m.is_qwen:
+        msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click login."}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "click(12)"}]}]
+        want = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                "<|vision_start|><|image_pad|><|vision_end|>Click login.<|im_end|>\n<|im_start|>assistant\n"
+                "click(12)<|im_end|>\n<|im_start|>assistant\n")
+    elif m.is_vlm:
         msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click login."}]},
                 {"role": "assistant", "content": [{"type": "text", "text": "click(12)"}]},
                 {"role": "user", "content": [{"type": "text", "text": "Now?"}]}]
@@ -340,7 +370,7 @@ def tokenizer_checks(m: Model) -> None:
         want = None
     got = m.render_chat(msgs)
     if want is not None:
-        report("chat template renders SmolVLM turns", got == want, repr(got))
+        report(f"chat template renders {'Qwen2-VL' if m.is_qwen else 'SmolVLM'} turns", got == want, repr(got))
     else:
         ok = "<|im_start|>user\nHi<|im_end|>\n" in got and got.endswith("<|im_start|>assistant\n")
         report("chat template renders ChatML turns", ok, repr(got))
@@ -360,8 +390,16 @@ def pretrained_check(m: Model) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description="Check a model directory with ONNX Runtime")
     ap.add_argument("dir")
+    ap.add_argument("--compare", metavar="JSON",
+                    help="only compare a loader's Qwen2-VL preprocessing, image tokens and M-RoPE positions "
+                         "(written by surfgym's tests) with the reference in qwen2vl_ref.py")
     args = ap.parse_args()
     m = Model(args.dir)
+    if args.compare:
+        qwen2vl.compare(m, args.compare, report)
+        n_fail = RESULTS.count(False)
+        print(f"{len(RESULTS) - n_fail} passed, {n_fail} failed")
+        sys.exit(1 if n_fail else 0)
     info(f"{args.dir}: model_type {m.config.get('model_type')}, {m.n_layers} layers, vocab {m.text_config['vocab_size']}, "
          f"onnxruntime {ort.__version__}, vision {'yes' if m.is_vlm else 'no (text-only: vision checks skipped)'}")
     io_checks(m)
@@ -372,7 +410,10 @@ def main() -> None:
     prompts = [m.render_chat(m.user_message(t)) for t in
                ("Hi", "Click the login button on this page, please.", "What is 2+2?")]
     batch_check(m, [m.tokenizer.encode(p, add_special_tokens=False).ids for p in prompts])
-    if m.is_vlm:
+    if m.is_qwen:
+        qwen2vl.vision_checks(m, report)
+        qwen2vl.multimodal_checks(m, report, close)
+    elif m.is_vlm:
         vision_checks(m)
         multimodal_check(m)
     if "converted_from" in m.config.get("surfgym", {}):

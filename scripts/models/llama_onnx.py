@@ -4,7 +4,8 @@ Builds, with plain ONNX operators only (default domain, opset 17, IR version 8, 
 ONNX Runtime 1.31 loads them and no contrib ops are needed):
 
 * ``embed_tokens.onnx``: ``input_ids`` int64 [batch, seq] -> ``inputs_embeds`` f32 [batch, seq, hidden]
-* ``decoder_model_merged.onnx``: a Llama decoder (RMSNorm, rotary embeddings from ``position_ids``,
+* ``decoder_model_merged.onnx``: a Llama decoder (RMSNorm, rotary embeddings from ``position_ids``
+  -- ``[batch, seq]``, or ``[3, batch, seq]`` with Qwen2-VL's M-RoPE when ``rope_scaling.mrope_section`` is set --,
   grouped-query attention over past+current keys with a causal mask combined with
   ``attention_mask``, SiLU-gated MLP, final norm, lm_head) with the I/O names of the
   onnx-community / transformers.js exports: inputs ``inputs_embeds``, ``attention_mask``,
@@ -135,12 +136,19 @@ def build_decoder(weights: dict, cfg: dict) -> onnx.ModelProto:
     vocab = weights["lm_head"].shape[0]
     assert n_heads % n_kv == 0 and head_dim % 2 == 0
     groups = n_heads // n_kv
+    # Qwen2-VL's M-RoPE: position_ids [3, batch, seq] (temporal, height, width); the rotary
+    # frequencies are split into sections, section k rotated by axis k % 3's positions.
+    mrope = ((cfg.get("rope_scaling") or {}).get("mrope_section"))
+    if mrope is not None:
+        assert sum(mrope) == head_dim // 2, f"mrope_section {mrope} must sum to head_dim/2 = {head_dim // 2}"
 
     g = GraphBuilder()
     inputs = [
         helper.make_tensor_value_info("inputs_embeds", F32, ["batch_size", "sequence_length", hidden]),
         helper.make_tensor_value_info("attention_mask", I64, ["batch_size", "total_sequence_length"]),
-        helper.make_tensor_value_info("position_ids", I64, ["batch_size", "sequence_length"]),
+        helper.make_tensor_value_info(
+            "position_ids", I64, ([3] if mrope else []) + ["batch_size", "sequence_length"]
+        ),
     ]
     outputs = [helper.make_tensor_value_info("logits", F32, ["batch_size", "sequence_length", vocab])]
     for i in range(n_layers):
@@ -161,9 +169,17 @@ def build_decoder(weights: dict, cfg: dict) -> onnx.ModelProto:
     pos = g.op("Cast", ["position_ids"], "rope/pos_f", to=F32)
     pos3 = g.op("Unsqueeze", [pos, g.const([-1])], "rope/pos3")
     freqs = g.op("Mul", [pos3, g.weight("rope.inv_freq", inv_freq.astype(np.float32))], "rope/freqs")
-    emb = g.op("Concat", [freqs, freqs], "rope/emb", axis=-1)  # [B, S, D]
+    emb = g.op("Concat", [freqs, freqs], "rope/emb", axis=-1)  # [B, S, D] ([3, B, S, D] with M-RoPE)
     cos = g.op("Cos", [emb], "rope/cos")
     sin = g.op("Sin", [emb], "rope/sin")
+    if mrope is not None:
+        # Rotary dim d takes its angle from the axis owning its section (sections repeat for
+        # the second half, as the halves are rotated together): a one-hot [3, 1, 1, D] pick.
+        owner = np.concatenate([np.full(n, k % 3) for k, n in enumerate(list(mrope) * 2)])
+        pick = (np.arange(3)[:, None] == owner[None, :]).astype(np.float32).reshape(3, 1, 1, head_dim)
+        pick_n = g.weight("rope.mrope_pick", pick)
+        cos = g.op("ReduceSum", [g.op("Mul", [cos, pick_n], "rope/cos_pick"), g.const([0])], "rope/cos_m", keepdims=0)
+        sin = g.op("ReduceSum", [g.op("Mul", [sin, pick_n], "rope/sin_pick"), g.const([0])], "rope/sin_m", keepdims=0)
     cos_k = g.op("Unsqueeze", [cos, g.const([1])], "rope/cos_k")  # [B, 1, S, D]
     sin_k = g.op("Unsqueeze", [sin, g.const([1])], "rope/sin_k")
     cos_q = g.op("Unsqueeze", [cos, g.const([1, 2])], "rope/cos_q")  # [B, 1, 1, S, D]

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::OnnxError;
+use super::qwen2vl::QwenVision;
 
 /// What the decoder and prompt need to know about the model.
 #[derive(Debug, Clone)]
@@ -29,10 +30,32 @@ pub struct ModelConfig {
     pub pad_id: u32,
     /// Image preprocessing.
     pub image: ImageConfig,
+    /// Which vision input and prompt expansion the export takes.
+    pub layout: VisionLayout,
     /// The chat template (Jinja).
     pub chat_template: String,
     /// Where the ONNX files are.
     pub onnx_dir: PathBuf,
+}
+
+/// The family of the vision part: how images are prepared, expanded in the prompt and fed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VisionLayout {
+    /// SmolVLM / Idefics3: square tiles with a pixel mask, `<image>` expanded per tile.
+    Idefics3,
+    /// Qwen2-VL / Qwen2.5-VL: patch rows with `grid_thw`, `<|image_pad|>` per merged patch,
+    /// 3-D M-RoPE positions.
+    Qwen2Vl(QwenVision),
+}
+
+impl VisionLayout {
+    /// The token the chat template writes once per image, which the processor expands.
+    pub fn placeholder(&self) -> &'static str {
+        match self {
+            VisionLayout::Idefics3 => "<image>",
+            VisionLayout::Qwen2Vl(_) => super::qwen2vl::IMAGE_PAD,
+        }
+    }
 }
 
 /// Image preprocessing, as the model's `preprocessor_config.json` says.
@@ -88,6 +111,10 @@ fn ids(v: Option<&Value>) -> Vec<u32> {
     }
 }
 
+/// CLIP's per-channel statistics, Qwen2-VL's normalisation.
+const CLIP_MEAN: [f32; 3] = [0.481_454_66, 0.457_827_5, 0.408_210_73];
+const CLIP_STD: [f32; 3] = [0.268_629_54, 0.261_302_6, 0.275_777_1];
+
 #[derive(Deserialize)]
 struct SizeEdge {
     longest_edge: Option<u32>,
@@ -98,15 +125,10 @@ impl ModelConfig {
     /// `tokenizer_config.json` / `chat_template.json` from a model directory.
     pub fn load(dir: &Path) -> Result<ModelConfig, OnnxError> {
         let config = read_json(&dir.join("config.json"))?;
-        // Qwen2-VL's vision input (patch rows + grid_thw) and 3-D M-RoPE positions are not
-        // implemented: say so here rather than fail later on a missing `<image>` token.
-        if let Some(t @ ("qwen2_vl" | "qwen2_5_vl")) =
-            config.get("model_type").and_then(Value::as_str)
-        {
-            return Err(OnnxError::Model(format!(
-                "model_type {t}: Qwen2-VL exports are not supported yet (see scripts/models/README.md)"
-            )));
-        }
+        let qwen = matches!(
+            config.get("model_type").and_then(Value::as_str),
+            Some("qwen2_vl" | "qwen2_5_vl")
+        );
         // VLM configs nest the decoder's settings under text_config; text models do not.
         let text = config.get("text_config").unwrap_or(&config);
         let heads = uint(text, &["num_attention_heads"])
@@ -155,15 +177,21 @@ impl ModelConfig {
                     .map(|n| n as u32)
             })
             .unwrap_or(512);
-        let triple = |key: &str, default: f32| -> [f32; 3] {
+        let triple = |key: &str, default: [f32; 3]| -> [f32; 3] {
             match pre.get(key).and_then(Value::as_array) {
                 Some(a) if a.len() == 3 => {
-                    [0, 1, 2].map(|i| a[i].as_f64().unwrap_or(default as f64) as f32)
+                    [0, 1, 2].map(|i| a[i].as_f64().map_or(default[i], |v| v as f32))
                 }
-                _ => [default; 3],
+                _ => default,
             }
         };
         let flag = |key: &str| pre.get(key).and_then(Value::as_bool).unwrap_or(true);
+        // Qwen2-VL's processor defaults: CLIP's statistics, bicubic resampling.
+        let (default_mean, default_std, default_resample) = if qwen {
+            (CLIP_MEAN, CLIP_STD, 3)
+        } else {
+            ([0.5; 3], [0.5; 3], 1)
+        };
         let image = ImageConfig {
             longest_edge: longest.unwrap_or(tile),
             tile,
@@ -172,7 +200,7 @@ impl ModelConfig {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             resize: flag("do_resize"),
-            resample: uint(&pre, &["resample"]).map_or(1, |n| n as u32),
+            resample: uint(&pre, &["resample"]).map_or(default_resample, |n| n as u32),
             // Without rescaling or normalising, the identity.
             rescale: if flag("do_rescale") {
                 pre.get("rescale_factor")
@@ -182,15 +210,40 @@ impl ModelConfig {
                 1.0
             },
             mean: if flag("do_normalize") {
-                triple("image_mean", 0.5)
+                triple("image_mean", default_mean)
             } else {
                 [0.0; 3]
             },
             std: if flag("do_normalize") {
-                triple("image_std", 0.5)
+                triple("image_std", default_std)
             } else {
                 [1.0; 3]
             },
+        };
+        let layout = if qwen {
+            let vision = config.get("vision_config").unwrap_or(&Value::Null);
+            let size = pre.get("size").unwrap_or(&Value::Null);
+            VisionLayout::Qwen2Vl(QwenVision {
+                patch: uint(&pre, &["patch_size"])
+                    .or_else(|| uint(vision, &["patch_size"]))
+                    .unwrap_or(14),
+                temporal: uint(&pre, &["temporal_patch_size"])
+                    .or_else(|| uint(vision, &["temporal_patch_size"]))
+                    .unwrap_or(2),
+                merge: uint(&pre, &["merge_size"])
+                    .or_else(|| uint(vision, &["spatial_merge_size"]))
+                    .unwrap_or(2),
+                // Older exports say min/max_pixels, newer ones size.shortest/longest_edge
+                // (both in pixels, not sides).
+                min_pixels: uint(&pre, &["min_pixels"])
+                    .or_else(|| uint(size, &["shortest_edge"]))
+                    .unwrap_or(56 * 56) as u64,
+                max_pixels: uint(&pre, &["max_pixels"])
+                    .or_else(|| uint(size, &["longest_edge"]))
+                    .unwrap_or(28 * 28 * 1280) as u64,
+            })
+        } else {
+            VisionLayout::Idefics3
         };
         // The processor's own setting first (processor_config.json), then the image
         // processor's, then what the vision config implies.
@@ -241,6 +294,7 @@ impl ModelConfig {
             eos_ids,
             pad_id,
             image,
+            layout,
             chat_template,
             onnx_dir,
         })
@@ -311,14 +365,51 @@ mod tests {
             (cfg.image.rescale, cfg.image.mean, cfg.image.std),
             (1.0, [0.0; 3], [1.0; 3])
         );
-        // Qwen2-VL is refused with a reason, not loaded as if it were Idefics3.
+        assert_eq!(cfg.layout, VisionLayout::Idefics3);
+        // Qwen2-VL (the onnx-community Qwen2-VL-2B-Instruct files): its own layout.
         write(
             "config.json",
             serde_json::json!({"model_type": "qwen2_vl", "num_attention_heads": 12,
-                               "hidden_size": 1536, "num_hidden_layers": 28}),
+                               "num_key_value_heads": 2, "hidden_size": 1536,
+                               "num_hidden_layers": 28, "image_token_id": 151655,
+                               "vision_config": {"patch_size": 14, "spatial_merge_size": 2,
+                                                 "temporal_patch_size": 2},
+                               "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}),
         );
-        let err = ModelConfig::load(&dir).unwrap_err().to_string();
-        assert!(err.contains("not supported"), "{err}");
+        write(
+            "preprocessor_config.json",
+            serde_json::json!({"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14,
+                               "temporal_patch_size": 2, "merge_size": 2,
+                               "image_processor_type": "Qwen2VLImageProcessor"}),
+        );
+        let cfg = ModelConfig::load(&dir).unwrap();
+        assert_eq!(
+            cfg.layout,
+            VisionLayout::Qwen2Vl(QwenVision {
+                patch: 14,
+                temporal: 2,
+                merge: 2,
+                min_pixels: 3136,
+                max_pixels: 12845056
+            })
+        );
+        assert_eq!(cfg.layout.placeholder(), "<|image_pad|>");
+        assert_eq!((cfg.layers, cfg.kv_heads, cfg.head_dim), (28, 2, 128));
+        assert_eq!(cfg.image_token_id, Some(151655));
+        assert_eq!(
+            (cfg.image.mean, cfg.image.std, cfg.image.resample),
+            (CLIP_MEAN, CLIP_STD, 3),
+            "the processor's defaults"
+        );
+        // Newer exports give the pixel bounds as size.shortest_edge / longest_edge.
+        write(
+            "preprocessor_config.json",
+            serde_json::json!({"size": {"shortest_edge": 100, "longest_edge": 2000}}),
+        );
+        match ModelConfig::load(&dir).unwrap().layout {
+            VisionLayout::Qwen2Vl(q) => assert_eq!((q.min_pixels, q.max_pixels), (100, 2000)),
+            other => panic!("{other:?}"),
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,6 +1,7 @@
 //! A vision-language policy served by ONNX Runtime, in the onnx-community export layout
-//! (SmolVLM / Idefics3: `vision_encoder`, `embed_tokens`, `decoder_model_merged`; text-only
-//! Llama exports such as the converted SmolLM2 work without the vision part).
+//! (`vision_encoder`, `embed_tokens`, `decoder_model_merged`) of SmolVLM / Idefics3 (image
+//! tiles) and Qwen2-VL / Qwen2.5-VL (patch rows with `grid_thw`, M-RoPE positions); text-only
+//! Llama exports such as the converted SmolLM2 work without the vision part.
 //!
 //! [`OnnxBackend`] is a [`BatchBackend`]: wrapped in [`Batched`], concurrent episodes'
 //! requests are padded and generated as one batch on a blocking thread (ONNX Runtime's
@@ -10,6 +11,7 @@ pub mod config;
 pub mod image;
 pub mod model;
 pub mod prompt;
+pub mod qwen2vl;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-pub use model::{Device, Finish, GenParams, Generation, Model, Prompt};
+pub use model::{Device, Finish, GenParams, Generation, Model, Pixels, Prompt};
 pub use prompt::{PromptConfig, PromptStyle};
 
 use super::output::{Grounding, parse_output};
@@ -194,13 +196,14 @@ impl OnnxBackend {
     }
 }
 
-/// Replaces each `<image>` the template wrote with the processor's expansion of that image.
+/// Replaces each image placeholder the template wrote (`<image>`, `<|image_pad|>`) with the
+/// processor's expansion of that image, and prepares the images for the vision encoder.
 pub fn expand_images(
     text: &str,
     images: &[::image::DynamicImage],
     cfg: &config::ModelConfig,
 ) -> Result<Prompt, OnnxError> {
-    let pieces: Vec<&str> = text.split("<image>").collect();
+    let pieces: Vec<&str> = text.split(cfg.layout.placeholder()).collect();
     if pieces.len() - 1 != images.len() {
         return Err(OnnxError::Prompt(format!(
             "the template wrote {} image placeholders for {} images",
@@ -208,13 +211,21 @@ pub fn expand_images(
             images.len()
         )));
     }
-    let prepared: Vec<image::Prepared> = images
-        .iter()
-        .map(|i| image::prepare(i, &cfg.image))
-        .collect();
     let mut out = String::from(pieces[0]);
-    for (p, rest) in prepared.iter().zip(&pieces[1..]) {
-        out.push_str(&image::prompt_tokens(p.grid, cfg.image_seq_len));
+    let mut prepared = Vec::with_capacity(images.len());
+    for (img, rest) in images.iter().zip(&pieces[1..]) {
+        match &cfg.layout {
+            config::VisionLayout::Idefics3 => {
+                let p = image::prepare(img, &cfg.image);
+                out.push_str(&image::prompt_tokens(p.grid, cfg.image_seq_len));
+                prepared.push(Pixels::Tiles(p));
+            }
+            config::VisionLayout::Qwen2Vl(q) => {
+                let p = qwen2vl::prepare(img, &cfg.image, q).map_err(OnnxError::Prompt)?;
+                out.push_str(&qwen2vl::prompt_tokens(&p, q.merge));
+                prepared.push(Pixels::Patches(p));
+            }
+        }
         out.push_str(rest);
     }
     Ok(Prompt {

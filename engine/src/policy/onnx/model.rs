@@ -2,10 +2,13 @@
 //! (`vision_encoder`, `embed_tokens`, `decoder_model_merged`) and the tokenizer, with batched
 //! KV-cache generation.
 //!
-//! A batch is left-padded; the prompt is embedded, the `<image>` rows are overwritten with
-//! the vision encoder's features in order, the decoder prefills with an empty past, then
-//! decodes one token per step for every sequence still running. Past/present tensors are
-//! handed back to the decoder as ONNX Runtime returned them, so fp16 exports work unchanged.
+//! A batch is left-padded; the prompt is embedded, the image-token rows (`<image>`,
+//! `<|image_pad|>`) are overwritten with the vision encoder's features in order, the decoder
+//! prefills with an empty past, then decodes one token per step for every sequence still
+//! running. Positions are `[batch, seq]`, or `[3, batch, seq]` (Qwen2-VL's M-RoPE) when the
+//! decoder's `position_ids` input has rank 3; each row then decodes from its own largest
+//! prompt position + 1. Past/present tensors are handed back to the decoder as ONNX Runtime
+//! returned them, so fp16 exports work unchanged.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -17,8 +20,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::OnnxError;
-use super::config::ModelConfig;
+use super::config::{ModelConfig, VisionLayout};
 use super::image::Prepared;
+use super::qwen2vl::{self, Patches};
 
 /// Where inference runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,10 +36,30 @@ pub enum Device {
 /// One prompt: chat-templated text with its images expanded, and those images.
 #[derive(Debug, Clone)]
 pub struct Prompt {
-    /// The text, `<image>` tokens included.
+    /// The text, image tokens included.
     pub text: String,
     /// The images, in the order their tokens appear.
-    pub images: Vec<Prepared>,
+    pub images: Vec<Pixels>,
+}
+
+/// One image as the model's vision encoder takes it.
+#[derive(Debug, Clone)]
+pub enum Pixels {
+    /// Idefics3 tiles with their pixel masks.
+    Tiles(Prepared),
+    /// Qwen2-VL patch rows with their grid.
+    Patches(Patches),
+}
+
+impl Pixels {
+    /// How many image tokens (feature rows) the image takes.
+    pub fn tokens(&self, cfg: &ModelConfig) -> usize {
+        match (self, &cfg.layout) {
+            (Pixels::Patches(p), VisionLayout::Qwen2Vl(q)) => p.tokens(q.merge),
+            (Pixels::Patches(p), VisionLayout::Idefics3) => p.tokens(1),
+            (Pixels::Tiles(t), _) => t.tiles.len() * cfg.image_seq_len,
+        }
+    }
 }
 
 /// Sampling settings.
@@ -101,6 +125,10 @@ pub struct Model {
     embed: Session,
     decoder: Session,
     decoder_inputs: Vec<String>,
+    /// `position_ids` is `[3, batch, seq]` (M-RoPE).
+    mrope: bool,
+    /// The vision encoder's grid input (`grid_thw` / `image_grid_thw`), Qwen2-VL only.
+    grid_input: Option<String>,
     kv_type: TensorElementType,
     embeds_type: TensorElementType,
     pixels_type: TensorElementType,
@@ -170,6 +198,25 @@ impl Model {
             .iter()
             .map(|o| o.name().to_string())
             .collect();
+        let mrope = decoder.inputs().iter().any(|o| {
+            o.name() == "position_ids"
+                && matches!(o.dtype(), ValueType::Tensor { shape, .. } if shape.len() == 3)
+        });
+        let grid_input = vision.as_ref().and_then(|v| {
+            v.inputs()
+                .iter()
+                .map(|o| o.name())
+                .find(|n| *n == "image_grid_thw" || *n == "grid_thw")
+                .map(str::to_string)
+        });
+        if matches!(cfg.layout, VisionLayout::Qwen2Vl(_))
+            && vision.is_some()
+            && grid_input.is_none()
+        {
+            return Err(OnnxError::Model(
+                "a Qwen2-VL vision_encoder needs a grid_thw or image_grid_thw input".into(),
+            ));
+        }
         let kv_type = input_type(&decoder, "past_key_values.0.key")
             .ok_or_else(|| OnnxError::Model("decoder has no past_key_values.0.key input".into()))?;
         let embeds_type = input_type(&decoder, "inputs_embeds")
@@ -178,7 +225,7 @@ impl Model {
             .as_ref()
             .and_then(|v| input_type(v, "pixel_values"))
             .unwrap_or(TensorElementType::Float32);
-        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, "ONNX policy model loaded");
+        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, mrope, "ONNX policy model loaded");
         Ok(Model {
             cfg,
             tokenizer,
@@ -186,6 +233,8 @@ impl Model {
             embed,
             decoder,
             decoder_inputs,
+            mrope,
+            grid_input,
             kv_type,
             embeds_type,
             pixels_type,
@@ -207,6 +256,11 @@ impl Model {
     /// Why CUDA was not used, when it was asked for.
     pub fn fallback(&self) -> Option<&str> {
         self.fallback.as_deref()
+    }
+
+    /// Whether the decoder takes 3-D M-RoPE positions (`[3, batch, seq]`).
+    pub fn uses_mrope(&self) -> bool {
+        self.mrope
     }
 
     /// Whether the model has a vision encoder.
@@ -233,7 +287,74 @@ impl Model {
         to_f32(&outputs[0])
     }
 
-    fn image_features(&mut self, tiles: &[&Prepared]) -> Result<Vec<f32>, OnnxError> {
+    /// The features of a prompt's (or a batch's) images, rows in image order.
+    fn image_features(&mut self, images: &[&Pixels]) -> Result<Vec<f32>, OnnxError> {
+        let tiles: Vec<&Prepared> = images
+            .iter()
+            .filter_map(|p| match p {
+                Pixels::Tiles(t) => Some(t),
+                Pixels::Patches(_) => None,
+            })
+            .collect();
+        let patches: Vec<&Patches> = images
+            .iter()
+            .filter_map(|p| match p {
+                Pixels::Patches(p) => Some(p),
+                Pixels::Tiles(_) => None,
+            })
+            .collect();
+        match (tiles.is_empty(), patches.is_empty()) {
+            (_, true) => self.tile_features(&tiles),
+            (true, false) => self.patch_features(&patches),
+            (false, false) => Err(OnnxError::Prompt(
+                "tiles and patch rows in one batch: images prepared for different models".into(),
+            )),
+        }
+    }
+
+    fn patch_features(&mut self, images: &[&Patches]) -> Result<Vec<f32>, OnnxError> {
+        let patches: usize = images
+            .iter()
+            .map(|p| p.grid_thw.iter().product::<usize>())
+            .sum();
+        let rows: Vec<f32> = images.iter().flat_map(|p| p.rows.iter().copied()).collect();
+        let width = rows.len() / patches.max(1);
+        let grid: Vec<i64> = images
+            .iter()
+            .flat_map(|p| p.grid_thw.map(|v| v as i64))
+            .collect();
+        let pixel_values: DynValue = match self.pixels_type {
+            TensorElementType::Float16 => Tensor::from_array((
+                [patches, width],
+                rows.iter().map(|v| f16::from_f32(*v)).collect::<Vec<_>>(),
+            ))
+            .map_err(rt)?
+            .into_dyn(),
+            _ => Tensor::from_array(([patches, width], rows))
+                .map_err(rt)?
+                .into_dyn(),
+        };
+        let grid_name = self
+            .grid_input
+            .clone()
+            .ok_or_else(|| OnnxError::Model("the vision encoder takes no grid_thw".into()))?;
+        let grid = Tensor::from_array(([images.len(), 3], grid)).map_err(rt)?;
+        let vision = self
+            .vision
+            .as_mut()
+            .ok_or_else(|| OnnxError::Model("this model has no vision encoder".into()))?;
+        let inputs: Vec<(
+            std::borrow::Cow<'_, str>,
+            ort::session::SessionInputValue<'_>,
+        )> = vec![
+            ("pixel_values".into(), pixel_values.into()),
+            (grid_name.into(), grid.into_dyn().into()),
+        ];
+        let outputs = vision.run(inputs).map_err(rt)?;
+        to_f32(&outputs[0])
+    }
+
+    fn tile_features(&mut self, tiles: &[&Prepared]) -> Result<Vec<f32>, OnnxError> {
         let n: usize = tiles.iter().map(|p| p.tiles.len()).sum();
         let t = self.cfg.image.tile as usize;
         let mut pixels = Vec::with_capacity(n * 3 * t * t);
@@ -305,6 +426,52 @@ impl Model {
         Ok(out)
     }
 
+    /// The prefill positions of one unpadded prompt, per token `[t, h, w]` (the three are
+    /// equal for text and for models without M-RoPE).
+    fn prompt_positions(&self, ids: &[u32], images: &[Pixels]) -> Result<Vec<[i64; 3]>, OnnxError> {
+        if !self.mrope {
+            return Ok((0..ids.len() as i64).map(|i| [i; 3]).collect());
+        }
+        let merge = match &self.cfg.layout {
+            VisionLayout::Qwen2Vl(q) => q.merge,
+            VisionLayout::Idefics3 => 1,
+        };
+        let grids: Vec<[usize; 3]> = images
+            .iter()
+            .filter_map(|p| match p {
+                Pixels::Patches(p) => Some(p.grid_thw),
+                Pixels::Tiles(_) => None,
+            })
+            .collect();
+        match self.cfg.image_token_id {
+            Some(image_id) => {
+                qwen2vl::rope_index(ids, image_id, &grids, merge).map_err(OnnxError::Prompt)
+            }
+            None => Ok((0..ids.len() as i64).map(|i| [i; 3]).collect()),
+        }
+    }
+
+    /// The decoder's prefill positions of a prompt, per token `[t, h, w]`: what
+    /// [`Model::generate`] feeds (with M-RoPE, image tokens sit on their merged grid).
+    pub fn positions(&self, prompt: &Prompt) -> Result<Vec<[i64; 3]>, OnnxError> {
+        let ids = self.encode(&prompt.text)?;
+        self.prompt_positions(&ids, &prompt.images)
+    }
+
+    /// Flattens per-row positions (left-padded to `len`, padding at 1) into the decoder's
+    /// `position_ids` layout.
+    fn position_values(&self, rows: &[Vec<[i64; 3]>], len: usize) -> Vec<i64> {
+        let axes = if self.mrope { 3 } else { 1 };
+        let mut out = Vec::with_capacity(axes * rows.len() * len);
+        for axis in 0..axes {
+            for row in rows {
+                out.extend(std::iter::repeat_n(1i64, len - row.len()));
+                out.extend(row.iter().map(|p| p[axis]));
+            }
+        }
+        out
+    }
+
     /// One decoder call: returns the last position's logits per row and the new past.
     fn decode(
         &mut self,
@@ -348,13 +515,12 @@ impl Model {
             ),
         ];
         if self.decoder_inputs.iter().any(|n| n == "position_ids") {
-            inputs.push((
-                "position_ids".into(),
+            let value = if self.mrope {
+                Tensor::from_array(([3, batch, len], positions))
+            } else {
                 Tensor::from_array(([batch, len], positions))
-                    .map_err(rt)?
-                    .into_dyn()
-                    .into(),
-            ));
+            };
+            inputs.push(("position_ids".into(), value.map_err(rt)?.into_dyn().into()));
         }
         let past_len = total - len;
         if self.decoder_inputs.iter().any(|n| n == "use_cache_branch") {
@@ -406,7 +572,7 @@ impl Model {
         if let Some(image_id) = self.cfg.image_token_id
             && !prompt.images.is_empty()
         {
-            let images: Vec<&Prepared> = prompt.images.iter().collect();
+            let images: Vec<&Pixels> = prompt.images.iter().collect();
             let features = self.image_features(&images)?;
             let mut rows = features.chunks_exact(hidden);
             for (i, t) in flat[..prompt_len].iter().enumerate() {
@@ -420,14 +586,12 @@ impl Model {
         }
         let embeds = self.embeds_value(embeds, 1, len, hidden)?;
         let past = self.empty_past(1)?;
-        let (all, _) = self.decode_all(
-            embeds,
-            &vec![1i64; len],
-            (0..len as i64).collect(),
-            past,
-            1,
-            len,
-        )?;
+        // The continuation goes on from the prompt's largest position, as decoding does.
+        let mut positions = self.prompt_positions(&ids[..prompt_len], &prompt.images)?;
+        let next = positions.iter().flatten().max().map_or(0, |m| m + 1);
+        positions.extend((0..continuation.len() as i64).map(|j| [next + j; 3]));
+        let positions = self.position_values(&[positions], len);
+        let (all, _) = self.decode_all(embeds, &vec![1i64; len], positions, past, 1, len)?;
         let vocab = all.len() / len;
         Ok(continuation
             .iter()
@@ -463,8 +627,7 @@ impl Model {
         if let Some(image_id) = self.cfg.image_token_id {
             for (p, ids) in prompts.iter().zip(&ids) {
                 let slots = ids.iter().filter(|t| **t == image_id).count();
-                let want: usize =
-                    p.images.iter().map(|i| i.tiles.len()).sum::<usize>() * self.cfg.image_seq_len;
+                let want: usize = p.images.iter().map(|i| i.tokens(&self.cfg)).sum();
                 if slots != want {
                     return Err(OnnxError::Prompt(format!(
                         "the prompt has {slots} image tokens for {want} image features"
@@ -475,21 +638,29 @@ impl Model {
         let len = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
         let mut flat = Vec::with_capacity(batch * len);
         let mut mask = Vec::with_capacity(batch * len);
-        let mut positions = Vec::with_capacity(batch * len);
         for row in &ids {
             let pad = len - row.len();
             flat.extend(std::iter::repeat_n(i64::from(self.cfg.pad_id), pad));
             flat.extend(row.iter().map(|t| i64::from(*t)));
             mask.extend(std::iter::repeat_n(0i64, pad));
             mask.extend(std::iter::repeat_n(1i64, row.len()));
-            // Padded positions get 1 (their value is masked out anyway), real ones count from 0.
-            positions.extend(std::iter::repeat_n(1i64, pad));
-            positions.extend(0..row.len() as i64);
         }
+        // Padded positions get 1 (their value is masked out anyway); each row decodes on from
+        // its own largest position (its length without M-RoPE).
+        let rows: Vec<Vec<[i64; 3]>> = ids
+            .iter()
+            .zip(prompts)
+            .map(|(r, p)| self.prompt_positions(r, &p.images))
+            .collect::<Result<_, _>>()?;
+        let mut next_pos: Vec<i64> = rows
+            .iter()
+            .map(|r| r.iter().flatten().max().map_or(0, |m| m + 1))
+            .collect();
+        let positions = self.position_values(&rows, len);
         let mut embeds = self.embed(flat.clone(), batch, len)?;
         let hidden = embeds.len() / (batch * len);
         if let Some(image_id) = self.cfg.image_token_id {
-            let images: Vec<&Prepared> = prompts.iter().flat_map(|p| &p.images).collect();
+            let images: Vec<&Pixels> = prompts.iter().flat_map(|p| &p.images).collect();
             if !images.is_empty() {
                 let features = self.image_features(&images)?;
                 let mut rows = features.chunks_exact(hidden);
@@ -506,7 +677,6 @@ impl Model {
         let embeds = self.embeds_value(embeds, batch, len, hidden)?;
         let past = self.empty_past(batch)?;
         let (mut logits, mut past) = self.decode(embeds, &mask, positions, past, batch, len)?;
-        let mut next_pos: Vec<i64> = ids.iter().map(|r| r.len() as i64).collect();
         let mut rngs: Vec<StdRng> = seeds.iter().map(|s| StdRng::seed_from_u64(*s)).collect();
         let mut out: Vec<Generation> = (0..batch)
             .map(|_| Generation {
@@ -558,7 +728,9 @@ impl Model {
                 grown.push(1);
             }
             mask = grown;
-            let positions: Vec<i64> = next_pos.clone();
+            // The same next position on all three M-RoPE axes.
+            let axes = if self.mrope { 3 } else { 1 };
+            let positions: Vec<i64> = next_pos.repeat(axes);
             let (l, p) = self.decode(e, &mask, positions, past, batch, 1)?;
             logits = l;
             past = p;
