@@ -56,8 +56,10 @@ pub struct PoolConfig {
     /// How long a lease waits for a free context.
     pub lease_timeout: Duration,
     /// The DOM must be free of mutations this long before an observation is taken (on top
-    /// of the action's pending short timeouts and frames, which settling waits for; see
-    /// `js/timers.js`). It only has to bridge the gaps between the tasks of one update.
+    /// of the action's pending short timeouts and frames, the CSS transitions it started and
+    /// the requests in flight, which settling waits for; see `js/timers.js`, `js/settle.js`).
+    /// It only has to bridge the gaps between the tasks of one update; it is also how long
+    /// settling waits after a request finishes for the page's callback to use it.
     pub settle_quiet: Duration,
     /// Upper bound on waiting for the page to settle after an action.
     pub settle_max: Duration,
@@ -121,7 +123,7 @@ impl PoolConfig {
             cdp_timeout: Duration::from_secs(10),
             navigation_timeout: Duration::from_secs(15),
             lease_timeout: Duration::from_secs(120),
-            settle_quiet: Duration::from_millis(20),
+            settle_quiet: Duration::from_millis(8),
             settle_max: Duration::from_secs(5),
             extra_args: Vec::new(),
         }

@@ -532,7 +532,7 @@ impl Session {
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
                         let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
                             && p.timers == 0
-                            && !self.tab().network_busy();
+                            && !self.tab().network_busy(self.cfg.settle_quiet);
                         if quiet || loaded.elapsed() >= RESTLESS_MAX {
                             return Ok(());
                         }

@@ -37,6 +37,16 @@ use crate::js;
 /// and no longer holds up settling.
 const LONG_REQUEST: Duration = Duration::from_secs(2);
 
+/// The page's requests as the network events report them.
+#[derive(Default)]
+struct Requests {
+    /// In flight: request id → when it started.
+    started: HashMap<String, Instant>,
+    /// When the last one finished or failed: its response may still be on its way to a
+    /// callback that changes the page.
+    last_done: Option<Instant>,
+}
+
 /// How Chromium words a refused `file://` (or other local) navigation in the page's log.
 const LOCAL_RESOURCE: &str = "Not allowed to load local resource: ";
 
@@ -56,7 +66,7 @@ pub(crate) struct Tab {
     life: watch::Receiver<Life>,
     /// Set by the session when the browser reports the target destroyed.
     pub(crate) closer: Arc<watch::Sender<Life>>,
-    inflight: Arc<Mutex<HashMap<String, Instant>>>,
+    inflight: Arc<Mutex<Requests>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -95,7 +105,7 @@ impl Tab {
             }
         }));
 
-        let inflight = Arc::new(Mutex::new(HashMap::new()));
+        let inflight = Arc::new(Mutex::new(Requests::default()));
         tasks.push(
             track_requests(&page, inflight.clone())
                 .await
@@ -175,10 +185,15 @@ impl Tab {
         }
     }
 
-    /// Whether a request that started recently is still in flight.
-    pub(crate) fn network_busy(&self) -> bool {
-        let map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-        map.values().any(|started| started.elapsed() < LONG_REQUEST)
+    /// Whether a request that started recently is still in flight, or one finished less
+    /// than `grace` ago (the page's callback for it may not have run yet: the DOM looks
+    /// quiet only because the change is still coming).
+    pub(crate) fn network_busy(&self, grace: Duration) -> bool {
+        let r = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        r.last_done.is_some_and(|t| t.elapsed() < grace)
+            || r.started
+                .values()
+                .any(|started| started.elapsed() < LONG_REQUEST)
     }
 }
 
@@ -212,9 +227,17 @@ async fn answer_dialogs(
     }
 }
 
+/// A request ended; only ours count (not, say, the favicon we never tracked).
+fn done(inflight: &Mutex<Requests>, id: &str) {
+    let mut r = inflight.lock().unwrap_or_else(|p| p.into_inner());
+    if r.started.remove(id).is_some() {
+        r.last_done = Some(Instant::now());
+    }
+}
+
 async fn track_requests(
     page: &Page,
-    inflight: Arc<Mutex<HashMap<String, Instant>>>,
+    inflight: Arc<Mutex<Requests>>,
 ) -> Result<JoinHandle<()>, chromiumoxide::error::CdpError> {
     let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
@@ -227,7 +250,7 @@ async fn track_requests(
                     // A new document in the main frame: whatever the old one had in flight
                     // will never report finishing to this session.
                     if ev.frame.parent_id.is_none() {
-                        inflight.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                        inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
                     }
                 }
                 Some(ev) = sent.next() => {
@@ -239,16 +262,12 @@ async fn track_requests(
                     // The browser fetches favicons for itself; their end is not always reported.
                     let favicon = ev.request.url.ends_with("/favicon.ico");
                     if !streaming && !favicon && !ev.request.url.starts_with("data:") {
-                        let mut map = inflight.lock().unwrap_or_else(|p| p.into_inner());
-                        map.insert(ev.request_id.inner().clone(), Instant::now());
+                        let mut r = inflight.lock().unwrap_or_else(|p| p.into_inner());
+                        r.started.insert(ev.request_id.inner().clone(), Instant::now());
                     }
                 }
-                Some(ev) = finished.next() => {
-                    inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(ev.request_id.inner());
-                }
-                Some(ev) = failed.next() => {
-                    inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(ev.request_id.inner());
-                }
+                Some(ev) = finished.next() => done(&inflight, ev.request_id.inner()),
+                Some(ev) = failed.next() => done(&inflight, ev.request_id.inner()),
                 else => break,
             }
         }

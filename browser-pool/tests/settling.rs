@@ -8,7 +8,23 @@ use browser_pool::{BrowserPool, PoolConfig, Session, parse_action};
 
 mod common;
 
-use common::{html, serve};
+use common::{Route, html, serve};
+
+/// Items in `/big.json`: a few MB, so the page spends a while on the response after the
+/// network reports it finished.
+const BIG: usize = 400_000;
+
+fn big_json() -> Route {
+    let items: Vec<String> = (0..BIG)
+        .map(|i| (i * 7919 % 1_000_003).to_string())
+        .collect();
+    Route {
+        path: "/big.json",
+        content_type: "application/json",
+        headers: "",
+        body: format!("{{\"items\": [{}]}}", items.join(",")),
+    }
+}
 
 const PAGE: &str = r#"<!doctype html><html><head><title>Timers</title></head><body>
 <button id="late" onclick="setTimeout(() => { document.getElementById('out').textContent = 'late result'; }, 300)">Late</button>
@@ -17,6 +33,8 @@ const PAGE: &str = r#"<!doctype html><html><head><title>Timers</title></head><bo
 <button id="frame" onclick="requestAnimationFrame(() => requestAnimationFrame(() => { document.getElementById('out').textContent = 'frame result'; }))">Frame</button>
 <button id="plain" onclick="document.getElementById('out').textContent = 'plain result'">Plain</button>
 <button id="cleared" onclick="clearTimeout(setTimeout(() => {}, 400)); document.getElementById('out').textContent = 'cleared'">Cleared</button>
+<button id="fetch" onclick="fetch('/big.json').then(r => r.json()).then(j => { document.getElementById('out').textContent = 'fetched ' + j.items.length; })">Fetch</button>
+<button id="xhr" onclick="const x = new XMLHttpRequest(); x.open('GET', '/big.json'); x.onload = () => { document.getElementById('out').textContent = 'xhr ' + JSON.parse(x.responseText).items.length; }; x.send();">XHR</button>
 <button id="open" onclick="document.getElementById('panel').style.height = '200px'">Open</button>
 <div id="panel" style="height: 0; overflow: hidden; transition: height 300ms linear">Panel</div>
 <div id="spinner" style="width: 10px; height: 10px; animation: spin 1s linear infinite"></div>
@@ -69,7 +87,7 @@ async fn click(s: &mut Session, css: &str) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settling_follows_the_actions_timers() {
-    let base = serve(vec![html("/", PAGE)]).await;
+    let base = serve(vec![html("/", PAGE), big_json()]).await;
     let pool = BrowserPool::launch(config()).await.unwrap();
     let mut s = pool.lease().await.unwrap();
     s.act(&parse_action(&format!("goto(\"{base}\")")).unwrap())
@@ -99,6 +117,13 @@ async fn settling_follows_the_actions_timers() {
     // And a render the click deferred by two animation frames.
     click(&mut s, "#frame").await;
     assert_eq!(out(&s).await, "frame result");
+
+    // A fetch the click started, whose body the page parses before showing the result,
+    // and the same with XMLHttpRequest: the result is in the next observation.
+    click(&mut s, "#fetch").await;
+    assert_eq!(out(&s).await, format!("fetched {BIG}"));
+    click(&mut s, "#xhr").await;
+    assert_eq!(out(&s).await, format!("xhr {BIG}"));
 
     // A CSS transition the click started is over before the observation (it changes no
     // DOM, so only the animation tracking sees it).
