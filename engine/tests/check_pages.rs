@@ -2,24 +2,16 @@
 //! `program_html` with a URL): the page is opened in the episode's own browser context
 //! after the final page was captured, in real Chromium against the bundled shop.
 
-use std::net::{IpAddr, Ipv4Addr};
-
-use browser_pool::{Action, BrowserPool, PoolConfig, Target};
+use browser_pool::{Action, Target};
 use engine::runner::{InfraError, PageSnapshot};
-use engine::sites::SitesServer;
 use rubrics::{Rubric, Trajectory};
 use serde_json::json;
 
+mod common;
+
 #[tokio::test]
 async fn a_check_on_another_page_sees_the_episodes_state_and_the_final_page_is_kept() {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
-    let shop = sites.bases()["shop"].clone();
-    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
-    cfg.browsers = 1;
-    cfg.contexts_per_browser = 2;
-    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let (_sites, shop, pool) = common::shop_and_pool().await;
 
     // The "agent" puts a mug in the cart (the shop keeps its cart in localStorage), then
     // ends on the help page.

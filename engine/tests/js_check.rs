@@ -2,13 +2,13 @@
 //! that does not, and one that never returns, which must fail with a "timed out" reason
 //! within its limit and leave the browser usable.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, BrowserPool, PoolConfig, Session};
+use browser_pool::{Action, Session};
 use engine::runner::PageSnapshot;
-use engine::sites::SitesServer;
 use rubrics::{FactVerdict, Rubric, Trajectory};
+
+mod common;
 
 fn rubric(expression: &str, equals: serde_json::Value) -> Rubric {
     Rubric::from_json(serde_json::json!({"groups": [{"facts": [
@@ -28,14 +28,7 @@ async fn judge(session: &mut Session, rubric: Rubric) -> (FactVerdict, Duration)
 
 #[tokio::test]
 async fn js_predicates_run_in_chromium_and_a_busy_loop_times_out() {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
-    let shop = sites.bases()["shop"].clone();
-    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
-    cfg.browsers = 1;
-    cfg.contexts_per_browser = 2;
-    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let (_sites, shop, pool) = common::shop_and_pool().await;
     let mut session = pool.lease().await.unwrap();
     let report = session.act(&Action::Goto(shop.clone())).await.unwrap();
     assert!(report.error.is_none(), "{:?}", report.error);

@@ -4,7 +4,6 @@
 //! pass reproduces, CPU fallback logged.
 //! `scripts/setup-python.sh` generates the model and installs ONNX Runtime.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,12 +12,9 @@ use engine::policy::onnx::{Device, Finish, GenParams, OnnxBackend, OnnxOptions, 
 use engine::policy::{Policy, StepInput};
 use image::{Rgb, RgbImage};
 
-fn data_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("SURFGYM_DATA_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../.surfgym").into()),
-    )
-}
+mod common;
+
+use common::data_dir;
 
 fn options() -> OnnxOptions {
     let data = data_dir();
@@ -142,26 +138,7 @@ fn generation_is_deterministic_and_batched_equals_unbatched() {
             stop: vec![],
         },
     ] {
-        let seeds = [11, 22, 33];
-        let batched = m.generate(&ps, &params, &seeds).unwrap();
-        let again = m.generate(&ps, &params, &seeds).unwrap();
-        assert_eq!(
-            batched, again,
-            "same inputs and seeds, same output ({params:?})"
-        );
-        for (i, p) in ps.iter().enumerate() {
-            let alone = m
-                .generate(std::slice::from_ref(p), &params, &seeds[i..=i])
-                .unwrap()
-                .remove(0);
-            assert_eq!(
-                alone.tokens, batched[i].tokens,
-                "prompt {i}: batched tokens equal unbatched ({params:?})"
-            );
-            for (a, b) in alone.logprobs.iter().zip(&batched[i].logprobs) {
-                assert!((a - b).abs() < 1e-3, "prompt {i}: logprobs {a} vs {b}");
-            }
-        }
+        let batched = common::assert_batch_invariant(&mut m, &ps, &params, &[11, 22, 33]);
         for g in &batched {
             assert_eq!(g.logprobs.len(), g.tokens.len());
             assert!(

@@ -19,12 +19,9 @@ use engine::policy::onnx::{
 use engine::policy::{Policy, StepInput};
 use image::{DynamicImage, Rgb, RgbImage};
 
-fn data_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("SURFGYM_DATA_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../.surfgym").into()),
-    )
-}
+mod common;
+
+use common::data_dir;
 
 fn model_dir() -> PathBuf {
     let dir = data_dir().join("models/tiny-qwen2vl");
@@ -274,25 +271,8 @@ fn generation_is_deterministic_batched_equals_unbatched_and_logprobs_rescore() {
             stop: vec![],
         },
     ] {
-        let seeds = [11, 22, 33];
-        let batched = m.generate(&ps, &params, &seeds).unwrap();
-        assert_eq!(
-            batched,
-            m.generate(&ps, &params, &seeds).unwrap(),
-            "same inputs and seeds, same output ({params:?})"
-        );
+        let batched = common::assert_batch_invariant(&mut m, &ps, &params, &[11, 22, 33]);
         for (i, p) in ps.iter().enumerate() {
-            let alone = m
-                .generate(std::slice::from_ref(p), &params, &seeds[i..=i])
-                .unwrap()
-                .remove(0);
-            assert_eq!(
-                alone.tokens, batched[i].tokens,
-                "prompt {i}: batched equals unbatched ({params:?})"
-            );
-            for (a, b) in alone.logprobs.iter().zip(&batched[i].logprobs) {
-                assert!((a - b).abs() < 1e-3, "prompt {i}: logprobs {a} vs {b}");
-            }
             // A teacher-forced pass (one forward over prompt and output, no cache, positions
             // continuing from the prompt's largest) gives the recorded log-probabilities.
             let g = &batched[i];

@@ -1,0 +1,61 @@
+//! Set-up and checks shared by the engine's integration tests.
+// Each test file uses its own part of this module.
+#![allow(dead_code)]
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+
+use browser_pool::{BrowserPool, PoolConfig};
+use engine::policy::onnx::{GenParams, Generation, Model, Prompt};
+use engine::sites::SitesServer;
+
+/// Where `scripts/setup-python.sh` put ONNX Runtime and the generated models.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../.surfgym").into()),
+    )
+}
+
+/// Generates `prompts` as one batch twice and each prompt alone: the batch must repeat
+/// itself exactly for the same seeds, and every row must equal its generation alone
+/// (tokens exactly, log-probabilities to 1e-3; padding must not leak). Returns the batch.
+pub fn assert_batch_invariant(
+    m: &mut Model,
+    prompts: &[Prompt],
+    params: &GenParams,
+    seeds: &[u64],
+) -> Vec<Generation> {
+    let batched = m.generate(prompts, params, seeds).unwrap();
+    assert_eq!(
+        batched,
+        m.generate(prompts, params, seeds).unwrap(),
+        "same inputs and seeds, same output ({params:?})"
+    );
+    for (i, p) in prompts.iter().enumerate() {
+        let alone = m
+            .generate(std::slice::from_ref(p), params, &seeds[i..=i])
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            alone.tokens, batched[i].tokens,
+            "prompt {i}: batched tokens equal unbatched ({params:?})"
+        );
+        for (a, b) in alone.logprobs.iter().zip(&batched[i].logprobs) {
+            assert!((a - b).abs() < 1e-3, "prompt {i}: logprobs {a} vs {b}");
+        }
+    }
+    batched
+}
+
+/// The bundled sites on loopback, the shop's base URL, and a one-browser pool.
+pub async fn shop_and_pool() -> (SitesServer, String, BrowserPool) {
+    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap();
+    let shop = sites.bases()["shop"].clone();
+    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 2;
+    (sites, shop, BrowserPool::launch(cfg).await.unwrap())
+}
