@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -54,12 +55,16 @@ IMAGE_TOKENS = (
     + ["<fake_token_around_image>", "<image>"]
 )
 
-# Renders a message content that is either a string or a list of parts ({"type": "text"|"image"}).
-# No whitespace between tags: the output is the same with and without trim_blocks/lstrip_blocks.
-CONTENT_MACRO = (
-    "{% macro surfgym_content(c) %}{% if c is string %}{{ c }}{% else %}{% for p in c %}"
-    "{% if p['type'] == 'image' %}{{ '<image>' }}{% elif p['type'] == 'text' %}{{ p['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}{% endmacro %}"
+# Per message, the content as a string whether it is one or a list of parts ({"type": "text"|"image"}),
+# image parts as <image>. A namespace rather than a macro: surfgym's renderer (minijinja without
+# its `macros` feature) has no macros. No whitespace between tags: the output is the same with and
+# without trim_blocks/lstrip_blocks.
+CONTENT_PRELUDE = (
+    "{% set surfgym = namespace(content='') %}{% if message['content'] is string %}"
+    "{% set surfgym.content = message['content'] %}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}{% set surfgym.content = surfgym.content + '<image>' %}"
+    "{% elif part['type'] == 'text' %}{% set surfgym.content = surfgym.content + part['text'] %}{% endif %}"
+    "{% endfor %}{% endif %}"
 )
 
 
@@ -75,13 +80,17 @@ def read_json(path: str) -> dict:
 def vision_template(template: str) -> str:
     """The text model's chat template with image parts rendered as <image>.
 
-    Text-only templates insert ``message['content']`` as a string; wrapping every occurrence in
-    a macro that also accepts a list of parts keeps string contents byte-identical.
+    Text-only templates insert ``message['content']`` as a string inside
+    ``{% for message in messages %}``; the loop body now starts by flattening the content to
+    such a string, which every use of ``message['content']`` then reads, so string contents
+    render byte-identically (check_template verifies it).
     """
     hook = "message['content']"
-    if hook not in template:
-        fail(f"the chat template has no {hook}: cannot teach it image parts")
-    return CONTENT_MACRO + template.replace(hook, f"surfgym_content({hook})")
+    loop = re.search(r"\{%-?\s*for message in messages\s*-?%\}", template)
+    if hook not in template or loop is None:
+        fail(f"the chat template has no {hook} inside a `for message in messages` loop: cannot teach it image parts")
+    head, body = template[:loop.end()], template[loop.end():]
+    return head + CONTENT_PRELUDE + body.replace(hook, "surfgym.content")
 
 
 def render(template: str, messages: list, tokenizer_config: dict) -> str:
