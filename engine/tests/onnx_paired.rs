@@ -88,7 +88,11 @@ fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {
     let text = load(text_dir);
     let paired = load(paired_dir);
     assert!(!text.has_vision(), "{} is text-only", text_dir.display());
-    assert!(paired.has_vision(), "{} reads screenshots", paired_dir.display());
+    assert!(
+        paired.has_vision(),
+        "{} reads screenshots",
+        paired_dir.display()
+    );
     let params = GenParams {
         max_new_tokens,
         temperature: 0.0,
@@ -123,15 +127,25 @@ fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {
             text: want,
             images: vec![],
         };
-        let alone = tm.generate(std::slice::from_ref(&p), &params, &[3]).unwrap();
-        let paired_out = pm.generate(std::slice::from_ref(&p), &params, &[3]).unwrap();
+        let alone = tm
+            .generate(std::slice::from_ref(&p), &params, &[3])
+            .unwrap();
+        let paired_out = pm
+            .generate(std::slice::from_ref(&p), &params, &[3])
+            .unwrap();
         assert_eq!(paired_out, alone, "the pairing changed the language model");
         // Scores of a fixed answer too (a generation may end at once).
         let answer = tm.encode("The capital of France is Paris.").unwrap();
-        assert_eq!(answer, pm.encode("The capital of France is Paris.").unwrap());
+        assert_eq!(
+            answer,
+            pm.encode("The capital of France is Paris.").unwrap()
+        );
         let scored = tm.score(&p, &answer).unwrap();
         assert_eq!(pm.score(&p, &answer).unwrap(), scored);
-        assert!(scored.iter().all(|l| l.is_finite() && *l <= 0.0), "{scored:?}");
+        assert!(
+            scored.iter().all(|l| l.is_finite() && *l <= 0.0),
+            "{scored:?}"
+        );
         eprintln!(
             "{}: text prompt -> {:?}",
             paired_dir.display(),
