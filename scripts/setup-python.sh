@@ -5,7 +5,7 @@
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-qwen2vl  the same in the Qwen2-VL layout (scripts/models/tiny_qwen2vl.py)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text     tiny random-weight text-only Llama (scripts/models/tiny_text.py)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text-vision  tiny-text paired with a tiny vision encoder
-#                                                      (scripts/models/pair_vision.py; CI's stand-in for the next one)
+#                                                      (scripts/models/pair_vision.py; CI's stand-in for smollm2-135m-vision)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/smollm2-135m  SmolLM2-135M-Instruct in fp32 ONNX (with --smollm2)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/smollm2-135m-vision  SmolLM2 paired with a tiny vision encoder, for
 #                                                      screenshot mode (with --smollm2; its decoder is a symlink)
