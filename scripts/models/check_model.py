@@ -47,7 +47,8 @@ def info(msg: str) -> None:
 
 
 class Model:
-    def __init__(self, path: str):
+    def __init__(self, path: str, sessions: bool = True):
+        """``sessions=False``: configs and tokenizer only (for rendering and tokenizing)."""
         self.path = path
         with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
             self.config = json.load(f)
@@ -55,6 +56,8 @@ class Model:
         tc_path = os.path.join(path, "tokenizer_config.json")
         self.tokenizer_config = json.load(open(tc_path, encoding="utf-8")) if os.path.exists(tc_path) else {}
         self.tokenizer = Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
+        if not sessions:
+            return
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         onnx_dir = os.path.join(path, "onnx")
@@ -140,6 +143,12 @@ class Model:
         return self.vision is not None
 
     @property
+    def paired_with(self) -> str | None:
+        """The text model a pair_vision.py model was made from (its directory), if it is one."""
+        rel = self.config.get("surfgym", {}).get("paired_with")
+        return os.path.normpath(os.path.join(self.path, rel)) if rel else None
+
+    @property
     def is_qwen(self) -> bool:
         return self.config.get("model_type") in ("qwen2_vl", "qwen2_5_vl")
 
@@ -179,6 +188,13 @@ def io_checks(m: Model) -> None:
     expect("embed_tokens inputs", ins, {"input_ids": ("tensor(int64)", 2)})
     expect("embed_tokens outputs", outs, {"inputs_embeds": ("tensor(float)", 3)})
     report("embed_tokens hidden size", outs["inputs_embeds"][2][-1] == hidden, f"{outs['inputs_embeds'][2][-1]} == {hidden}")
+    last = m.tokenizer.get_vocab_size(with_added_tokens=True) - 1
+    try:
+        row = m.embed_ids(np.array([[last]]))
+        ok, detail = bool(np.isfinite(row).all()), f"id {last} embeds"
+    except Exception as e:  # onnxruntime rejects an out-of-range Gather index
+        ok, detail = False, f"id {last}: {e}"
+    report("embed_tokens has a row for every tokenizer id", ok, detail)
 
     ins, outs = sig(m.decoder)
     want_in = {"inputs_embeds": ("tensor(float)", 3), "attention_mask": ("tensor(int64)", 2),
@@ -317,6 +333,31 @@ def multimodal_check(m: Model) -> None:
     report("multimodal prompt: <image> count == image_seq_len, merged logits finite",
            n_img == m.image_seq_len() and bool(np.isfinite(logits).all()),
            f"{len(ids)} prompt tokens, {n_img} <image> tokens")
+    # The image rows must reach the decoder: another image gives other logits.
+    pv2 = np.random.RandomState(3).uniform(-1, 1, pv.shape).astype(np.float32)
+    feats2 = m.vision.run(["image_features"], {"pixel_values": pv2, "pixel_attention_mask": np.ones((1, 1, size, size), bool)})[0]
+    emb2 = emb.copy()
+    emb2[0, np.array(ids) == image_id] = feats2.reshape(-1, feats2.shape[-1])
+    logits2, _ = m.step(emb2, np.ones((1, len(ids)), np.int64), np.arange(len(ids))[None], m.empty_past(1))
+    d = float(np.abs(logits2[0, -1] - logits[0, -1]).max())
+    report("multimodal prompt: another image changes the next-token logits", d > 1e-3, f"max |dlogit| {d:.3f}")
+    if m.paired_with:
+        info(f"image feature RMS {float(np.sqrt(np.mean(feats ** 2))):.4f}, "
+             f"token embedding RMS {float(np.sqrt(np.mean(emb[0, np.array(ids) != image_id] ** 2))):.4f}")
+        # Greedy decoding of the screenshot prompt (what screenshot mode runs).
+        past = m.empty_past(1)
+        mask = np.ones((1, len(ids)), np.int64)
+        logits, past = m.step(emb, mask, np.arange(len(ids))[None], past)
+        new = []
+        for _ in range(12):
+            nxt = int(np.argmax(logits[0, -1]))
+            new.append(nxt)
+            if nxt in m.stop_ids():
+                break
+            mask = np.ones((1, mask.shape[1] + 1), np.int64)
+            logits, past = m.step(m.embed_ids(np.array([[nxt]])), mask, np.array([[mask.shape[1] - 1]]), past)
+        report("screenshot prompt decodes", len(new) > 0 and all(t < logits.shape[-1] for t in new),
+               repr(m.tokenizer.decode(new, skip_special_tokens=False)))
 
 
 def tokenizer_checks(m: Model) -> None:
@@ -359,6 +400,15 @@ def tokenizer_checks(m: Model) -> None:
         want = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
                 "<|vision_start|><|image_pad|><|vision_end|>Click login.<|im_end|>\n<|im_start|>assistant\n"
                 "click(12)<|im_end|>\n<|im_start|>assistant\n")
+    elif m.is_vlm and m.paired_with:
+        # The text model's template, with each list of parts rendered as its texts and <image>s.
+        msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click login."}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "click(12)"}]},
+                {"role": "user", "content": "Now?"}]
+        flat = [{"role": "user", "content": "<image>Click login."}, {"role": "assistant", "content": "click(12)"},
+                {"role": "user", "content": "Now?"}]
+        text = Model(m.paired_with, sessions=False)
+        want = text.render_chat(flat)
     elif m.is_vlm:
         msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click login."}]},
                 {"role": "assistant", "content": [{"type": "text", "text": "click(12)"}]},
@@ -370,7 +420,8 @@ def tokenizer_checks(m: Model) -> None:
         want = None
     got = m.render_chat(msgs)
     if want is not None:
-        report(f"chat template renders {'Qwen2-VL' if m.is_qwen else 'SmolVLM'} turns", got == want, repr(got))
+        kind = "Qwen2-VL" if m.is_qwen else "the text model's (image parts as <image>)" if m.paired_with else "SmolVLM"
+        report(f"chat template renders {kind} turns", got == want, repr(got))
     else:
         ok = "<|im_start|>user\nHi<|im_end|>\n" in got and got.endswith("<|im_start|>assistant\n")
         report("chat template renders ChatML turns", ok, repr(got))
@@ -385,6 +436,38 @@ def pretrained_check(m: Model) -> None:
     texts = [m.tokenizer.decode(r, skip_special_tokens=True) for r in runs]
     report(f"greedy continuation of {prompt!r} contains {expected!r}", expected in texts[0], repr(texts[0]))
     report("greedy continuation is identical across two runs", runs[0] == runs[1], f"{texts[0]!r} vs {texts[1]!r}")
+
+
+def paired_check(m: Model) -> None:
+    """A pair_vision.py model: its language model is the text model's, untouched. Text-only prompts
+    tokenize, render, embed and decode exactly as with the text model."""
+    text = Model(m.paired_with)
+    same = os.path.samefile(os.path.join(m.path, "onnx", "decoder_model_merged.onnx"),
+                            os.path.join(text.path, "onnx", "decoder_model_merged.onnx"))
+    report("decoder is the text model's file (linked, not copied)", same,
+           os.path.relpath(os.path.realpath(os.path.join(m.path, "onnx", "decoder_model_merged.onnx")), m.path))
+    n = text.tokenizer.get_vocab_size(with_added_tokens=True)
+    added = {t: i for t, i in m.special_ids().items() if text.tokenizer.token_to_id(t) is None}
+    report("image tokens appended after the text model's vocabulary",
+           sorted(added.values()) == list(range(n, n + len(added))) and m.config["image_token_id"] in added.values(),
+           f"{len(added)} tokens, ids {min(added.values(), default=None)}..{max(added.values(), default=None)}")
+    sample = "User: héllo wörld ✓ click(12) type(3, \"a b\") <|im_start|>assistant\n https://example.com/?q=1"
+    report("text tokenizes as with the text model",
+           m.tokenizer.encode(sample, add_special_tokens=False).ids == text.tokenizer.encode(sample, add_special_tokens=False).ids)
+    ids = np.arange(n)[None]
+    d = float(np.abs(m.embed_ids(ids) - text.embed_ids(ids)).max())
+    report("embedding rows of the text vocabulary unchanged", d == 0.0, f"{n} rows, max diff {d}")
+    chat = [{"role": "user", "content": "What is the capital of France?"}]
+    rendered = m.render_chat(chat)
+    report("text-only chat renders as with the text model", rendered == text.render_chat(chat),
+           repr(rendered[-60:]))
+    for prompt in (rendered, "The capital of France is"):
+        p_ids = m.tokenizer.encode(prompt, add_special_tokens=False).ids
+        a, la = m.greedy(p_ids, 12, stop_ids=m.stop_ids())
+        b, lb = text.greedy(p_ids, 12, stop_ids=text.stop_ids())
+        d = max((float(np.abs(x - y).max()) for x, y in zip(la, lb)), default=0.0)
+        report(f"greedy continuation identical to the text model's ({len(p_ids)}-token prompt)",
+               a == b and d == 0.0, f"{m.tokenizer.decode(a, skip_special_tokens=False)!r}, max |dlogit| {d}")
 
 
 def main() -> None:
@@ -416,7 +499,10 @@ def main() -> None:
     elif m.is_vlm:
         vision_checks(m)
         multimodal_check(m)
-    if "converted_from" in m.config.get("surfgym", {}):
+    if m.paired_with:
+        paired_check(m)
+    surfgym = m.config.get("surfgym", {})
+    if "converted_from" in surfgym or "converted_from" in surfgym.get("text_model", {}):
         pretrained_check(m)
     n_fail = RESULTS.count(False)
     print(f"{len(RESULTS) - n_fail} passed, {n_fail} failed")

@@ -129,7 +129,8 @@ def corpus() -> list[str]:
     return [line for line in text for _ in range(3)]
 
 
-def build_tokenizer():
+def build_tokenizer(added: list[str] = ADDED_SPECIALS, vocab_size: int = VOCAB_SIZE):
+    """Byte-level BPE of ``vocab_size`` tokens: trained base vocabulary, then ``added`` special tokens."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
@@ -143,7 +144,7 @@ def build_tokenizer():
     )
     tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
     tok.post_processor = processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True)
-    base_size = VOCAB_SIZE - len(ADDED_SPECIALS)
+    base_size = vocab_size - len(added)
     trainer = trainers.BpeTrainer(
         vocab_size=base_size,
         min_frequency=2,
@@ -154,8 +155,8 @@ def build_tokenizer():
     tok.train_from_iterator(corpus(), trainer=trainer)
     if tok.get_vocab_size(with_added_tokens=True) != base_size:
         raise SystemExit(f"BPE training gave {tok.get_vocab_size()} tokens, wanted {base_size}: grow the corpus")
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ADDED_SPECIALS])
-    assert tok.get_vocab_size(with_added_tokens=True) == VOCAB_SIZE
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in added])
+    assert tok.get_vocab_size(with_added_tokens=True) == vocab_size
     return tok
 
 
@@ -170,8 +171,12 @@ def added_token_entry(content: str) -> dict:
     }
 
 
-def build_vision_encoder(rng: np.random.RandomState, text_hidden: int):
-    """16x16 patch conv -> (+pos emb, tanh, patch mask) -> pixel shuffle x4 -> linear to text hidden."""
+def build_vision_encoder(rng: np.random.RandomState, text_hidden: int, out_scale: float | None = None):
+    """16x16 patch conv -> (+pos emb, tanh, patch mask) -> pixel shuffle x4 -> linear to text hidden.
+
+    The features' RMS is at most about 1 (tanh activations, a 1/sqrt(fan_in) projection);
+    ``out_scale`` multiplies the projection, e.g. to give them a pretrained embedding table's RMS.
+    """
     c = VISION_WIDTH
     grid = IMAGE_SIZE // PATCH_SIZE  # 32
     s = SCALE_FACTOR
@@ -181,6 +186,8 @@ def build_vision_encoder(rng: np.random.RandomState, text_hidden: int):
     conv_b = (0.1 * rng.standard_normal(c)).astype(np.float32)
     pos = (0.5 * rng.standard_normal((1, c, grid, grid))).astype(np.float32)
     proj = (rng.standard_normal((c * s * s, text_hidden)) / np.sqrt(c * s * s)).astype(np.float32)
+    if out_scale is not None:
+        proj = (proj * np.float32(out_scale)).astype(np.float32)
 
     g = GraphBuilder()
     x = g.op("Reshape", ["pixel_values", g.const([-1, 3, IMAGE_SIZE, IMAGE_SIZE])], "images")
@@ -215,7 +222,7 @@ def build_vision_encoder(rng: np.random.RandomState, text_hidden: int):
     )
 
 
-def text_weights(rng: np.random.RandomState, cfg: dict) -> tuple[np.ndarray, dict]:
+def text_weights(rng: np.random.RandomState, cfg: dict, vocab: int = VOCAB_SIZE) -> tuple[np.ndarray, dict]:
     h, i_size = cfg["hidden_size"], cfg["intermediate_size"]
     nh, kv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
 
@@ -225,7 +232,7 @@ def text_weights(rng: np.random.RandomState, cfg: dict) -> tuple[np.ndarray, dic
     def norm():
         return (1.0 + 0.1 * rng.standard_normal(h)).astype(np.float32)
 
-    embed = rng.standard_normal((VOCAB_SIZE, h)).astype(np.float32)
+    embed = rng.standard_normal((vocab, h)).astype(np.float32)
     layers = []
     for _ in range(cfg["num_hidden_layers"]):
         layers.append(
@@ -241,7 +248,7 @@ def text_weights(rng: np.random.RandomState, cfg: dict) -> tuple[np.ndarray, dic
                 "down_proj": lin(h, i_size),
             }
         )
-    weights = {"layers": layers, "norm": norm(), "lm_head": lin(VOCAB_SIZE, h) * 4.0}
+    weights = {"layers": layers, "norm": norm(), "lm_head": lin(vocab, h) * 4.0}
     return embed, weights
 
 

@@ -18,7 +18,9 @@ pub struct ModelConfig {
     pub kv_heads: usize,
     /// Per-head width.
     pub head_dim: usize,
-    /// Vocabulary size.
+    /// The decoder's vocabulary (`vocab_size`, its logits' width). The tokenizer may be
+    /// larger: a text model paired with a vision encoder appends image tokens after it, which
+    /// are embedded but never generated.
     pub vocab: usize,
     /// The `<image>` token, whose rows get image features (None: text-only model).
     pub image_token_id: Option<u32>,
