@@ -57,13 +57,6 @@ fn observation(i: usize) -> Observation {
             tag: "a".into(),
             role: "link".into(),
             label: format!("Product {n}"),
-            value: None,
-            placeholder: None,
-            checked: None,
-            disabled: false,
-            options: vec![],
-            href: None,
-            input_type: None,
             bbox: Rect {
                 x: 40.0,
                 y: 80.0 + 30.0 * n as f64,
@@ -71,6 +64,7 @@ fn observation(i: usize) -> Observation {
                 height: 24.0,
             },
             in_viewport: true,
+            ..Element::default()
         })
         .collect();
     Observation {

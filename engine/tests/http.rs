@@ -208,13 +208,6 @@ fn observation() -> Observation {
         tag: "button".into(),
         role: "button".into(),
         label: format!("Button {id}"),
-        value: None,
-        placeholder: None,
-        checked: None,
-        disabled: false,
-        options: vec![],
-        href: None,
-        input_type: None,
         bbox: Rect {
             x: 5.0 * f64::from(id),
             y: 5.0,
@@ -222,6 +215,7 @@ fn observation() -> Observation {
             height: 4.0,
         },
         in_viewport: true,
+        ..Element::default()
     };
     Observation {
         url: "http://127.0.0.1:1/".into(),

@@ -56,13 +56,6 @@ fn observation(shade: u8, labels: usize) -> Observation {
                 tag: "button".into(),
                 role: "button".into(),
                 label: format!("Button number {n}"),
-                value: None,
-                placeholder: None,
-                checked: None,
-                disabled: false,
-                options: vec![],
-                href: None,
-                input_type: None,
                 bbox: Rect {
                     x: 10.0 * n as f64,
                     y: 20.0 * n as f64,
@@ -70,6 +63,7 @@ fn observation(shade: u8, labels: usize) -> Observation {
                     height: 20.0,
                 },
                 in_viewport: true,
+                ..Element::default()
             })
             .collect(),
         scroll: ScrollState {

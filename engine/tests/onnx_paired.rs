@@ -37,13 +37,6 @@ fn input(shade: u8) -> StepInput {
         tag: "button".into(),
         role: "button".into(),
         label: label.into(),
-        value: None,
-        placeholder: None,
-        checked: None,
-        disabled: false,
-        options: vec![],
-        href: None,
-        input_type: None,
         bbox: Rect {
             x: 40.0 * f64::from(id),
             y: 30.0,
@@ -51,6 +44,7 @@ fn input(shade: u8) -> StepInput {
             height: 24.0,
         },
         in_viewport: true,
+        ..Element::default()
     };
     let observation = Observation {
         url: "http://127.0.0.1:1/cart".into(),
