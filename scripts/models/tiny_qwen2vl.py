@@ -103,31 +103,8 @@ SPECIALS = [
 
 
 def build_tokenizer():
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
-    tok.normalizer = None
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
-        ]
-    )
-    tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
-    tok.post_processor = processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True)
-    base_size = VOCAB_SIZE - len(SPECIALS)
-    trainer = trainers.BpeTrainer(
-        vocab_size=base_size,
-        min_frequency=2,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(tiny_vlm.corpus(), trainer=trainer)
-    if tok.get_vocab_size(with_added_tokens=True) != base_size:
-        raise SystemExit(f"BPE training gave {tok.get_vocab_size()} tokens, wanted {base_size}")
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIALS])
-    assert tok.get_vocab_size(with_added_tokens=True) == VOCAB_SIZE
-    return tok
+    # Qwen2-VL's specials all come after the trained vocabulary.
+    return tiny_vlm.build_tokenizer(added=SPECIALS, vocab_size=VOCAB_SIZE, base_specials=[])
 
 
 def build_vision_encoder(rng: np.random.RandomState, text_hidden: int):

@@ -129,8 +129,11 @@ def corpus() -> list[str]:
     return [line for line in text for _ in range(3)]
 
 
-def build_tokenizer(added: list[str] = ADDED_SPECIALS, vocab_size: int = VOCAB_SIZE):
-    """Byte-level BPE of ``vocab_size`` tokens: trained base vocabulary, then ``added`` special tokens."""
+def build_tokenizer(
+    added: list[str] = ADDED_SPECIALS, vocab_size: int = VOCAB_SIZE, base_specials: list[str] = BASE_SPECIALS
+):
+    """Byte-level BPE of ``vocab_size`` tokens: ``base_specials`` first, the trained base
+    vocabulary, then ``added`` special tokens."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
@@ -149,7 +152,7 @@ def build_tokenizer(added: list[str] = ADDED_SPECIALS, vocab_size: int = VOCAB_S
         vocab_size=base_size,
         min_frequency=2,
         show_progress=False,
-        special_tokens=[AddedToken(t, special=True, normalized=False) for t in BASE_SPECIALS],
+        special_tokens=[AddedToken(t, special=True, normalized=False) for t in base_specials],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(corpus(), trainer=trainer)
