@@ -234,26 +234,7 @@ def main() -> None:
     w = tiny_vlm.write_json
     w(os.path.join(out, "config.json"), config)
     w(os.path.join(out, "generation_config.json"), generation)
-    preprocessor = {
-        "do_convert_rgb": True,
-        "do_image_splitting": False,
-        "do_normalize": True,
-        "do_pad": True,
-        "do_rescale": True,
-        "do_resize": True,
-        "image_mean": [0.5, 0.5, 0.5],
-        "image_processor_type": "Idefics3ImageProcessor",
-        "image_seq_len": tiny_vlm.IMAGE_SEQ_LEN,
-        "image_std": [0.5, 0.5, 0.5],
-        "max_image_size": {"longest_edge": tiny_vlm.IMAGE_SIZE},
-        "processor_class": "Idefics3Processor",
-        "resample": 1,
-        "rescale_factor": 1 / 255,
-        "size": {"longest_edge": tiny_vlm.IMAGE_SIZE},
-    }
-    w(os.path.join(out, "preprocessor_config.json"), preprocessor)
-    w(os.path.join(out, "processor_config.json"),
-      {"image_seq_len": tiny_vlm.IMAGE_SEQ_LEN, "processor_class": "Idefics3Processor"})
+    tiny_vlm.write_processor_configs(out)
     w(os.path.join(out, "chat_template.json"), {"chat_template": paired_template})
     added = {str(ids[t]): tiny_vlm.added_token_entry(t) for t in IMAGE_TOKENS}
     extra = list(tok_cfg.get("additional_special_tokens", [])) + ["<fake_token_around_image>", "<image>"]

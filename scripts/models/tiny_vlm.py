@@ -163,6 +163,34 @@ def build_tokenizer(
     return tok
 
 
+def write_processor_configs(out: str) -> None:
+    """preprocessor_config.json and processor_config.json of the tiny vision encoder (one
+    IMAGE_SIZE tile, no splitting, IMAGE_SEQ_LEN tokens per image), Idefics3's format."""
+    write_json(
+        os.path.join(out, "preprocessor_config.json"),
+        {
+            "do_convert_rgb": True,
+            "do_image_splitting": False,
+            "do_normalize": True,
+            "do_pad": True,
+            "do_rescale": True,
+            "do_resize": True,
+            "image_mean": [0.5, 0.5, 0.5],
+            "image_processor_type": "Idefics3ImageProcessor",
+            "image_seq_len": IMAGE_SEQ_LEN,
+            "image_std": [0.5, 0.5, 0.5],
+            "max_image_size": {"longest_edge": IMAGE_SIZE},
+            "processor_class": "Idefics3Processor",
+            "resample": 1,
+            "rescale_factor": 1 / 255,
+            "size": {"longest_edge": IMAGE_SIZE},
+        },
+    )
+    write_json(
+        os.path.join(out, "processor_config.json"), {"image_seq_len": IMAGE_SEQ_LEN, "processor_class": "Idefics3Processor"}
+    )
+
+
 def added_token_entry(content: str) -> dict:
     return {
         "content": content,
@@ -329,29 +357,7 @@ def main() -> None:
         os.path.join(out, "generation_config.json"),
         {"bos_token_id": bos, "eos_token_id": [pad, eos], "pad_token_id": pad, "do_sample": False},
     )
-    write_json(
-        os.path.join(out, "preprocessor_config.json"),
-        {
-            "do_convert_rgb": True,
-            "do_image_splitting": False,
-            "do_normalize": True,
-            "do_pad": True,
-            "do_rescale": True,
-            "do_resize": True,
-            "image_mean": [0.5, 0.5, 0.5],
-            "image_processor_type": "Idefics3ImageProcessor",
-            "image_seq_len": IMAGE_SEQ_LEN,
-            "image_std": [0.5, 0.5, 0.5],
-            "max_image_size": {"longest_edge": IMAGE_SIZE},
-            "processor_class": "Idefics3Processor",
-            "resample": 1,
-            "rescale_factor": 1 / 255,
-            "size": {"longest_edge": IMAGE_SIZE},
-        },
-    )
-    write_json(
-        os.path.join(out, "processor_config.json"), {"image_seq_len": IMAGE_SEQ_LEN, "processor_class": "Idefics3Processor"}
-    )
+    write_processor_configs(out)
     write_json(os.path.join(out, "chat_template.json"), {"chat_template": SMOLVLM_CHAT_TEMPLATE})
     extra = ["<fake_token_around_image>", "<image>", "<end_of_utterance>"]
     write_json(
