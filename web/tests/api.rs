@@ -22,6 +22,20 @@ fn app(pool: PgPool) -> axum::Router {
     web::router(web::AppState { engine })
 }
 
+/// Posts a task-suite file to the import endpoint and returns its report.
+async fn import(app: &axum::Router, uri: &str, body: &str) -> Value {
+    let req = Request::post(uri)
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 async fn call(
     app: &axum::Router,
     method: Method,
@@ -305,16 +319,12 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
     assert_eq!(list["total"], 2);
 
     // replace=true overwrites instead of rejecting.
-    let req = Request::post("/api/tasks/import?replace=true")
-        .body(Body::from(task("a", "booking").to_string()))
-        .unwrap();
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(
-        &axum::body::to_bytes(resp.into_body(), 1 << 20)
-            .await
-            .unwrap(),
+    let report = import(
+        &app,
+        "/api/tasks/import?replace=true",
+        &task("a", "booking").to_string(),
     )
-    .unwrap();
+    .await;
     assert_eq!(report["imported"], 1);
     let (_, a) = call(&app, Method::GET, "/api/tasks/a", None).await;
     assert_eq!(a["site"], "booking");
@@ -329,44 +339,26 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
 
     // Public formats, through the same endpoint.
     let wv = r#"{"web_name": "Apple", "id": "Apple--0", "ques": "Find the price of the MacBook Air.", "web": "https://www.apple.com/"}"#;
-    let req = Request::post("/api/tasks/import?format=webvoyager")
-        .body(Body::from(wv))
-        .unwrap();
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(
-        &axum::body::to_bytes(resp.into_body(), 1 << 20)
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let report = import(&app, "/api/tasks/import?format=webvoyager", wv).await;
     assert_eq!(report["lines"][0]["id"], "webvoyager.apple-0", "{report}");
     let wa = r#"[{"task_id": 44, "sites": ["gitlab"], "start_url": "__GITLAB__", "intent": "Open my todos page",
         "eval": {"eval_types": ["url_match"], "reference_url": "__GITLAB__/dashboard/todos"}}]"#;
-    let req =
-        Request::post("/api/tasks/import?format=webarena&bases=GITLAB=http://gitlab.test:8023")
-            .body(Body::from(wa))
-            .unwrap();
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(
-        &axum::body::to_bytes(resp.into_body(), 1 << 20)
-            .await
-            .unwrap(),
+    let report = import(
+        &app,
+        "/api/tasks/import?format=webarena&bases=GITLAB=http://gitlab.test:8023",
+        wa,
     )
-    .unwrap();
+    .await;
     assert_eq!(report["imported"], 1, "{report}");
     let (_, t) = call(&app, Method::GET, "/api/tasks/webarena.44", None).await;
     assert_eq!(t["start_url"], "http://gitlab.test:8023/");
     // The MiniWoB++ suite: task names, one per line.
-    let req = Request::post("/api/tasks/import?format=miniwob&bases=MINIWOB=http://127.0.0.1:9")
-        .body(Body::from("click-test\n# a comment\nnot a task\n"))
-        .unwrap();
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let report: Value = serde_json::from_slice(
-        &axum::body::to_bytes(resp.into_body(), 1 << 20)
-            .await
-            .unwrap(),
+    let report = import(
+        &app,
+        "/api/tasks/import?format=miniwob&bases=MINIWOB=http://127.0.0.1:9",
+        "click-test\n# a comment\nnot a task\n",
     )
-    .unwrap();
+    .await;
     assert_eq!(
         (report["imported"].clone(), report["failed"].clone()),
         (json!(1), json!(1)),
