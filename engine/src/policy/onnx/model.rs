@@ -165,7 +165,7 @@ impl Model {
         let env = environment(dylib)?;
         let (provider, fallback) = match device {
             Device::Cpu => ("CPU".to_string(), None),
-            Device::Cuda => cuda_or_cpu(),
+            Device::Cuda => cuda_or_cpu(env),
         };
         if let Some(why) = &fallback {
             tracing::warn!(reason = %why, "CUDA execution provider unavailable; falling back to CPU");
@@ -179,7 +179,9 @@ impl Model {
             #[cfg(feature = "cuda")]
             if provider == "CUDA" {
                 builder = builder
-                    .with_execution_providers([ort::ep::CUDA::default().build()])
+                    // A session that cannot place the model on the GPU fails here rather
+                    // than quietly running on the CPU while reporting CUDA.
+                    .with_execution_providers([ort::ep::CUDA::default().build().error_on_failure()])
                     .map_err(|e| rt(e.to_string()))?;
             }
             builder
@@ -808,18 +810,32 @@ fn to_f32(v: &DynValue) -> Result<Vec<f32>, OnnxError> {
     Ok(data.iter().map(|x| x.to_f32()).collect())
 }
 
+/// Whether the CUDA provider can be used: compiled into this ONNX Runtime (the
+/// onnxruntime-gpu build) and registrable, which loads the provider library and the CUDA
+/// and cuDNN libraries it needs.
 #[cfg(feature = "cuda")]
-fn cuda_or_cpu() -> (String, Option<String>) {
+fn cuda_or_cpu(env: &ort::environment::Environment) -> (String, Option<String>) {
     use ort::ep::ExecutionProvider;
-    match ort::ep::CUDA::default().is_available() {
-        Ok(true) => ("CUDA".into(), None),
-        Ok(false) => ("CPU".into(), Some("ONNX Runtime reports no usable CUDA device or library (install onnxruntime-gpu and the CUDA libraries)".into())),
-        Err(e) => ("CPU".into(), Some(format!("checking for CUDA failed: {e}"))),
+    let cpu = |why: String| ("CPU".to_string(), Some(why));
+    match ort::ep::CUDA::is_available() {
+        Ok(true) => {}
+        Ok(false) => {
+            return cpu("this ONNX Runtime has no CUDA provider (install the onnxruntime-gpu wheel and point ORT_DYLIB_PATH at its libonnxruntime.so)".into());
+        }
+        Err(e) => return cpu(format!("checking for CUDA failed: {e}")),
+    }
+    let registered =
+        Session::builder(env).and_then(|mut b| ort::ep::CUDA::default().register(&mut b));
+    match registered {
+        Ok(()) => ("CUDA".into(), None),
+        Err(e) => cpu(format!(
+            "the CUDA provider did not load ({e}); the CUDA 13 runtime, cuBLAS, cuFFT, cuRAND and cuDNN 9 libraries must be on LD_LIBRARY_PATH"
+        )),
     }
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_or_cpu() -> (String, Option<String>) {
+fn cuda_or_cpu(_env: &ort::environment::Environment) -> (String, Option<String>) {
     (
         "CPU".into(),
         Some("this build of surfgym has no `cuda` feature (rebuild with --features cuda)".into()),
