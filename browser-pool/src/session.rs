@@ -242,6 +242,42 @@ impl Session {
         self.call_within(op, cmd, self.page_limit()).await
     }
 
+    /// A read of the page as the browser shows it (screenshot, accessibility tree). While a
+    /// navigation swaps the page's renderer (a cross-site hop, a redirect the page started
+    /// after settling) Chromium has no page to read for a moment, or no frame to capture
+    /// until the new renderer paints, and a read sent to the old renderer may never be
+    /// answered; the read is tried again until the new page is there, within
+    /// `settle_max`, instead of failing the episode.
+    async fn read_page<C: Command + Clone>(
+        &self,
+        op: &'static str,
+        cmd: C,
+    ) -> Result<C::Response, PoolError> {
+        let deadline = Instant::now() + self.cfg.settle_max;
+        loop {
+            let late = Instant::now() >= deadline;
+            let tab = self.tab();
+            let seen = tab.documents();
+            let swapped = async {
+                if late {
+                    return futures::future::pending().await;
+                }
+                tab.document_after(seen).await;
+                tokio::time::sleep(SWAPPED_READ_GRACE).await;
+            };
+            let outcome = tokio::select! {
+                r = self.call(op, cmd.clone()) => r,
+                () = swapped => continue,
+            };
+            match outcome {
+                Err(PoolError::Cdp { message, .. }) if between_renderers(&message) && !late => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// One page-level CDP call. When it hangs, the page's running script is terminated and
     /// the call tried once more; a page that still does not answer is reported unresponsive.
     /// For calls that must not run twice (input events) use [`Session::input`].
@@ -621,7 +657,7 @@ impl Session {
     /// The accessibility tree of the active tab as indented text.
     pub async fn accessibility_tree(&self) -> Result<String, PoolError> {
         let ret = self
-            .call(
+            .read_page(
                 "Accessibility.getFullAXTree",
                 GetFullAxTreeParams::default(),
             )
@@ -653,7 +689,7 @@ impl Session {
             clip,
             ..Default::default()
         };
-        let ret = self.call("Page.captureScreenshot", params).await?;
+        let ret = self.read_page("Page.captureScreenshot", params).await?;
         let b64: &str = ret.data.as_ref();
         use base64::Engine;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -1794,6 +1830,18 @@ async fn watch_context(
 
 /// Whether an evaluation failed because the document went away under it (a navigation),
 /// rather than because the script threw.
+/// How long a read may still take once a new document committed while it waited, before
+/// it is sent again (a screenshot normally answers in tens of ms, a loaded 2-core machine
+/// in a few hundred).
+const SWAPPED_READ_GRACE: Duration = Duration::from_secs(1);
+
+/// Chromium's answers to a page-level read while the page's frame is between renderers:
+/// the old one detached, or the new one not painted yet.
+fn between_renderers(message: &str) -> bool {
+    message.contains("Not attached to an active page")
+        || message.contains("Unable to capture screenshot")
+}
+
 fn navigating(message: &str) -> bool {
     ["context", "navigated", "closed", "detached"]
         .iter()

@@ -67,6 +67,8 @@ pub(crate) struct Tab {
     /// Set by the session when the browser reports the target destroyed.
     pub(crate) closer: Arc<watch::Sender<Life>>,
     inflight: Arc<Mutex<Requests>>,
+    /// Documents the main frame has committed since the tab was attached.
+    documents: watch::Receiver<u64>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -106,8 +108,9 @@ impl Tab {
         }));
 
         let inflight = Arc::new(Mutex::new(Requests::default()));
+        let (documents_tx, documents) = watch::channel(0u64);
         tasks.push(
-            track_requests(&page, inflight.clone())
+            track_requests(&page, inflight.clone(), documents_tx)
                 .await
                 .map_err(gone)?,
         );
@@ -165,6 +168,7 @@ impl Tab {
             life,
             closer: life_tx,
             inflight,
+            documents,
             tasks,
         })
     }
@@ -182,6 +186,20 @@ impl Tab {
             Ok(l) => l,
             // The tab holds a sender itself, so this cannot happen; never end early.
             Err(_) => futures::future::pending().await,
+        }
+    }
+
+    /// How many documents the main frame has committed so far.
+    pub(crate) fn documents(&self) -> u64 {
+        *self.documents.borrow()
+    }
+
+    /// Resolves once the main frame has committed more than `seen` documents.
+    pub(crate) async fn document_after(&self, seen: u64) {
+        let mut rx = self.documents.clone();
+        if rx.wait_for(|n| *n > seen).await.is_err() {
+            // The watcher ended with the tab: no document will come.
+            futures::future::pending::<()>().await;
         }
     }
 
@@ -238,6 +256,7 @@ fn done(inflight: &Mutex<Requests>, id: &str) {
 async fn track_requests(
     page: &Page,
     inflight: Arc<Mutex<Requests>>,
+    documents: watch::Sender<u64>,
 ) -> Result<JoinHandle<()>, chromiumoxide::error::CdpError> {
     let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
@@ -251,6 +270,7 @@ async fn track_requests(
                     // will never report finishing to this session.
                     if ev.frame.parent_id.is_none() {
                         inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
+                        documents.send_modify(|n| *n += 1);
                     }
                 }
                 Some(ev) = sent.next() => {
