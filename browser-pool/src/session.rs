@@ -1828,8 +1828,6 @@ async fn watch_context(
     Ok(vec![on_created, on_destroyed, on_download])
 }
 
-/// Whether an evaluation failed because the document went away under it (a navigation),
-/// rather than because the script threw.
 /// How long a read may still take once a new document committed while it waited, before
 /// it is sent again (a screenshot normally answers in tens of ms, a loaded 2-core machine
 /// in a few hundred).
@@ -1842,6 +1840,8 @@ fn between_renderers(message: &str) -> bool {
         || message.contains("Unable to capture screenshot")
 }
 
+/// Whether an evaluation failed because the document went away under it (a navigation),
+/// rather than because the script threw.
 fn navigating(message: &str) -> bool {
     ["context", "navigated", "closed", "detached"]
         .iter()
