@@ -326,3 +326,65 @@ async fn serve_policy_batches_concurrent_requests_and_answers_each_as_if_alone()
     assert!(short.1.len() <= 2, "{short:?}");
     assert_eq!(long, alone[1]);
 }
+
+/// A queue that is full answers 503 at once (with `Retry-After`, the error typed as
+/// `server_busy`) instead of piling up work, loses none of the requests it accepted, and
+/// keeps answering once the storm has passed.
+#[tokio::test]
+async fn serve_policy_refuses_requests_beyond_its_queue_with_503() {
+    use web::policy_server::{Batching, PolicyServer};
+    let backend = OnnxBackend::load(onnx_options()).unwrap();
+    // One generating, one waiting: the third concurrent request finds the queue full.
+    let server = PolicyServer::start(
+        backend.model(),
+        "tiny",
+        Batching {
+            max_batch: 1,
+            max_wait: Duration::ZERO,
+            queue_capacity: 1,
+        },
+    )
+    .unwrap();
+    let stats = server.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, web::policy_server::router(server)).await });
+    let client = reqwest::Client::new();
+    let body = |i: usize| {
+        serde_json::json!({"model": "tiny", "max_tokens": 32, "temperature": 0.0, "seed": i, "logprobs": true,
+            "messages": [{"role": "user", "content": format!("Task {i}: open the page")}]})
+    };
+
+    let storm =
+        futures::future::join_all((0..8).map(|i| client.post(&url).json(&body(i)).send())).await;
+    let (mut ok, mut busy) = (0, 0);
+    for r in storm {
+        let r = r.unwrap();
+        match r.status().as_u16() {
+            200 => ok += 1,
+            503 => {
+                busy += 1;
+                assert_eq!(r.headers()["retry-after"], "1");
+                let v: serde_json::Value = r.json().await.unwrap();
+                assert_eq!(v["error"]["type"], "server_busy");
+                let message = v["error"]["message"].as_str().unwrap();
+                assert!(message.contains("retry later"), "{message}");
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert!(
+        busy >= 1 && ok >= 1,
+        "8 requests at once against a queue of 1: {ok} answered, {busy} refused"
+    );
+    assert_eq!(
+        stats.stats().requests(),
+        ok,
+        "every accepted request was generated, no refused one was"
+    );
+    let (text, _) = complete(&client, &url, body(0)).await;
+    assert!(!text.is_empty());
+}

@@ -216,6 +216,7 @@ async fn chat(
             // 503 is what OpenAI-style clients (ours included) retry with backoff.
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
+                [(axum::http::header::RETRY_AFTER, "1")],
                 Json(json!({"error": {"message": busy.to_string(), "type": "server_busy"}})),
             )
                 .into_response();
