@@ -116,9 +116,38 @@ enum Rescue {
 struct TabSignals {
     opened: Vec<(TargetId, String)>,
     destroyed: Vec<TargetId>,
-    /// This session's tabs by target id (a download names the frame that started it), with
-    /// the sender that marks a tab closed.
-    ours: HashMap<String, Arc<watch::Sender<Life>>>,
+    /// This session's tabs by target id (a download names the frame that started it: a
+    /// tab's main frame has the tab's id).
+    ours: HashMap<String, OurTab>,
+}
+
+struct OurTab {
+    /// Marks the tab closed.
+    closer: Arc<watch::Sender<Life>>,
+    /// The tab's subframes.
+    frames: Arc<Mutex<std::collections::HashSet<String>>>,
+}
+
+impl OurTab {
+    fn of(tab: &Tab) -> OurTab {
+        OurTab {
+            closer: tab.closer.clone(),
+            frames: tab.frames.clone(),
+        }
+    }
+}
+
+impl TabSignals {
+    /// Whether `frame` is one of this session's tabs or a frame inside one.
+    fn has_frame(&self, frame: &str) -> bool {
+        self.ours.contains_key(frame)
+            || self.ours.values().any(|t| {
+                t.frames
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains(frame)
+            })
+    }
 }
 
 #[derive(Deserialize)]
@@ -192,7 +221,7 @@ impl Session {
             .lock()
             .expect("signal lock")
             .ours
-            .insert(first.target.inner().clone(), first.closer.clone());
+            .insert(first.target.inner().clone(), OurTab::of(&first));
         let downloads = Arc::new(AtomicU64::new(0));
         let watchers = watch_context(
             &browser,
@@ -868,7 +897,7 @@ impl Session {
             .lock()
             .expect("signal lock")
             .ours
-            .insert(tab.target.inner().clone(), tab.closer.clone());
+            .insert(tab.target.inner().clone(), OurTab::of(&tab));
         self.tabs.push(tab);
     }
 
@@ -1619,6 +1648,7 @@ impl Session {
         // what settling waits for. A page whose scripts hang keeps it from answering: then
         // the scripts are stopped and the navigation left to settling, never sent twice.
         let limit = self.page_limit();
+        let (documents, sent) = (self.tab().documents(), Instant::now());
         match self
             .call_once("Page.navigate", NavigateParams::new(url), limit)
             .await
@@ -1631,6 +1661,22 @@ impl Session {
                 "could not open {url}: {message}"
             ))),
             Err(PoolError::Timeout { .. }) => match self.stop_scripts("Page.navigate").await {
+                Rescue::Responsive
+                    if self.tab().documents() == documents && !self.tab().requested_since(sent) =>
+                {
+                    // Nothing committed, nothing requested, yet the page answers: Chromium
+                    // left Page.navigate hanging (it does after a download a page started
+                    // while loading). Navigating from the page itself still works.
+                    tracing::debug!(url, "Page.navigate hung; navigating from the page");
+                    let js = format!(
+                        "location.href = {}",
+                        serde_json::to_string(url).expect("strings serialize")
+                    );
+                    Ok(match self.evaluate(&js).await? {
+                        Ok(_) => ActReport::default(),
+                        Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
+                    })
+                }
                 // Still navigating (a slow server), or unblocked: settling waits for it.
                 Rescue::Stopped | Rescue::Responsive => Ok(ActReport::default()),
                 Rescue::Failed if self.browser.is_alive() => Ok(ActReport::failed(format!(
@@ -1794,7 +1840,7 @@ async fn watch_context(
     let on_destroyed = tokio::spawn(async move {
         while let Some(ev) = destroyed.next().await {
             let mut s = tabs.lock().expect("signal lock");
-            if let Some(closer) = s.ours.get(ev.target_id.inner()) {
+            if let Some(OurTab { closer, .. }) = s.ours.get(ev.target_id.inner()) {
                 // Calls waiting on the tab give up now instead of timing out.
                 closer.send_if_modified(|life| {
                     let live = *life == Life::Live;
@@ -1814,8 +1860,7 @@ async fn watch_context(
             let ours = signals
                 .lock()
                 .expect("signal lock")
-                .ours
-                .contains_key(ev.frame_id.inner());
+                .has_frame(ev.frame_id.inner());
             if ours {
                 downloads.fetch_add(1, Ordering::SeqCst);
                 events.push(PageEvent::Download {

@@ -6,7 +6,7 @@
 //! and, when URL lists are configured, refusing documents they forbid. The tasks end with
 //! the tab.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,8 +20,8 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    AddScriptToEvaluateOnNewDocumentParams, EventFrameNavigated, EventJavascriptDialogOpening,
-    HandleJavaScriptDialogParams,
+    AddScriptToEvaluateOnNewDocumentParams, EventFrameAttached, EventFrameNavigated,
+    EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use futures::StreamExt;
@@ -45,6 +45,8 @@ struct Requests {
     /// When the last one finished or failed: its response may still be on its way to a
     /// callback that changes the page.
     last_done: Option<Instant>,
+    /// When the last one started.
+    last_started: Option<Instant>,
 }
 
 /// How Chromium words a refused `file://` (or other local) navigation in the page's log.
@@ -69,6 +71,9 @@ pub(crate) struct Tab {
     inflight: Arc<Mutex<Requests>>,
     /// Documents the main frame has committed since the tab was attached.
     documents: watch::Receiver<u64>,
+    /// Ids of the frames the page has attached (iframes, at any depth): a download names
+    /// the frame that started it.
+    pub(crate) frames: Arc<Mutex<HashSet<String>>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -114,6 +119,21 @@ impl Tab {
                 .await
                 .map_err(gone)?,
         );
+
+        let frames = Arc::new(Mutex::new(HashSet::new()));
+        let mut attached = page
+            .event_listener::<EventFrameAttached>()
+            .await
+            .map_err(gone)?;
+        let seen = frames.clone();
+        tasks.push(tokio::spawn(async move {
+            // Detached frames stay listed: a frame may start a download and go away at once.
+            while let Some(ev) = attached.next().await {
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(ev.frame_id.inner().clone());
+            }
+        }));
 
         let mut timers = AddScriptToEvaluateOnNewDocumentParams::new(js::timers());
         // The tab's current document (about:blank, or a popup's first page) gets it too.
@@ -169,6 +189,7 @@ impl Tab {
             closer: life_tx,
             inflight,
             documents,
+            frames,
             tasks,
         })
     }
@@ -187,6 +208,15 @@ impl Tab {
             // The tab holds a sender itself, so this cannot happen; never end early.
             Err(_) => futures::future::pending().await,
         }
+    }
+
+    /// Whether a request of ours started after `t`.
+    pub(crate) fn requested_since(&self, t: Instant) -> bool {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last_started
+            .is_some_and(|s| s > t)
     }
 
     /// How many documents the main frame has committed so far.
@@ -284,6 +314,7 @@ async fn track_requests(
                     if !streaming && !favicon && !ev.request.url.starts_with("data:") {
                         let mut r = inflight.lock().unwrap_or_else(|p| p.into_inner());
                         r.started.insert(ev.request_id.inner().clone(), Instant::now());
+                        r.last_started = Some(Instant::now());
                     }
                 }
                 Some(ev) = finished.next() => done(&inflight, ev.request_id.inner()),

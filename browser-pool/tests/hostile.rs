@@ -46,19 +46,54 @@ const HOPPING: &str = r#"<!doctype html><html><head><title>Hopping</title></head
   location.href = u.href;
 }, 100)</script></body></html>"#;
 
+/// Two iframes that start downloads as they load: one from this origin, one from another
+/// site (an out-of-process frame).
+const FRAMED: &str = r#"<!doctype html><html><head><title>Framed</title></head><body>
+<iframe src="/inner-same.html"></iframe>
+<script>
+  const f = document.createElement('iframe');
+  f.src = location.href.replace('127.0.0.1', 'localhost').replace('/framed.html', '/inner-cross.html');
+  document.body.appendChild(f);
+</script></body></html>"#;
+
+/// A frame that downloads `file` once loaded.
+fn downloading_frame(path: &'static str, file: &str) -> Route {
+    html(
+        path,
+        format!(
+            r#"<!doctype html><body><a id="d" href="{file}">get</a>
+<script>document.getElementById('d').click()</script></body>"#
+        ),
+    )
+}
+
+fn attachment(path: &'static str, headers: &'static str) -> Route {
+    Route {
+        path,
+        content_type: "application/zip",
+        headers,
+        body: "PK-not-really-a-zip".into(),
+    }
+}
+
 async fn serve() -> String {
     common::serve(vec![
+        html("/framed.html", FRAMED),
+        downloading_frame("/inner-same.html", "/file.zip"),
+        downloading_frame("/inner-cross.html", "/other.zip"),
+        attachment(
+            "/other.zip",
+            "Content-Disposition: attachment; filename=\"cross.zip\"\r\n",
+        ),
         html("/hop.html", HOPPING),
         html("/", INDEX),
         html("/second.html", SECOND),
         html("/admin.html", ADMIN),
         html("/loop.html", LOOP_AT_LOAD),
-        Route {
-            path: "/file.zip",
-            content_type: "application/zip",
-            headers: "Content-Disposition: attachment; filename=\"report.zip\"\r\n",
-            body: "PK-not-really-a-zip".into(),
-        },
+        attachment(
+            "/file.zip",
+            "Content-Disposition: attachment; filename=\"report.zip\"\r\n",
+        ),
     ])
     .await
 }
@@ -270,6 +305,37 @@ async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
         obs.events
     );
     assert_eq!(obs.title, "Hostile");
+
+    // Downloads started inside frames, of this origin and of another site: refused and
+    // reported like the page's own.
+    s.act(&Action::Goto(format!("{base}/framed.html")))
+        .await
+        .unwrap();
+    let mut files = Vec::new();
+    for _ in 0..20 {
+        files.extend(
+            s.observe()
+                .await
+                .unwrap()
+                .events
+                .into_iter()
+                .filter_map(|e| match e {
+                    PageEvent::Download { filename, .. } => Some(filename),
+                    _ => None,
+                }),
+        );
+        if files.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    files.sort();
+    assert_eq!(files, ["cross.zip", "report.zip"]);
+    // Chromium leaves the next Page.navigate hanging after a download started during a
+    // page load; the pool notices and navigates from the page instead.
+    let back = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    assert_eq!(back.error, None);
+    assert_eq!(s.observe().await.unwrap().title, "Hostile");
 
     // A file:// link: Chromium refuses it; the refusal is reported.
     s.act(&act(r##"click(css="#local")"##)).await.unwrap();
