@@ -19,6 +19,7 @@ use engine::store::{EpisodeFilter, Store, TaskFilter};
 use engine::{CampaignSpec, Engine};
 use sqlx::PgPool;
 use uuid::Uuid;
+use web::policy_server::{Batching, PolicyServer};
 
 fn onnx_options() -> OnnxOptions {
     let data = PathBuf::from(
@@ -254,27 +255,29 @@ async fn complete(
     )
 }
 
-#[tokio::test]
-async fn serve_policy_batches_concurrent_requests_and_answers_each_as_if_alone() {
-    use web::policy_server::{Batching, PolicyServer};
+/// `serve-policy` on the tiny model on a free port: the server (for its stats) and its chat
+/// completions URL.
+async fn serve_policy(batching: Batching) -> (PolicyServer, String) {
     let backend = OnnxBackend::load(onnx_options()).unwrap();
-    let server = PolicyServer::start(
-        backend.model(),
-        "tiny",
-        Batching {
-            max_batch: 8,
-            max_wait: Duration::from_millis(300),
-            queue_capacity: 64,
-        },
-    )
-    .unwrap();
-    let stats = server.clone();
+    let server = PolicyServer::start(backend.model(), "tiny", batching).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!(
         "http://{}/v1/chat/completions",
         listener.local_addr().unwrap()
     );
-    tokio::spawn(async move { axum::serve(listener, web::policy_server::router(server)).await });
+    let app = web::policy_server::router(server.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (server, url)
+}
+
+#[tokio::test]
+async fn serve_policy_batches_concurrent_requests_and_answers_each_as_if_alone() {
+    let (stats, url) = serve_policy(Batching {
+        max_batch: 8,
+        max_wait: Duration::from_millis(300),
+        queue_capacity: 64,
+    })
+    .await;
     let client = reqwest::Client::new();
     // Prompts of different lengths, so the batch is padded.
     let body = |i: usize, max_tokens: u32| {
@@ -332,26 +335,13 @@ async fn serve_policy_batches_concurrent_requests_and_answers_each_as_if_alone()
 /// keeps answering once the storm has passed.
 #[tokio::test]
 async fn serve_policy_refuses_requests_beyond_its_queue_with_503() {
-    use web::policy_server::{Batching, PolicyServer};
-    let backend = OnnxBackend::load(onnx_options()).unwrap();
     // One generating, one waiting: the third concurrent request finds the queue full.
-    let server = PolicyServer::start(
-        backend.model(),
-        "tiny",
-        Batching {
-            max_batch: 1,
-            max_wait: Duration::ZERO,
-            queue_capacity: 1,
-        },
-    )
-    .unwrap();
-    let stats = server.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!(
-        "http://{}/v1/chat/completions",
-        listener.local_addr().unwrap()
-    );
-    tokio::spawn(async move { axum::serve(listener, web::policy_server::router(server)).await });
+    let (stats, url) = serve_policy(Batching {
+        max_batch: 1,
+        max_wait: Duration::ZERO,
+        queue_capacity: 1,
+    })
+    .await;
     let client = reqwest::Client::new();
     let body = |i: usize| {
         serde_json::json!({"model": "tiny", "max_tokens": 32, "temperature": 0.0, "seed": i, "logprobs": true,
