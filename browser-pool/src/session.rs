@@ -150,6 +150,16 @@ impl TabSignals {
     }
 }
 
+/// Counts taken before an action of what can stop a page that started leaving from ever
+/// leaving.
+#[derive(Clone, Copy)]
+struct Stuck {
+    /// Refused downloads in the session.
+    downloads: u64,
+    /// `beforeunload` dialogs the active tab answered "stay".
+    stays: u64,
+}
+
 #[derive(Deserialize)]
 struct Probe {
     state: String,
@@ -348,6 +358,8 @@ impl Session {
                 Rescue::Stopped | Rescue::Responsive => Ok(()),
                 Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
             },
+            // Delivered, and the page closed its tab in answer (see `inputs`).
+            Err(_) if self.tab().life() == Life::Closed => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -368,6 +380,9 @@ impl Session {
             match r {
                 Ok(_) => {}
                 Err(PoolError::Timeout { after, .. }) => timed_out = Some(after),
+                // The page closed its own tab in answer to the event (a "close" button):
+                // the input was delivered; settling moves on to the tab left active.
+                Err(_) if self.tab().life() == Life::Closed => return Ok(()),
                 Err(e) => return Err(e),
             }
         }
@@ -571,7 +586,14 @@ impl Session {
     /// quiet for `settle_quiet`, no short timeout its recent activity set is pending and no
     /// recent request is in flight; at most `settle_max`
     /// (and at most [`RESTLESS_MAX`] after load, for pages that never go quiet).
-    async fn settle(&mut self, seq: u64, downloads_before: u64) -> Result<(), PoolError> {
+    fn stuck_marks(&self) -> Stuck {
+        Stuck {
+            downloads: self.downloads.load(Ordering::SeqCst),
+            stays: self.tab().stays(),
+        }
+    }
+
+    async fn settle(&mut self, seq: u64, before: Stuck) -> Result<(), PoolError> {
         let start = Instant::now();
         let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
         let mut loaded_at: Option<Instant> = None;
@@ -588,8 +610,11 @@ impl Session {
             match self.eval_within(&probe, self.page_limit()).await {
                 Ok(Ok(v)) => match serde_json::from_value::<Probe>(v) {
                     Ok(p) if p.state == "leaving" => {
-                        // A link that turned into a (refused) download never leaves.
-                        if self.downloads.load(Ordering::SeqCst) != downloads_before {
+                        // A link that turned into a (refused) download never leaves, nor
+                        // does a page whose "leave this page?" was answered "stay".
+                        if self.downloads.load(Ordering::SeqCst) != before.downloads
+                            || self.tab().stays() != before.stays
+                        {
                             let _ = self.evaluate("window.__sgLeaving = null").await?;
                         }
                     }
@@ -766,7 +791,7 @@ impl Session {
         if !deferred {
             let _ = self.evaluate(&js::prepare(seq)).await?;
         }
-        let downloads_before = self.downloads.load(Ordering::SeqCst);
+        let before = self.stuck_marks();
         let tab_before = self.tab().target.clone();
         let report = match action {
             Action::Click(target) => self.click(target).await?,
@@ -798,11 +823,11 @@ impl Session {
             Action::Answer(_) | Action::Stop => unreachable!("terminal actions return early"),
         };
         self.pending_prepare.store(0, Ordering::SeqCst);
-        self.settle(seq, downloads_before).await?;
+        self.settle(seq, before).await?;
         // A popup the action opened becomes the active tab; it must settle too.
         self.absorb_tabs().await?;
         if self.tab().target != tab_before {
-            self.settle(seq, downloads_before).await?;
+            self.settle(seq, before).await?;
         }
         self.last_error = report.error.clone();
         if seq == 1 {
@@ -943,8 +968,8 @@ impl Session {
                     self.cfg.navigation_timeout,
                 )
                 .await?;
-            self.settle(self.action_seq, self.downloads.load(Ordering::SeqCst))
-                .await?;
+            let now = self.stuck_marks();
+            self.settle(self.action_seq, now).await?;
         }
         Ok(true)
     }
@@ -1649,10 +1674,18 @@ impl Session {
         // the scripts are stopped and the navigation left to settling, never sent twice.
         let limit = self.page_limit();
         let (documents, sent) = (self.tab().documents(), Instant::now());
-        match self
-            .call_once("Page.navigate", NavigateParams::new(url), limit)
-            .await
-        {
+        let stays = self.tab().stays();
+        let navigate = self.call_once("Page.navigate", NavigateParams::new(url), limit);
+        let outcome = tokio::select! {
+            r = navigate => r,
+            // Page.navigate would wait for a commit that never comes.
+            () = self.tab().stayed_after(stays) => {
+                return Ok(ActReport::failed(format!(
+                    "the page asked to confirm leaving and the dialog was dismissed: still on {current}"
+                )));
+            }
+        };
+        match outcome {
             Ok(ret) => Ok(match ret.error_text {
                 Some(e) if !e.is_empty() => ActReport::failed(format!("could not open {url}: {e}")),
                 _ => ActReport::default(),

@@ -20,7 +20,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    AddScriptToEvaluateOnNewDocumentParams, EventFrameAttached, EventFrameNavigated,
+    AddScriptToEvaluateOnNewDocumentParams, DialogType, EventFrameAttached, EventFrameNavigated,
     EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
@@ -71,6 +71,8 @@ pub(crate) struct Tab {
     inflight: Arc<Mutex<Requests>>,
     /// Documents the main frame has committed since the tab was attached.
     documents: watch::Receiver<u64>,
+    /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
+    stays: watch::Receiver<u64>,
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
     /// the frame that started it.
     pub(crate) frames: Arc<Mutex<HashSet<String>>>,
@@ -92,11 +94,13 @@ impl Tab {
             .event_listener::<EventJavascriptDialogOpening>()
             .await
             .map_err(gone)?;
+        let (stays_tx, stays) = watch::channel(0u64);
         tasks.push(tokio::spawn(answer_dialogs(
             page.clone(),
             dialogs,
             cfg.dialogs,
             events.clone(),
+            stays_tx,
         )));
 
         let (life_tx, life) = watch::channel(Life::Live);
@@ -189,6 +193,7 @@ impl Tab {
             closer: life_tx,
             inflight,
             documents,
+            stays,
             frames,
             tasks,
         })
@@ -217,6 +222,19 @@ impl Tab {
             .unwrap_or_else(|p| p.into_inner())
             .last_started
             .is_some_and(|s| s > t)
+    }
+
+    /// How many times the page was kept from leaving so far.
+    pub(crate) fn stays(&self) -> u64 {
+        *self.stays.borrow()
+    }
+
+    /// Resolves once the page has been kept from leaving more than `seen` times.
+    pub(crate) async fn stayed_after(&self, seen: u64) {
+        let mut rx = self.stays.clone();
+        if rx.wait_for(|n| *n > seen).await.is_err() {
+            futures::future::pending::<()>().await;
+        }
     }
 
     /// How many documents the main frame has committed so far.
@@ -258,9 +276,11 @@ async fn answer_dialogs(
     mut dialogs: chromiumoxide::listeners::EventStream<EventJavascriptDialogOpening>,
     policy: DialogPolicy,
     events: EventLog,
+    stays: watch::Sender<u64>,
 ) {
     let accept = policy == DialogPolicy::Accept;
     while let Some(ev) = dialogs.next().await {
+        let leaving = ev.r#type == DialogType::Beforeunload;
         events.push(PageEvent::Dialog {
             dialog: ev.r#type.as_ref().to_string(),
             message: ev.message.chars().take(300).collect(),
@@ -272,6 +292,9 @@ async fn answer_dialogs(
             answer.prompt_text = ev.default_prompt.clone();
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), page.execute(answer)).await;
+        if leaving && !accept {
+            stays.send_modify(|n| *n += 1);
+        }
     }
 }
 

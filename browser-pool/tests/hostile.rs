@@ -76,8 +76,15 @@ fn attachment(path: &'static str, headers: &'static str) -> Route {
     }
 }
 
+/// Asks the browser to confirm before leaving.
+const KEEP: &str = r#"<!doctype html><html><head><title>Keep</title></head><body>
+<button id="touch">Touch</button><a id="away" href="/second.html">Away</a>
+<script>addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; })</script>
+</body></html>"#;
+
 async fn serve() -> String {
     common::serve(vec![
+        html("/keep.html", KEEP),
         html("/framed.html", FRAMED),
         downloading_frame("/inner-same.html", "/file.zip"),
         downloading_frame("/inner-cross.html", "/other.zip"),
@@ -210,6 +217,39 @@ async fn dialogs_can_be_dismissed() {
     assert!(obs.events.iter().any(|e| matches!(
         e,
         PageEvent::Dialog { dialog, accepted: false, .. } if dialog == "confirm"
+    )));
+
+    // A page that asks to confirm leaving, answered "stay": goto says so at once (Chromium
+    // would have Page.navigate wait for a commit that never comes) and a link click
+    // settles without waiting for a navigation that will not happen.
+    s.act(&Action::Goto(format!("{base}/keep.html")))
+        .await
+        .unwrap();
+    s.act(&act(r##"click(css="#touch")"##)).await.unwrap(); // the prompt needs a gesture
+    let started = Instant::now();
+    let r = s
+        .act(&Action::Goto(format!("{base}/second.html")))
+        .await
+        .unwrap();
+    let error = r.error.expect("goto reports the refusal");
+    assert!(error.contains("confirm leaving"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let started = Instant::now();
+    s.act(&act(r##"click(css="#away")"##)).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.title, "Keep");
+    assert!(obs.events.iter().any(|e| matches!(
+        e,
+        PageEvent::Dialog { dialog, accepted: false, .. } if dialog == "beforeunload"
     )));
     s.close().await;
     pool.shutdown().await;
