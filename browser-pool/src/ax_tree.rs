@@ -20,7 +20,9 @@ const STRUCTURAL: &[&str] = &[
 
 /// Renders the tree below the root, skipping ignored and unnamed structural nodes (their
 /// children move up a level) and the text boxes under named nodes (the name says it).
-pub(crate) fn render(nodes: &[AxNode]) -> String {
+/// Nodes of numbered elements (`numbers`: element number by backend DOM node id) start
+/// with `[N]` and are always shown.
+pub(crate) fn render(nodes: &[AxNode], numbers: &HashMap<i64, usize>) -> String {
     let by_id: HashMap<&str, &AxNode> = nodes
         .iter()
         .map(|n| (n.node_id.inner().as_str(), n))
@@ -37,13 +39,23 @@ pub(crate) fn render(nodes: &[AxNode]) -> String {
         }
         let role = text_of(node.role.as_ref());
         let name = text_of(node.name.as_ref());
-        let shown = !node.ignored
-            && !role.is_empty()
+        let number = node
+            .backend_dom_node_id
+            .as_ref()
+            .and_then(|id| numbers.get(id.inner()));
+        let shown = !role.is_empty()
             && role != "RootWebArea"
-            && !(STRUCTURAL.contains(&role.as_str()) && (name.is_empty() || role != "StaticText"));
+            && (number.is_some()
+                || !node.ignored
+                    && !(STRUCTURAL.contains(&role.as_str())
+                        && (name.is_empty() || role != "StaticText")));
         let child_depth = if shown { depth + 1 } else { depth };
         if shown {
-            let mut line = format!("{}{role}", "  ".repeat(depth));
+            let mut line = "  ".repeat(depth);
+            if let Some(n) = number {
+                line.push_str(&format!("[{n}] "));
+            }
+            line.push_str(&role);
             if !name.is_empty() {
                 line.push_str(&format!(" {:?}", truncate(&name, 120)));
             }
@@ -138,10 +150,33 @@ mod tests {
             node("6", Some("5"), "listitem", "", &["7"]),
             node("7", Some("6"), "StaticText", "Mug", &[]),
         ];
-        let text = render(&nodes);
+        let text = render(&nodes, &HashMap::new());
         assert_eq!(
             text,
             "button \"Add to cart\"\nlist\n  listitem\n    StaticText \"Mug\""
+        );
+    }
+
+    #[test]
+    fn numbered_elements_are_marked_and_never_flattened_away() {
+        let backed = |mut n: AxNode, backend: i64| {
+            n.backend_dom_node_id =
+                Some(chromiumoxide::cdp::browser_protocol::dom::BackendNodeId::new(backend));
+            n
+        };
+        let nodes = vec![
+            node("1", None, "RootWebArea", "Shop", &["2"]),
+            backed(node("2", Some("1"), "generic", "", &["3", "5"]), 20),
+            backed(node("3", Some("2"), "button", "Add to cart", &["4"]), 30),
+            node("4", Some("3"), "StaticText", "Add to cart", &[]),
+            backed(node("5", Some("2"), "generic", "", &["6"]), 50),
+            node("6", Some("5"), "StaticText", "Mug", &[]),
+        ];
+        // The clickable div (50) is numbered; its unnumbered parent (20) stays flattened.
+        let numbers = HashMap::from([(30, 1), (50, 2)]);
+        assert_eq!(
+            render(&nodes, &numbers),
+            "[1] button \"Add to cart\"\n[2] generic\n  StaticText \"Mug\""
         );
     }
 }

@@ -14,6 +14,7 @@ use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::accessibility::GetFullAxTreeParams;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::browser::EventDownloadWillBegin;
+use chromiumoxide::cdp::browser_protocol::dom::DescribeNodeParams;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventParams, DispatchKeyEventType,
     DispatchMouseEventParams, DispatchMouseEventType, DragData, EventDragIntercepted,
@@ -26,7 +27,9 @@ use chromiumoxide::cdp::browser_protocol::page::{
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateTargetParams, EventTargetCreated, EventTargetDestroyed, GetTargetsParams, TargetId,
 };
-use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EvaluateParams, GetPropertiesParams, ReleaseObjectGroupParams, TerminateExecutionParams,
+};
 use chromiumoxide::types::Command;
 use futures::StreamExt;
 use serde::Deserialize;
@@ -708,15 +711,61 @@ impl Session {
         })
     }
 
-    /// The accessibility tree of the active tab as indented text.
+    /// The accessibility tree of the active tab as indented text, the nodes of the last
+    /// observation's numbered elements marked `[N]` (an agent reading the tree acts on
+    /// them by number, as on the element list).
     pub async fn accessibility_tree(&self) -> Result<String, PoolError> {
+        let numbers = self.numbered_nodes().await?;
         let ret = self
             .read_page(
                 "Accessibility.getFullAXTree",
                 GetFullAxTreeParams::default(),
             )
             .await?;
-        Ok(crate::ax_tree::render(&ret.nodes))
+        Ok(crate::ax_tree::render(&ret.nodes, &numbers))
+    }
+
+    /// Element numbers by DOM node (backend node id), from the elements `observe.js` keeps
+    /// in the page. Elements gone from their documents since are left out.
+    async fn numbered_nodes(&self) -> Result<HashMap<i64, usize>, PoolError> {
+        const GROUP: &str = "surfgym-numbered";
+        let mut params = EvaluateParams::new("window[Symbol.for('surfgym.elements')] || []");
+        params.object_group = Some(GROUP.into());
+        let ret = self.call("Runtime.evaluate", params).await?;
+        let Some(array) = ret.result.object_id else {
+            return Ok(HashMap::new());
+        };
+        let mut props = GetPropertiesParams::new(array);
+        props.own_properties = Some(true);
+        let props = self.call("Runtime.getProperties", props).await;
+        let elements: Vec<(usize, _)> = props
+            .as_ref()
+            .map(|p| p.result.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| {
+                let index: usize = p.name.parse().ok()?;
+                Some((index + 1, p.value.as_ref()?.object_id.clone()?))
+            })
+            .collect();
+        // One round trip for all: the describes are sent together.
+        let described = futures::future::join_all(elements.into_iter().map(|(n, id)| async move {
+            let params = DescribeNodeParams {
+                object_id: Some(id),
+                ..Default::default()
+            };
+            let node = self.call("DOM.describeNode", params).await.ok()?;
+            Some((*node.node.backend_node_id.inner(), n))
+        }))
+        .await;
+        let _ = self
+            .call(
+                "Runtime.releaseObjectGroup",
+                ReleaseObjectGroupParams::new(GROUP),
+            )
+            .await;
+        props?;
+        Ok(described.into_iter().flatten().collect())
     }
 
     /// Captures the viewport in the configured format, size and scale.

@@ -639,9 +639,23 @@ async fn observation_options_marks_png_scale_and_accessibility_tree() {
         .ax_tree
         .as_deref()
         .expect("accessibility tree requested");
-    assert!(tree.contains("button \"Spin forever\""), "{tree}");
-    assert!(tree.contains("link \"Download\""), "{tree}");
+    // Interactive nodes carry the element numbers of the same observation.
+    let number = |label: &str| {
+        obs.elements
+            .iter()
+            .find(|e| e.label == label)
+            .unwrap_or_else(|| panic!("no element {label:?}"))
+            .id
+    };
+    let spin = format!("[{}] button \"Spin forever\"", number("Spin forever"));
+    let download = format!("[{}] link \"Download\"", number("Download"));
+    assert!(tree.contains(&spin), "{spin} in\n{tree}");
+    assert!(tree.contains(&download), "{download} in\n{tree}");
     assert!(tree.contains("heading \"Start\""), "{tree}");
+    assert!(
+        !tree.contains("] heading"),
+        "headings are not interactive: {tree}"
+    );
     s.close().await;
     pool.shutdown().await;
 }

@@ -142,7 +142,10 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
     if let Some(tree) = &obs.ax_tree {
         // The pool caps the tree by lines; a prompt needs a byte bound too.
         let cut = tree.char_indices().nth(6000).map_or(tree.len(), |(i, _)| i);
-        text.push_str(&format!("Accessibility tree:\n{}\n", &tree[..cut]));
+        text.push_str(&format!(
+            "Accessibility tree ([N] is element N):\n{}\n",
+            &tree[..cut]
+        ));
     }
     if obs.tabs.len() > 1 {
         text.push_str("Open tabs:");
@@ -316,7 +319,7 @@ mod tests {
                 url: "http://x/f.zip".into(),
                 filename: "f.zip".into(),
             }],
-            ax_tree: Some("button \"Buy\"".into()),
+            ax_tree: Some("[3] button \"Buy\"".into()),
             ..Default::default()
         };
         let input = StepInput {
@@ -336,7 +339,7 @@ mod tests {
         );
         assert!(text.contains("switch_tab(N), close_tab(N)"), "{text}");
         assert!(
-            text.contains("Accessibility tree:\nbutton \"Buy\""),
+            text.contains("Accessibility tree ([N] is element N):\n[3] button \"Buy\""),
             "{text}"
         );
     }
