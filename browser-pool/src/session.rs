@@ -5,7 +5,7 @@
 //! action the session waits for the page to settle: the next document loaded, and its DOM
 //! quiet for a moment, bounded by `settle_max`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -128,7 +128,7 @@ struct OurTab {
     /// Marks the tab closed.
     closer: Arc<watch::Sender<Life>>,
     /// The tab's subframes.
-    frames: Arc<Mutex<std::collections::HashSet<String>>>,
+    frames: Arc<Mutex<HashSet<String>>>,
 }
 
 impl OurTab {
