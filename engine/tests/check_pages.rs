@@ -31,6 +31,7 @@ async fn a_check_on_another_page_sees_the_episodes_state_and_the_final_page_is_k
             "text": {"contains": "Blue Ceramic Mug"}, "page": cart}},
         {"id": "lines", "check": {"type": "js", "expression": "document.querySelectorAll('.cart-line').length",
             "value_equals": 1, "page": cart}},
+        {"id": "text", "check": {"type": "page_text", "contains": "blue ceramic mug", "page": cart}},
         // The same expression on the final page: the help page has no cart lines.
         {"id": "final", "check": {"type": "js", "expression": "document.querySelectorAll('.cart-line').length",
             "value_equals": 0}}
@@ -40,6 +41,10 @@ async fn a_check_on_another_page_sees_the_episodes_state_and_the_final_page_is_k
     let snapshot = PageSnapshot::capture(&mut session, &rubric).await.unwrap();
     assert!(snapshot.url.ends_with("/help.html"), "{}", snapshot.url);
     assert!(snapshot.pages[&cart].url.ends_with("/cart.html"));
+    assert!(
+        !snapshot.text.contains("Blue Ceramic Mug"),
+        "the help page does not list the cart"
+    );
     let j = rubrics::judge(&rubric, &Trajectory::default(), &snapshot)
         .await
         .unwrap();
@@ -70,6 +75,8 @@ async fn a_check_on_another_page_sees_the_episodes_state_and_the_final_page_is_k
     assert!(!j.success);
     let line = j.verdicts.iter().find(|v| v.fact_id == "line").unwrap();
     assert!(!line.passed);
+    let text = j.verdicts.iter().find(|v| v.fact_id == "text").unwrap();
+    assert!(!text.passed, "{text:?}");
     assert_eq!(
         line.reason,
         format!("nothing on {cart} matches `#line-blue-ceramic-mug .line-name`")

@@ -1,5 +1,6 @@
 //! The rule judge: runs every fact's check against the end of an episode.
 
+use std::collections::HashMap;
 use std::future::Future;
 
 use crate::normalize;
@@ -16,8 +17,11 @@ use crate::rubric::{
 pub trait PageProbe {
     /// The final page's URL.
     fn url(&self) -> impl Future<Output = Result<String, ProbeError>> + Send;
-    /// The final page's visible text.
-    fn text(&self) -> impl Future<Output = Result<String, ProbeError>> + Send;
+    /// The visible text of `page` (`None`: the final page).
+    fn text(
+        &self,
+        page: Option<&PageUrl>,
+    ) -> impl Future<Output = Result<String, ProbeError>> + Send;
     /// The first element matching a CSS selector on `page` (`None`: the final page).
     /// `Ok(Err(_))` is a bad selector or a page that could not be opened.
     fn element(
@@ -196,18 +200,20 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
-/// Lazily fetched page text, shared by the facts that need it.
+/// Lazily fetched page texts, shared by the facts that need them.
 struct Page<'a, P> {
     probe: &'a P,
-    text: Option<String>,
+    texts: HashMap<Option<PageUrl>, String>,
 }
 
 impl<P: PageProbe> Page<'_, P> {
-    async fn text(&mut self) -> Result<&str, ProbeError> {
-        if self.text.is_none() {
-            self.text = Some(self.probe.text().await?);
+    async fn text(&mut self, page: Option<&PageUrl>) -> Result<&str, ProbeError> {
+        let key = page.cloned();
+        if !self.texts.contains_key(&key) {
+            let text = self.probe.text(page).await?;
+            self.texts.insert(key.clone(), text);
         }
-        Ok(self.text.as_deref().unwrap_or_default())
+        Ok(self.texts.get(&key).map_or("", String::as_str))
     }
 }
 
@@ -254,8 +260,11 @@ async fn verdict<P: PageProbe>(
                 }
             }
         }
-        Check::PageText(m) => {
-            let text = page.text().await?;
+        Check::PageText {
+            matcher: m,
+            page: on,
+        } => {
+            let text = page.text(on.as_ref()).await?;
             let ok = text_matches(m, text);
             let evidence = match m {
                 TextMatch::Contains { text: needle, .. } if ok => {
@@ -275,8 +284,12 @@ async fn verdict<P: PageProbe>(
                 }
                 _ => short(text, 160),
             };
+            let place = match on {
+                Some(url) => format!("the text of {url}"),
+                None => "page text".into(),
+            };
             let reason = format!(
-                "page text {} {}",
+                "{place} {} {}",
                 if ok { "is" } else { "is not" },
                 describe_text(m)
             );
@@ -471,7 +484,10 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     model: &V,
     opts: &JudgeOptions,
 ) -> Result<Judgement, ProbeError> {
-    let mut page = Page { probe, text: None };
+    let mut page = Page {
+        probe,
+        texts: HashMap::new(),
+    };
     let final_url = probe.url().await?;
     let groups = rubric.groups();
     // (group, fact) -> verdict, filled rules first.

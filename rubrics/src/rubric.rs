@@ -136,8 +136,13 @@ pub enum Check {
         /// Which URLs count.
         scope: UrlScope,
     },
-    /// The final page's visible text.
-    PageText(TextMatch),
+    /// The visible text of the final page (or of `page`).
+    PageText {
+        /// Comparison.
+        matcher: TextMatch,
+        /// The page to read instead of the final one.
+        page: Option<PageUrl>,
+    },
     /// An element of the final page (or of `page`).
     Element {
         /// CSS selector.
@@ -210,7 +215,7 @@ impl Check {
     pub fn kind(&self) -> &'static str {
         match self {
             Check::Url { .. } => "url",
-            Check::PageText(_) => "page_text",
+            Check::PageText { .. } => "page_text",
             Check::Element { .. } => "element",
             Check::Answer(_) => "answer",
             Check::Js { .. } => "js",
@@ -406,7 +411,13 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             Some(Check::Url { matcher, scope })
         }
         "page_text" => {
-            unused(errors, path, spec, &["contains", "regex", "case_sensitive"]);
+            unused(
+                errors,
+                path,
+                spec,
+                &["contains", "regex", "case_sensitive", "page"],
+            );
+            let page = page_of(errors, path, spec);
             let m = text_match(
                 errors,
                 path,
@@ -417,7 +428,10 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                     case_sensitive: spec.case_sensitive,
                 },
             )?;
-            Some(Check::PageText(m))
+            Some(Check::PageText {
+                matcher: m,
+                page: page.ok()?,
+            })
         }
         "element" => {
             unused(
@@ -674,13 +688,23 @@ impl Rubric {
     pub fn pages(&self) -> Vec<&PageUrl> {
         let mut out: Vec<&PageUrl> = Vec::new();
         for f in self.groups.iter().flat_map(|g| &g.facts) {
-            if let Check::Element { page: Some(p), .. } | Check::Js { page: Some(p), .. } = &f.check
+            if let Check::Element { page: Some(p), .. }
+            | Check::Js { page: Some(p), .. }
+            | Check::PageText { page: Some(p), .. } = &f.check
                 && !out.contains(&p)
             {
                 out.push(p);
             }
         }
         out
+    }
+
+    /// Whether a `page_text` check reads `page` (`None`: the final page).
+    pub fn reads_text_on(&self, page: Option<&PageUrl>) -> bool {
+        self.groups
+            .iter()
+            .flat_map(|g| &g.facts)
+            .any(|f| matches!(&f.check, Check::PageText { page: p, .. } if p.as_ref() == page))
     }
 
     /// The selectors element checks read on `page` (`None`: the final page).

@@ -120,7 +120,7 @@ pub struct CheckSpec {
     /// `true` (or, with `equals`, equal to that JSON value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expression: Option<String>,
-    /// element, js: read this page instead of the final one. The URL (absolute, http or
+    /// element, js, page_text: read this page instead of the final one. The URL (absolute, http or
     /// https) is opened in the episode's own browser context after the final page was
     /// captured, so the agent's session and cookies apply (WebArena's `program_html` with a
     /// `url` other than `last`).

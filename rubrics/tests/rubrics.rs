@@ -17,8 +17,12 @@ impl PageProbe for RecordedPage {
     async fn url(&self) -> Result<String, ProbeError> {
         Ok(self.url.clone())
     }
-    async fn text(&self) -> Result<String, ProbeError> {
-        Ok(self.text.clone())
+    async fn text(&self, page: Option<&PageUrl>) -> Result<String, ProbeError> {
+        match page.map(PageUrl::as_str) {
+            None => Ok(self.text.clone()),
+            Some(ACCOUNT) => Ok("My account\nShipping to 12 Analytical Row".into()),
+            Some(other) => Err(ProbeError(format!("{other} was not captured"))),
+        }
     }
     async fn element(
         &self,
@@ -344,6 +348,17 @@ async fn every_check_kind_passes_and_fails() {
             None,
             true,
         ),
+        // Page text read on another page: that page's text, not the final one's.
+        (
+            json!({"type": "page_text", "contains": "analytical row", "page": ACCOUNT}),
+            None,
+            true,
+        ),
+        (
+            json!({"type": "page_text", "contains": "order CONFIRMED", "page": ACCOUNT}),
+            None,
+            false,
+        ),
         // `h1` exists on the final page but not on the account page.
         (
             json!({"type": "element", "selector": "h1", "exists": true, "page": ACCOUNT}),
@@ -596,11 +611,16 @@ async fn checks_on_other_pages_are_listed_by_page_and_explain_where_they_looked(
         {"id": "c", "check": {"type": "js", "expression": "document.title", "page": ACCOUNT}},
         {"id": "d", "check": {"type": "js", "expression": "document.title", "page": "http://shop.test/cart"}},
         {"id": "e", "check": {"type": "element", "selector": "#missing", "exists": true, "page": ACCOUNT}},
-        {"id": "f", "check": {"type": "miniwob"}}
+        {"id": "f", "check": {"type": "miniwob"}},
+        {"id": "g", "check": {"type": "page_text", "contains": "Shipping", "page": ACCOUNT}}
     ]}]}))
     .unwrap();
     let pages: Vec<&str> = rubric.pages().iter().map(|p| p.as_str()).collect();
     assert_eq!(pages, [ACCOUNT, "http://shop.test/cart"]);
+    let cart = PageUrl::parse("http://shop.test/cart").unwrap();
+    assert!(rubric.reads_text_on(Some(&PageUrl::parse(ACCOUNT).unwrap())));
+    assert!(!rubric.reads_text_on(Some(&cart)));
+    assert!(!rubric.reads_text_on(None));
     assert_eq!(rubric.selectors(), ["h1"]);
     let account = PageUrl::parse(ACCOUNT).unwrap();
     assert_eq!(
@@ -615,6 +635,12 @@ async fn checks_on_other_pages_are_listed_by_page_and_explain_where_they_looked(
     assert_eq!(e.reason, format!("nothing on {ACCOUNT} matches `#missing`"));
     let c = j.verdicts.iter().find(|v| v.fact_id == "c").unwrap();
     assert!(c.reason.contains(&format!("on {ACCOUNT}")), "{}", c.reason);
+    let g = j.verdicts.iter().find(|v| v.fact_id == "g").unwrap();
+    assert!(g.passed);
+    assert_eq!(
+        g.reason,
+        format!("the text of {ACCOUNT} is containing \"Shipping\"")
+    );
     let d = j.verdicts.iter().find(|v| v.fact_id == "d").unwrap();
     assert!(!d.passed);
     assert!(
@@ -631,7 +657,7 @@ impl PageProbe for MiniWobPage {
     async fn url(&self) -> Result<String, ProbeError> {
         Ok("http://127.0.0.1:1/miniwob/click-test.html".into())
     }
-    async fn text(&self) -> Result<String, ProbeError> {
+    async fn text(&self, _: Option<&PageUrl>) -> Result<String, ProbeError> {
         Ok(String::new())
     }
     async fn element(

@@ -33,6 +33,9 @@ pub struct PageSnapshot {
 pub struct PageCapture {
     /// Where the page ended up (after redirects).
     pub url: String,
+    /// Visible text, when a `page_text` check reads it (capped like the final page's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
     /// Selectors read there.
     pub elements: BTreeMap<String, Result<Option<ElementSnapshot>, String>>,
     /// Expressions evaluated there.
@@ -46,14 +49,21 @@ impl PageSnapshot {
     /// The snapshot as stored: JSON, its text capped at [`STORED_TEXT_LIMIT`] bytes.
     pub fn to_stored(&self) -> serde_json::Value {
         let mut s = self.clone();
-        if s.text.len() > STORED_TEXT_LIMIT {
-            let cut = (0..=STORED_TEXT_LIMIT)
-                .rev()
-                .find(|i| s.text.is_char_boundary(*i))
-                .unwrap_or(0);
-            s.text.truncate(cut);
+        cap(&mut s.text);
+        for p in s.pages.values_mut() {
+            cap(&mut p.text);
         }
         serde_json::to_value(s).unwrap_or_default()
+    }
+}
+
+fn cap(text: &mut String) {
+    if text.len() > STORED_TEXT_LIMIT {
+        let cut = (0..=STORED_TEXT_LIMIT)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+        text.truncate(cut);
     }
 }
 
@@ -118,10 +128,16 @@ impl PageSnapshot {
                 });
             }
             let (elements, values) = read(session, rubric, Some(page)).await?;
+            let text = if rubric.reads_text_on(Some(page)) {
+                session.page_text().await?
+            } else {
+                String::new()
+            };
             snapshot.pages.insert(
                 page.to_string(),
                 PageCapture {
                     url: session.url().await?,
+                    text,
                     elements,
                     values,
                 },
@@ -130,13 +146,13 @@ impl PageSnapshot {
         Ok(snapshot)
     }
 
-    fn on(&self, page: Option<&PageUrl>) -> Result<(&Elements, &Values), ProbeError> {
+    fn on(&self, page: Option<&PageUrl>) -> Result<(&str, &Elements, &Values), ProbeError> {
         match page {
-            None => Ok((&self.elements, &self.values)),
+            None => Ok((&self.text, &self.elements, &self.values)),
             Some(url) => self
                 .pages
                 .get(url.as_str())
-                .map(|p| (&p.elements, &p.values))
+                .map(|p| (p.text.as_str(), &p.elements, &p.values))
                 .ok_or_else(|| ProbeError(format!("page {url} was not captured"))),
         }
     }
@@ -147,8 +163,8 @@ impl PageProbe for PageSnapshot {
         Ok(self.url.clone())
     }
 
-    async fn text(&self) -> Result<String, ProbeError> {
-        Ok(self.text.clone())
+    async fn text(&self, page: Option<&PageUrl>) -> Result<String, ProbeError> {
+        Ok(self.on(page)?.0.to_string())
     }
 
     async fn element(
@@ -157,7 +173,7 @@ impl PageProbe for PageSnapshot {
         selector: &str,
     ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
         self.on(page)?
-            .0
+            .1
             .get(selector)
             .cloned()
             .ok_or_else(|| ProbeError(format!("selector `{selector}` was not captured")))
@@ -169,7 +185,7 @@ impl PageProbe for PageSnapshot {
         expression: &str,
     ) -> Result<Result<serde_json::Value, String>, ProbeError> {
         self.on(page)?
-            .1
+            .2
             .get(expression)
             .cloned()
             .ok_or_else(|| ProbeError(format!("expression `{expression}` was not captured")))
