@@ -73,6 +73,10 @@ pub struct ModelArgs {
     /// Most tokens generated per action.
     #[arg(long, default_value_t = 96, global = true)]
     pub max_new_tokens: usize,
+    /// ONNX policy: text the model's answer starts with (e.g. "Action:"), written after
+    /// the chat template's generation prompt; the model only finishes the line.
+    #[arg(long, default_value = "", global = true)]
+    pub answer_prefix: String,
     /// Largest batch of concurrent requests the ONNX policy (and serve-policy) runs together.
     #[arg(long, default_value_t = 8, global = true)]
     pub max_batch: usize,
@@ -141,6 +145,7 @@ impl ModelArgs {
             DeviceArg::Cuda => Device::Cuda,
         };
         o.generation.max_new_tokens = self.max_new_tokens;
+        o.answer_prefix = self.answer_prefix.clone();
         o.generation.temperature = self.temperature;
         o.generation.top_p = self.top_p;
         o.prompt = self.prompt();

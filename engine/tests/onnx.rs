@@ -291,6 +291,57 @@ async fn decisions_carry_text_and_consistent_logprobs() {
     }
 }
 
+/// An answer prefix is written after the generation prompt, starts the decision's output
+/// and is parsed with it; the model only generates what follows (and only that is scored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_prefix_starts_the_answer_and_is_parsed_with_it() {
+    let plain = OnnxBackend::load(options()).unwrap();
+    let mut o = options();
+    // A whole action line: whatever the random model writes after it cannot take it away
+    // (the parser reads the last `Action:` line, and a newline ends this one).
+    o.answer_prefix = "Action: click(2)\n".into();
+    let prefixed = OnnxBackend::load(o).unwrap();
+    let step = input(7, 90, 3);
+
+    let without = plain.prompt_for(&step).unwrap();
+    let with = prefixed.prompt_for(&step).unwrap();
+    assert_eq!(with.text, format!("{}Action: click(2)\n", without.text));
+
+    let prefixed = Arc::new(prefixed);
+    let policy = engine::policy::Batched::new(
+        "onnx",
+        prefixed.clone(),
+        engine::policy::BatchLimits {
+            max_batch: 1,
+            max_wait: Duration::ZERO,
+        },
+    );
+    let d = policy.decide(step).await.unwrap();
+    assert!(
+        d.raw_output.starts_with("Action: click(2)\n"),
+        "{:?}",
+        d.raw_output
+    );
+    assert_eq!(
+        d.action,
+        Ok(browser_pool::Action::Click(browser_pool::Target::Element(
+            2
+        ))),
+        "{:?}",
+        d.raw_output
+    );
+    // Only sampled tokens carry log-probabilities; the prefix is prompt.
+    let alone = prefixed
+        .model()
+        .lock()
+        .unwrap()
+        .generate(std::slice::from_ref(&with), &options().generation, &[0])
+        .unwrap()
+        .remove(0);
+    assert_eq!(format!("Action: click(2)\n{}", alone.text), d.raw_output);
+    assert_eq!(d.token_logprobs, alone.logprobs);
+}
+
 /// Collects what the tracing subscriber writes.
 #[derive(Clone, Default)]
 struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);

@@ -56,6 +56,12 @@ pub struct OnnxOptions {
     pub prompt: PromptConfig,
     /// Viewport the coordinates grid maps to.
     pub viewport: (u32, u32),
+    /// Text the model's answer starts with, written into the prompt after the template's
+    /// generation prompt (e.g. `Action:`): a small model that will not follow the
+    /// output format on its own then only has to finish the line. The decision's
+    /// `raw_output` starts with it; its log-probabilities cover the generated tokens only
+    /// (the prefix was not sampled).
+    pub answer_prefix: String,
 }
 
 impl OnnxOptions {
@@ -74,6 +80,7 @@ impl OnnxOptions {
             },
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
+            answer_prefix: String::new(),
         }
     }
 }
@@ -151,8 +158,9 @@ impl OnnxBackend {
     /// Builds the prompt of one step: template-rendered text with images expanded.
     pub fn prompt_for(&self, input: &StepInput) -> Result<Prompt, OnnxError> {
         let built = prompt::build(input, &self.opts.prompt, self.vision);
-        let text = prompt::render(&self.template, &built.text, built.images.len(), self.vision)
+        let mut text = prompt::render(&self.template, &built.text, built.images.len(), self.vision)
             .map_err(OnnxError::Prompt)?;
+        text.push_str(&self.opts.answer_prefix);
         let model = self.model.lock().expect("model lock");
         expand_images(&text, &built.images, model.config())
     }
@@ -183,13 +191,14 @@ impl OnnxBackend {
         Ok(outputs
             .into_iter()
             .map(|g| {
-                let (thought, action) = parse_output(&g.text, grounding, self.opts.viewport);
+                let output = format!("{}{}", self.opts.answer_prefix, g.text);
+                let (thought, action) = parse_output(&output, grounding, self.opts.viewport);
                 Ok(Decision {
                     action,
                     thought,
                     logprob: Some(g.logprobs.iter().map(|l| f64::from(*l)).sum()),
                     token_logprobs: g.logprobs,
-                    raw_output: g.text,
+                    raw_output: output,
                 })
             })
             .collect())
