@@ -726,13 +726,18 @@ impl Session {
     }
 
     /// Element numbers by DOM node (backend node id), from the elements `observe.js` keeps
-    /// in the page. Elements gone from their documents since are left out.
+    /// in the page. Elements gone from their documents since are left out, and a page that
+    /// navigated meanwhile has none (its tree is of a document no number points into).
     async fn numbered_nodes(&self) -> Result<HashMap<i64, usize>, PoolError> {
         const GROUP: &str = "surfgym-numbered";
         let mut params = EvaluateParams::new("window[Symbol.for('surfgym.elements')] || []");
         params.object_group = Some(GROUP.into());
-        let ret = self.call("Runtime.evaluate", params).await?;
-        let Some(array) = ret.result.object_id else {
+        let array = match self.call("Runtime.evaluate", params).await {
+            Ok(ret) => ret.result.object_id,
+            Err(PoolError::Cdp { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(array) = array else {
             return Ok(HashMap::new());
         };
         let mut props = GetPropertiesParams::new(array);
@@ -758,14 +763,13 @@ impl Session {
             Some((*node.node.backend_node_id.inner(), n))
         }))
         .await;
-        let _ = self
-            .call(
-                "Runtime.releaseObjectGroup",
-                ReleaseObjectGroupParams::new(GROUP),
-            )
+                let _ = self
+            .call("Runtime.releaseObjectGroup", ReleaseObjectGroupParams::new(GROUP))
             .await;
-        props?;
-        Ok(described.into_iter().flatten().collect())
+        match props {
+            Ok(_) | Err(PoolError::Cdp { .. }) => Ok(described.into_iter().flatten().collect()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Captures the viewport in the configured format, size and scale.
