@@ -763,8 +763,11 @@ impl Session {
             Some((*node.node.backend_node_id.inner(), n))
         }))
         .await;
-                let _ = self
-            .call("Runtime.releaseObjectGroup", ReleaseObjectGroupParams::new(GROUP))
+        let _ = self
+            .call(
+                "Runtime.releaseObjectGroup",
+                ReleaseObjectGroupParams::new(GROUP),
+            )
             .await;
         match props {
             Ok(_) | Err(PoolError::Cdp { .. }) => Ok(described.into_iter().flatten().collect()),
