@@ -3,8 +3,10 @@
 //! Each tab runs small background tasks fed by CDP events: answering JavaScript dialogs
 //! (an open `alert` blocks every script in the page), noticing a crashed renderer (whose
 //! calls would otherwise hang), counting requests in flight (for network-quiet settling)
-//! and, when URL lists are configured, refusing documents they forbid. The tasks end with
-//! the tab.
+//! and the main frame's committed documents (reads and navigations that a renderer swap
+//! left unanswered are resent), listing the page's frames (downloads name the frame that
+//! started them) and, when URL lists are configured, refusing documents they forbid. The
+//! tasks end with the tab.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
