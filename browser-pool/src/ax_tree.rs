@@ -21,8 +21,13 @@ const STRUCTURAL: &[&str] = &[
 /// Renders the tree below the root, skipping ignored and unnamed structural nodes (their
 /// children move up a level) and the text boxes under named nodes (the name says it).
 /// Nodes of numbered elements (`numbers`: element number by backend DOM node id) start
-/// with `[N]` and are always shown.
-pub(crate) fn render(nodes: &[AxNode], numbers: &HashMap<i64, usize>) -> String {
+/// with `[N]` and are always shown. `frames` holds the rendered trees of iframes by their
+/// element's backend node id: each goes under its `Iframe` line, one level deeper.
+pub(crate) fn render(
+    nodes: &[AxNode],
+    numbers: &HashMap<i64, usize>,
+    frames: &HashMap<i64, String>,
+) -> String {
     let by_id: HashMap<&str, &AxNode> = nodes
         .iter()
         .map(|n| (n.node_id.inner().as_str(), n))
@@ -39,10 +44,8 @@ pub(crate) fn render(nodes: &[AxNode], numbers: &HashMap<i64, usize>) -> String 
         }
         let role = text_of(node.role.as_ref());
         let name = text_of(node.name.as_ref());
-        let number = node
-            .backend_dom_node_id
-            .as_ref()
-            .and_then(|id| numbers.get(id.inner()));
+        let backend = node.backend_dom_node_id.as_ref().map(|id| *id.inner());
+        let number = backend.and_then(|id| numbers.get(&id));
         let shown = !role.is_empty()
             && role != "RootWebArea"
             && (number.is_some()
@@ -81,6 +84,10 @@ pub(crate) fn render(nodes: &[AxNode], numbers: &HashMap<i64, usize>) -> String 
                 }
             }
             out.push(line);
+            if let Some(tree) = backend.and_then(|id| frames.get(&id)) {
+                let indent = "  ".repeat(depth + 1);
+                out.extend(tree.lines().map(|l| format!("{indent}{l}")));
+            }
         }
         // A named leaf-ish node says its text already; its text children would repeat it.
         let skip_text_children = shown && !name.is_empty();
@@ -150,7 +157,7 @@ mod tests {
             node("6", Some("5"), "listitem", "", &["7"]),
             node("7", Some("6"), "StaticText", "Mug", &[]),
         ];
-        let text = render(&nodes, &HashMap::new());
+        let text = render(&nodes, &HashMap::new(), &HashMap::new());
         assert_eq!(
             text,
             "button \"Add to cart\"\nlist\n  listitem\n    StaticText \"Mug\""
@@ -175,7 +182,7 @@ mod tests {
         // The clickable div (50) is numbered; its unnumbered parent (20) stays flattened.
         let numbers = HashMap::from([(30, 1), (50, 2)]);
         assert_eq!(
-            render(&nodes, &numbers),
+            render(&nodes, &numbers, &HashMap::new()),
             "[1] button \"Add to cart\"\n[2] generic\n  StaticText \"Mug\""
         );
     }

@@ -716,13 +716,62 @@ impl Session {
     /// them by number, as on the element list).
     pub async fn accessibility_tree(&self) -> Result<String, PoolError> {
         let numbers = self.numbered_nodes().await?;
-        let ret = self
+        let nodes = self
             .read_page(
                 "Accessibility.getFullAXTree",
                 GetFullAxTreeParams::default(),
             )
-            .await?;
-        Ok(crate::ax_tree::render(&ret.nodes, &numbers))
+            .await?
+            .nodes;
+        let frames = self.frame_trees(&nodes, &numbers, 1).await?;
+        Ok(crate::ax_tree::render(&nodes, &numbers, &frames))
+    }
+
+    /// The rendered trees of the same-origin iframes among `nodes` (the top document's
+    /// tree shows an iframe as a leaf), nested ones too up to [`AX_FRAME_DEPTH`], by the
+    /// iframe element's backend node id. Out-of-process (cross-site) frames have no tree
+    /// in this page's session and stay leaves.
+    async fn frame_trees(
+        &self,
+        nodes: &[chromiumoxide::cdp::browser_protocol::accessibility::AxNode],
+        numbers: &HashMap<i64, usize>,
+        depth: usize,
+    ) -> Result<HashMap<i64, String>, PoolError> {
+        let mut out = HashMap::new();
+        if depth > AX_FRAME_DEPTH {
+            return Ok(out);
+        }
+        let iframes = nodes.iter().filter_map(|n| {
+            let role = n.role.as_ref()?.value.as_ref()?.as_str()?;
+            (role == "Iframe").then_some(n.backend_dom_node_id?)
+        });
+        for backend in iframes.take(AX_MAX_FRAMES) {
+            let describe = DescribeNodeParams {
+                backend_node_id: Some(backend),
+                ..Default::default()
+            };
+            let frame_id = match self.call("DOM.describeNode", describe).await {
+                Ok(r) => r.node.frame_id,
+                Err(PoolError::Cdp { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            let Some(frame_id) = frame_id else { continue };
+            let params = GetFullAxTreeParams {
+                frame_id: Some(frame_id),
+                ..Default::default()
+            };
+            let sub = match self.call("Accessibility.getFullAXTree", params).await {
+                Ok(r) => r.nodes,
+                Err(PoolError::Cdp { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            let inner = Box::pin(self.frame_trees(&sub, numbers, depth + 1)).await?;
+            out.insert(
+                *backend.inner(),
+                crate::ax_tree::render(&sub, numbers, &inner),
+            );
+        }
+        Ok(out)
     }
 
     /// Element numbers by DOM node (backend node id), from the elements `observe.js` keeps
@@ -1961,6 +2010,12 @@ async fn watch_context(
     });
     Ok(vec![on_created, on_destroyed, on_download])
 }
+
+/// Iframes nested deeper than this keep their trees out of the accessibility text.
+const AX_FRAME_DEPTH: usize = 3;
+
+/// Iframes per document whose trees are read (ad-heavy pages have dozens).
+const AX_MAX_FRAMES: usize = 10;
 
 /// How long a read may still take once a new document committed while it waited, before
 /// it is sent again (a screenshot normally answers in tens of ms, a loaded 2-core machine

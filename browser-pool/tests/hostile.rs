@@ -82,8 +82,22 @@ const KEEP: &str = r#"<!doctype html><html><head><title>Keep</title></head><body
 <script>addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; })</script>
 </body></html>"#;
 
+/// A same-origin iframe with controls, and a cross-site one (out of process).
+const NESTED: &str = r#"<!doctype html><html><head><title>Nested</title></head><body>
+<button>Top button</button><iframe src="/controls.html"></iframe>
+<script>
+  const f = document.createElement('iframe');
+  f.src = location.href.replace('127.0.0.1', 'localhost').replace('/nested.html', '/controls.html');
+  document.body.appendChild(f);
+</script></body></html>"#;
+
 async fn serve() -> String {
     common::serve(vec![
+        html("/nested.html", NESTED),
+        html(
+            "/controls.html",
+            r#"<button>Inner button</button><a href="/second.html">Inner link</a>"#,
+        ),
         html("/keep.html", KEEP),
         html("/framed.html", FRAMED),
         downloading_frame("/inner-same.html", "/file.zip"),
@@ -759,4 +773,45 @@ fn url_host(url: &str) -> String {
         .and_then(|rest| rest.split(':').next())
         .unwrap_or_default()
         .to_string()
+}
+
+/// The top document's accessibility tree shows an iframe as a leaf; the pool reads each
+/// same-origin frame's tree and puts it under its `Iframe` line, element numbers included.
+/// A cross-site frame (another process) stays a leaf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_accessibility_tree_reaches_into_same_origin_iframes() {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.accessibility_tree = true;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/nested.html")))
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    let tree = obs.ax_tree.expect("accessibility tree requested");
+    let number = |label: &str| {
+        obs.elements
+            .iter()
+            .find(|e| e.label == label)
+            .unwrap_or_else(|| panic!("no element {label:?}"))
+            .id
+    };
+    let inner = format!(
+        "Iframe\n  [{}] button \"Inner button\"\n  [{}] link \"Inner link\"",
+        number("Inner button"),
+        number("Inner link")
+    );
+    assert!(tree.contains(&inner), "{inner} in\n{tree}");
+    assert!(
+        tree.contains(&format!("[{}] button \"Top button\"", number("Top button"))),
+        "{tree}"
+    );
+    assert_eq!(
+        tree.matches("Inner button").count(),
+        1,
+        "the cross-site frame stays a leaf: {tree}"
+    );
+    s.close().await;
+    pool.shutdown().await;
 }
