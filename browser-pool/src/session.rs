@@ -1799,9 +1799,7 @@ impl Session {
                 "could not open {url}: {message}"
             ))),
             Err(PoolError::Timeout { .. }) => match self.stop_scripts("Page.navigate").await {
-                Rescue::Responsive
-                    if self.tab().documents() == documents && !self.tab().requested_since(sent) =>
-                {
+                Rescue::Responsive if self.navigation_stuck(documents, sent, limit).await => {
                     // Nothing committed, nothing requested, yet the page answers: Chromium
                     // left Page.navigate hanging (it does after a download a page started
                     // while loading). Navigating from the page itself still works.
@@ -1827,6 +1825,19 @@ impl Session {
             },
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether a navigation sent at `sent` is stuck: no document committed since (the tab
+    /// had committed `documents`) and no request started, even after waiting `patience`
+    /// more (a loaded machine can be that slow to send the request; a stuck navigation
+    /// never sends it).
+    async fn navigation_stuck(&self, documents: u64, sent: Instant, patience: Duration) -> bool {
+        let quiet = || self.tab().documents() == documents && !self.tab().requested_since(sent);
+        let deadline = Instant::now() + patience;
+        while quiet() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        quiet()
     }
 
     async fn back(&self) -> Result<ActReport, PoolError> {

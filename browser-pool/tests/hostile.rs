@@ -654,13 +654,7 @@ async fn observation_options_marks_png_scale_and_accessibility_tree() {
         .as_deref()
         .expect("accessibility tree requested");
     // Interactive nodes carry the element numbers of the same observation.
-    let number = |label: &str| {
-        obs.elements
-            .iter()
-            .find(|e| e.label == label)
-            .unwrap_or_else(|| panic!("no element {label:?}"))
-            .id
-    };
+    let number = |label: &str| number_of(&obs, label);
     let spin = format!("[{}] button \"Spin forever\"", number("Spin forever"));
     let download = format!("[{}] link \"Download\"", number("Download"));
     assert!(tree.contains(&spin), "{spin} in\n{tree}");
@@ -735,14 +729,7 @@ async fn navigations_in_a_used_context_settle_promptly() {
 /// observation waits for the new page instead of failing the episode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observations_survive_a_page_that_keeps_hopping_across_sites() {
-    let base = serve().await;
-    let mut cfg = config();
-    cfg.accessibility_tree = true;
-    let pool = BrowserPool::launch(cfg).await.unwrap();
-    let mut s = pool.lease().await.unwrap();
-    s.act(&Action::Goto(format!("{base}/hop.html")))
-        .await
-        .unwrap();
+    let (pool, mut s) = with_ax_tree_on("/hop.html").await;
     let mut hosts = std::collections::BTreeSet::new();
     for i in 0..8 {
         let obs = s
@@ -767,6 +754,26 @@ async fn observations_survive_a_page_that_keeps_hopping_across_sites() {
     pool.shutdown().await;
 }
 
+/// A pool observing accessibility trees, and a session opened on `path` of the test site.
+async fn with_ax_tree_on(path: &str) -> (BrowserPool, browser_pool::Session) {
+    let base = serve().await;
+    let mut cfg = config();
+    cfg.accessibility_tree = true;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}{path}"))).await.unwrap();
+    (pool, s)
+}
+
+/// The number of the observation's element labelled `label`.
+fn number_of(obs: &browser_pool::Observation, label: &str) -> u32 {
+    obs.elements
+        .iter()
+        .find(|e| e.label == label)
+        .unwrap_or_else(|| panic!("no element {label:?}"))
+        .id
+}
+
 fn url_host(url: &str) -> String {
     url.split("://")
         .nth(1)
@@ -780,23 +787,10 @@ fn url_host(url: &str) -> String {
 /// A cross-site frame (another process) stays a leaf.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_accessibility_tree_reaches_into_same_origin_iframes() {
-    let base = serve().await;
-    let mut cfg = config();
-    cfg.accessibility_tree = true;
-    let pool = BrowserPool::launch(cfg).await.unwrap();
-    let mut s = pool.lease().await.unwrap();
-    s.act(&Action::Goto(format!("{base}/nested.html")))
-        .await
-        .unwrap();
+    let (pool, mut s) = with_ax_tree_on("/nested.html").await;
     let obs = s.observe().await.unwrap();
-    let tree = obs.ax_tree.expect("accessibility tree requested");
-    let number = |label: &str| {
-        obs.elements
-            .iter()
-            .find(|e| e.label == label)
-            .unwrap_or_else(|| panic!("no element {label:?}"))
-            .id
-    };
+    let tree = obs.ax_tree.clone().expect("accessibility tree requested");
+    let number = |label: &str| number_of(&obs, label);
     let inner = format!(
         "Iframe\n  [{}] button \"Inner button\"\n  [{}] link \"Inner link\"",
         number("Inner button"),
