@@ -78,20 +78,7 @@ fn observation(shade: u8, labels: usize) -> Observation {
 }
 
 fn input(seed: u64, shade: u8, labels: usize) -> StepInput {
-    let task = tasks::parse_task(
-        r#"{"id": "t", "instruction": "Press the third button", "start_url": "http://127.0.0.1:1/",
-            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
-    )
-    .unwrap();
-    StepInput {
-        instruction: task.instruction.as_str().into(),
-        task: Arc::new(task),
-        observation: Arc::new(observation(shade, labels)),
-        history: Arc::from(Vec::new()),
-        step: 0,
-        max_steps: 5,
-        seed,
-    }
+    common::step_input("Press the third button", observation(shade, labels), seed)
 }
 
 fn prompts(backend: &OnnxBackend) -> Vec<Prompt> {

@@ -6,7 +6,6 @@
 //! (`smollm2-135m-vision`, `scripts/setup-python.sh --smollm2`) when asked (`--ignored`).
 
 use std::path::Path;
-use std::sync::Arc;
 
 use browser_pool::{Element, Observation, Rect, Screenshot};
 use engine::policy::StepInput;
@@ -59,20 +58,7 @@ fn input(shade: u8) -> StepInput {
         elements: vec![button(1, "Checkout"), button(2, "Empty cart")],
         ..Default::default()
     };
-    let task = tasks::parse_task(
-        r#"{"id": "t", "instruction": "Check out the cart", "start_url": "http://127.0.0.1:1/",
-            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
-    )
-    .unwrap();
-    StepInput {
-        instruction: task.instruction.as_str().into(),
-        task: Arc::new(task),
-        observation: Arc::new(observation),
-        history: Arc::from(Vec::new()),
-        step: 0,
-        max_steps: 5,
-        seed: 1,
-    }
+    common::step_input("Check out the cart", observation, 1)
 }
 
 fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {

@@ -49,11 +49,6 @@ fn screenshot(w: u32, h: u32, shade: u8) -> Vec<u8> {
 }
 
 fn input(seed: u64, (w, h): (u32, u32), shade: u8, labels: usize) -> StepInput {
-    let task = tasks::parse_task(
-        r#"{"id": "t", "instruction": "Press the third button", "start_url": "http://127.0.0.1:1/",
-            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
-    )
-    .unwrap();
     let obs = Observation {
         url: "http://127.0.0.1:1/".into(),
         title: "Page".into(),
@@ -82,15 +77,7 @@ fn input(seed: u64, (w, h): (u32, u32), shade: u8, labels: usize) -> StepInput {
             .collect(),
         ..Default::default()
     };
-    StepInput {
-        instruction: task.instruction.as_str().into(),
-        task: Arc::new(task),
-        observation: Arc::new(obs),
-        history: Arc::from(Vec::new()),
-        step: 0,
-        max_steps: 5,
-        seed,
-    }
+    common::step_input("Press the third button", obs, seed)
 }
 
 fn grid(p: &Prompt, i: usize) -> [usize; 3] {

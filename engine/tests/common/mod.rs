@@ -4,10 +4,35 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use browser_pool::{BrowserPool, PoolConfig};
 use engine::policy::onnx::{GenParams, Generation, Model, Prompt};
 use engine::sites::SitesServer;
+
+/// The first step of a task with `instruction` (its rubric never consulted) on
+/// `observation`.
+pub fn step_input(
+    instruction: &str,
+    observation: browser_pool::Observation,
+    seed: u64,
+) -> engine::policy::StepInput {
+    let task = tasks::parse_task(
+        &serde_json::json!({"id": "t", "instruction": instruction, "start_url": "http://127.0.0.1:1/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    engine::policy::StepInput {
+        instruction: task.instruction.as_str().into(),
+        task: Arc::new(task),
+        observation: Arc::new(observation),
+        history: Arc::from(Vec::new()),
+        step: 0,
+        max_steps: 5,
+        seed,
+    }
+}
 
 /// Where `scripts/setup-python.sh` put ONNX Runtime and the generated models.
 pub fn data_dir() -> PathBuf {
