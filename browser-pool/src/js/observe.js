@@ -114,6 +114,8 @@
 
   const found = [];
   const elements = [];
+  // Frames and shadow roots were met: their mutations escape the settle probe's observer.
+  let deep = false;
   // One document: its window, where its viewport sits in the top one (x, y) and what of
   // that viewport shows (view).
   const frameOf = (doc, x, y, view) => {
@@ -171,11 +173,15 @@
       }
     }
     if (name === 'iframe' || name === 'frame') {
+      deep = true;
       enterFrame(el, cs, f, own);
       return;
     }
     let kids = el.children;
-    if (el.shadowRoot) kids = el.shadowRoot.children;
+    if (el.shadowRoot) {
+      kids = el.shadowRoot.children;
+      deep = true;
+    }
     else if (name === 'slot') {
       const slotted = el.assignedElements();
       if (slotted.length) kids = slotted;
@@ -204,9 +210,14 @@
   const vw = window.innerWidth, vh = window.innerHeight;
   const view = { l: 0, t: 0, r: vw, b: vh };
   if (document.documentElement) walk(document.documentElement, frameOf(document, 0, 0, view), view, view, false, false, false);
-  window[Symbol.for('surfgym.elements')] = found;
+  // An early capture's scan (settling, see session.rs) must not renumber the page: actions
+  // refer to the numbers of the last observation the policy was shown.
+  if (__NUMBER__) window[Symbol.for('surfgym.elements')] = found;
+  window.__sgDeep = deep;
   const doc = document.documentElement;
+  const q = window.__sgQuiet;
   return {
+    mark: q ? q.id + ':' + q.n : null,
     url: location.href,
     title: document.title,
     scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },
