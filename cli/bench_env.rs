@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use browser_pool::{Action, BrowserPool, EarlyCaptures, PoolConfig, Session, TreeMemory};
+use browser_pool::{Action, BrowserPool, PoolConfig, Session, TreeMemory};
 use clap::Args;
 use engine::environments::{miniwob_done, miniwob_start};
 use engine::policy::miniwob::{MiniWobSolver, SOLVED};
@@ -1021,7 +1021,6 @@ struct Report {
     loadavg_at_start: Vec<f64>,
     loadavg_after_latency: Vec<f64>,
     latency_cpu: Option<CpuShare>,
-    early_captures: EarlyCaptures,
     loadavg_at_end: Vec<f64>,
     cold_first_reset_ms: Option<f64>,
     latency: Vec<LatencySummary>,
@@ -1174,7 +1173,6 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
     }
     bar.finish_and_clear();
     let latency_cpu = cpu_share(latency_cpu0, cpu_snap());
-    let early_captures = EarlyCaptures::now();
     pool.shutdown().await;
     let mut latency: Vec<LatencySummary> = sets.iter().map(|(k, s)| s.summary(k)).collect();
     let mut both = Samples::default();
@@ -1226,17 +1224,6 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
     if let Some(c) = cold_first_reset_ms {
         println!("cold first reset (first lease in a fresh browser): {c:.0} ms\n");
     }
-    println!(
-        "early captures (screenshot during the quiet window): {} kept, {} used by an observation, {} wasted{}\n",
-        early_captures.kept,
-        early_captures.used,
-        early_captures.wasted,
-        if common.browser.no_early_capture {
-            " (turned off)"
-        } else {
-            ""
-        }
-    );
 
     let loadavg_after_latency = loadavg();
     println!(
@@ -1444,7 +1431,6 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
             loadavg_at_start,
             loadavg_after_latency,
             latency_cpu,
-            early_captures,
             loadavg_at_end,
             cold_first_reset_ms,
             latency,

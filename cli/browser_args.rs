@@ -44,10 +44,6 @@ pub struct BrowserArgs {
     /// Longest wait for a page to settle after an action, in ms.
     #[arg(long, default_value_t = 5000, global = true)]
     pub settle_max_ms: u64,
-    /// Always take screenshots after settling, never during the quiet window (slower;
-    /// for comparisons, or pages whose look changes without DOM mutations).
-    #[arg(long, global = true)]
-    pub no_early_capture: bool,
 }
 
 /// Screenshot encodings on the command line.
@@ -83,7 +79,6 @@ impl BrowserArgs {
         cfg.device_scale_factor = self.device_scale;
         cfg.accessibility_tree = self.ax_tree;
         cfg.settle_max = Duration::from_millis(self.settle_max_ms);
-        cfg.early_capture = !self.no_early_capture;
         if let Err(e) = cfg.validate() {
             bail!("browser options: {e}");
         }
@@ -117,7 +112,6 @@ mod tests {
             "--screenshot-format",
             "png",
             "--ax-tree",
-            "--no-early-capture",
         ]);
         let mut cfg = PoolConfig::new("/usr/bin/chromium");
         cli.browser.apply(&mut cfg).unwrap();
@@ -127,7 +121,6 @@ mod tests {
         assert_eq!(cfg.recycle_after, None);
         assert_eq!(cfg.screenshot_format, ImageFormat::Png);
         assert!(cfg.accessibility_tree);
-        assert!(!cfg.early_capture);
 
         let bad = Cli::parse_from(["x", "--remote-browser", "10.0.0.2:9222"]);
         let err = bad.browser.apply(&mut cfg).unwrap_err().to_string();

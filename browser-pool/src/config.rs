@@ -63,12 +63,6 @@ pub struct PoolConfig {
     pub settle_quiet: Duration,
     /// Upper bound on waiting for the page to settle after an action.
     pub settle_max: Duration,
-    /// Take the next observation's screenshot while the quiet window runs, when the page
-    /// looks done but for that window; it is kept only if the DOM stayed unchanged from
-    /// before the capture to the end of the window (and still is when observed), so an
-    /// observation is the one a capture after settling would have taken, a window sooner.
-    /// Skipped on pages with frames or shadow roots, whose mutations the probe cannot see.
-    pub early_capture: bool,
     /// Extra Chromium switches, without leading dashes.
     pub extra_args: Vec<String>,
 }
@@ -131,7 +125,6 @@ impl PoolConfig {
             lease_timeout: Duration::from_secs(120),
             settle_quiet: Duration::from_millis(8),
             settle_max: Duration::from_secs(5),
-            early_capture: true,
             extra_args: Vec::new(),
         }
     }

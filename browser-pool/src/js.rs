@@ -38,13 +38,8 @@ fn target_parts(target: &Target) -> (String, String) {
     }
 }
 
-/// The element scan; `number`: the page keeps this scan's elements as the ones actions'
-/// element numbers refer to.
-pub(crate) fn observe(number: bool) -> &'static str {
-    static NUMBERING: std::sync::LazyLock<[String; 2]> = std::sync::LazyLock::new(|| {
-        [false, true].map(|n| OBSERVE.replace("__NUMBER__", &n.to_string()))
-    });
-    &NUMBERING[usize::from(number)]
+pub(crate) fn observe() -> &'static str {
+    OBSERVE
 }
 
 /// The settling probe for action `action`: resolves once the DOM has been quiet for

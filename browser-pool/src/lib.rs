@@ -43,5 +43,5 @@ pub use keys::{KeyCombo, Modifiers};
 pub use memory::TreeMemory;
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
-pub use session::{ActReport, EarlyCaptures, ElementState, Session};
+pub use session::{ActReport, ElementState, Session};
 pub use url_policy::UrlPolicy;

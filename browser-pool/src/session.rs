@@ -103,43 +103,6 @@ pub struct Session {
     /// Downloads refused in this session so far.
     downloads: Arc<AtomicU64>,
     watchers: Vec<JoinHandle<()>>,
-    /// The observation settling captured during its quiet window, for the next `observe`.
-    early: Option<EarlyCapture>,
-}
-
-/// A scan and a screenshot taken while settling's quiet window ran, of a DOM that did not
-/// change from before the capture to the end of the window (see
-/// [`PoolConfig::early_capture`]).
-struct EarlyCapture {
-    target: TargetId,
-    page: ObservedPage,
-    shot: Screenshot,
-}
-
-static EARLY_KEPT: AtomicU64 = AtomicU64::new(0);
-static EARLY_USED: AtomicU64 = AtomicU64::new(0);
-static EARLY_WASTED: AtomicU64 = AtomicU64::new(0);
-
-/// How early captures fared in this process so far (see [`PoolConfig::early_capture`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct EarlyCaptures {
-    /// Captures kept at the end of the quiet window.
-    pub kept: u64,
-    /// Kept captures an observation used (the page had not changed since).
-    pub used: u64,
-    /// Captures thrown away: the DOM changed during the window, or before the observation.
-    pub wasted: u64,
-}
-
-impl EarlyCaptures {
-    /// The counts so far.
-    pub fn now() -> EarlyCaptures {
-        EarlyCaptures {
-            kept: EARLY_KEPT.load(Ordering::Relaxed),
-            used: EARLY_USED.load(Ordering::Relaxed),
-            wasted: EARLY_WASTED.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// What [`Session::stop_scripts`] found.
@@ -208,19 +171,10 @@ struct Probe {
     /// Short timeouts the page's recent activity has pending (see `js/timers.js`).
     #[serde(default)]
     timers: u32,
-    /// The document and its DOM mutation count (`js/settle.js`).
-    #[serde(default)]
-    mark: Option<String>,
-    /// The document has frames or shadow roots, whose mutations the probe does not see.
-    #[serde(default)]
-    deep: bool,
 }
 
-#[derive(Deserialize, PartialEq)]
+#[derive(Deserialize)]
 struct ObservedPage {
-    /// The settle probe's mark when the scan ran (absent before the first probe).
-    #[serde(default)]
-    mark: Option<String>,
     url: String,
     title: String,
     scroll: ScrollState,
@@ -305,7 +259,6 @@ impl Session {
             signals,
             downloads,
             watchers,
-            early: None,
         })
     }
 
@@ -643,82 +596,8 @@ impl Session {
         }
     }
 
-    /// True when a probe finds the page settled.
-    fn quiet(&self, p: &Probe) -> bool {
-        p.state == "complete"
-            && p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
-            && p.timers == 0
-            && !self.tab().network_busy(self.cfg.settle_quiet)
-    }
-
-    /// Captures the next observation while the quiet window runs, when an immediate probe
-    /// finds the page loaded with nothing pending but that window; the capture is kept
-    /// (as [`Session::early`]) when the probe that closes the window reports the same DOM
-    /// mark as the one before it. True when that probe found the page settled.
-    ///
-    /// Why: the window exists to catch the rest of an update, and most actions have none;
-    /// the capture costs about as long as the window, so the two overlap.
-    async fn settle_capturing(&mut self, seq: u64) -> Result<bool, PoolError> {
-        let now = js::settle(seq, self.cfg.settle_quiet, Duration::ZERO);
-        let first = match self.eval_within(&now, self.page_limit()).await {
-            Ok(Ok(v)) => serde_json::from_value::<Probe>(v).ok(),
-            Ok(Err(_)) | Err(PoolError::Cdp { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        let Some(
-            first @ Probe {
-                timers: 0,
-                mark: Some(_),
-                deep: false,
-                ..
-            },
-        ) = first
-        else {
-            return Ok(false);
-        };
-        let mark = first.mark.clone().unwrap_or_default();
-        if first.state != "complete" || self.tab().network_busy(self.cfg.settle_quiet) {
-            return Ok(false);
-        }
-        if first.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64 {
-            // Settled already (the action changed nothing): no window to overlap.
-            return Ok(true);
-        }
-        let target = self.tab().target.clone();
-        let (page, shot) = match tokio::join!(self.scan_numbering(false), self.screenshot()) {
-            (Ok(page), Ok(shot)) => (page, shot),
-            (Err(PoolError::Cdp { .. }), _) | (_, Err(PoolError::Cdp { .. })) => {
-                return Ok(false);
-            }
-            (Err(e), _) | (_, Err(e)) => return Err(e),
-        };
-        let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
-        let last = match self.eval_within(&probe, self.page_limit()).await {
-            Ok(Ok(v)) => serde_json::from_value::<Probe>(v).ok(),
-            Ok(Err(_)) | Err(PoolError::Cdp { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        let Some(last) = last else {
-            EARLY_WASTED.fetch_add(1, Ordering::Relaxed);
-            return Ok(false);
-        };
-        let settled = self.quiet(&last);
-        let unchanged = last.mark.as_deref() == Some(mark.as_str())
-            && page.mark.as_deref() == Some(mark.as_str());
-        if settled && unchanged && self.tab().target == target {
-            EARLY_KEPT.fetch_add(1, Ordering::Relaxed);
-            self.early = Some(EarlyCapture { target, page, shot });
-        } else {
-            EARLY_WASTED.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(settled)
-    }
-
-    async fn settle(&mut self, seq: u64, before: Stuck, capture: bool) -> Result<(), PoolError> {
+    async fn settle(&mut self, seq: u64, before: Stuck) -> Result<(), PoolError> {
         let start = Instant::now();
-        if capture && self.cfg.early_capture && self.settle_capturing(seq).await? {
-            return Ok(());
-        }
         let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
         let mut loaded_at: Option<Instant> = None;
         loop {
@@ -744,7 +623,10 @@ impl Session {
                     }
                     Ok(p) if p.state == "complete" => {
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
-                        if self.quiet(&p) || loaded.elapsed() >= RESTLESS_MAX {
+                        let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
+                            && p.timers == 0
+                            && !self.tab().network_busy(self.cfg.settle_quiet);
+                        if quiet || loaded.elapsed() >= RESTLESS_MAX {
                             return Ok(());
                         }
                     }
@@ -766,11 +648,7 @@ impl Session {
     }
 
     async fn scan(&self) -> Result<ObservedPage, PoolError> {
-        self.scan_numbering(true).await
-    }
-
-    async fn scan_numbering(&self, number: bool) -> Result<ObservedPage, PoolError> {
-        let raw = match self.eval_ours(js::observe(number)).await? {
+        let raw = match self.eval_ours(js::observe()).await? {
             Ok(v) => v,
             Err(e) => {
                 return Err(PoolError::Cdp {
@@ -797,16 +675,10 @@ impl Session {
             }
             other => other?,
         };
-        let early = self.early.take();
-        let screenshot = if self.enforce_url_policy(&page.url).await? {
+        if self.enforce_url_policy(&page.url).await? {
             page = self.scan().await?;
-            self.screenshot().await?
-        } else {
-            match self.early_shot(early, &page) {
-                Some(shot) => shot,
-                None => self.screenshot().await?,
-            }
-        };
+        }
+        let screenshot = self.screenshot().await?;
         let marked = if self.cfg.set_of_marks {
             Some(
                 crate::marks::overlay(&screenshot, &page.elements, self.cfg.jpeg_quality).map_err(
@@ -837,32 +709,6 @@ impl Session {
             tabs,
             events: self.events.take(),
         })
-    }
-
-    /// The early capture's screenshot, if it shows `page`: the same tab, the same DOM mark
-    /// (no mutation since before the capture) and the same elements, values and scroll.
-    fn early_shot(&self, early: Option<EarlyCapture>, page: &ObservedPage) -> Option<Screenshot> {
-        let early = early?;
-        if early.target == self.tab().target && page.mark.is_some() && early.page == *page {
-            EARLY_USED.fetch_add(1, Ordering::Relaxed);
-            Some(early.shot)
-        } else {
-            EARLY_WASTED.fetch_add(1, Ordering::Relaxed);
-            None
-        }
-    }
-
-    /// A screenshot of the active tab as it is now: the one settling captured early when
-    /// the page has not changed since (checked with a scan, a fraction of a screenshot's
-    /// cost), else a new one. For the end of an episode, where no observation follows.
-    pub async fn settled_screenshot(&mut self) -> Result<Screenshot, PoolError> {
-        if let Some(early) = self.early.take() {
-            let page = self.scan().await?;
-            if let Some(shot) = self.early_shot(Some(early), &page) {
-                return Ok(shot);
-            }
-        }
-        self.screenshot().await
     }
 
     /// The accessibility tree of the active tab as indented text, the nodes of the last
@@ -1028,9 +874,6 @@ impl Session {
     pub async fn act(&mut self, action: &Action) -> Result<ActReport, PoolError> {
         self.action_seq += 1;
         let seq = self.action_seq;
-        if self.early.take().is_some() {
-            EARLY_WASTED.fetch_add(1, Ordering::Relaxed);
-        }
         if action.is_terminal() {
             return Ok(ActReport::default());
         }
@@ -1085,11 +928,11 @@ impl Session {
             Action::Answer(_) | Action::Stop => unreachable!("terminal actions return early"),
         };
         self.pending_prepare.store(0, Ordering::SeqCst);
-        self.settle(seq, before, true).await?;
+        self.settle(seq, before).await?;
         // A popup the action opened becomes the active tab; it must settle too.
         self.absorb_tabs().await?;
         if self.tab().target != tab_before {
-            self.settle(seq, before, true).await?;
+            self.settle(seq, before).await?;
         }
         self.last_error = report.error.clone();
         if seq == 1 {
@@ -1231,7 +1074,7 @@ impl Session {
                 )
                 .await?;
             let now = self.stuck_marks();
-            self.settle(self.action_seq, now, false).await?;
+            self.settle(self.action_seq, now).await?;
         }
         Ok(true)
     }

@@ -114,8 +114,6 @@
 
   const found = [];
   const elements = [];
-  // Frames and shadow roots were met: their mutations escape the settle probe's observer.
-  let deep = false;
   // One document: its window, where its viewport sits in the top one (x, y) and what of
   // that viewport shows (view).
   const frameOf = (doc, x, y, view) => {
@@ -173,15 +171,11 @@
       }
     }
     if (name === 'iframe' || name === 'frame') {
-      deep = true;
       enterFrame(el, cs, f, own);
       return;
     }
     let kids = el.children;
-    if (el.shadowRoot) {
-      kids = el.shadowRoot.children;
-      deep = true;
-    }
+    if (el.shadowRoot) kids = el.shadowRoot.children;
     else if (name === 'slot') {
       const slotted = el.assignedElements();
       if (slotted.length) kids = slotted;
@@ -210,14 +204,9 @@
   const vw = window.innerWidth, vh = window.innerHeight;
   const view = { l: 0, t: 0, r: vw, b: vh };
   if (document.documentElement) walk(document.documentElement, frameOf(document, 0, 0, view), view, view, false, false, false);
-  // An early capture's scan (settling, see session.rs) must not renumber the page: actions
-  // refer to the numbers of the last observation the policy was shown.
-  if (__NUMBER__) window[Symbol.for('surfgym.elements')] = found;
-  window.__sgDeep = deep;
+  window[Symbol.for('surfgym.elements')] = found;
   const doc = document.documentElement;
-  const q = window.__sgQuiet;
   return {
-    mark: q ? q.id + ':' + q.n : null,
     url: location.href,
     title: document.title,
     scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },

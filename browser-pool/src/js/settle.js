@@ -14,10 +14,8 @@ new Promise((resolve) => {
   const start = performance.now();
   if (!window.__sgQuiet) {
     // Installed once per document; mutations before it are covered by the load check.
-    // `id` and `n` name the document and its mutation count: an observation captured
-    // between two probes that report the same mark saw the DOM both of them saw.
-    const q = { last: start, n: 0, id: Math.random().toString(36).slice(2) };
-    new MutationObserver(() => { q.last = performance.now(); q.n++; })
+    const q = { last: start };
+    new MutationObserver(() => { q.last = performance.now(); })
       .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
     window.__sgQuiet = q;
   }
@@ -44,10 +42,7 @@ new Promise((resolve) => {
     const timers = (t ? t.pending() : 0) + animating();
     const state = document.readyState;
     if (state !== 'complete' || (quiet >= QUIET && timers === 0) || now - start >= WAIT) {
-      const q = window.__sgQuiet;
-      // `deep`: the last scan met frames or shadow roots, whose mutations this document's
-      // observer does not see (see observe.js).
-      return resolve({ state, quiet_ms: quiet, timers, mark: q.id + ':' + q.n, deep: !!window.__sgDeep });
+      return resolve({ state, quiet_ms: quiet, timers });
     }
     // Quiet but for a pending timeout: look again soon after it is likely to have run.
     const next = quiet >= QUIET ? 5 : QUIET - quiet;

@@ -406,7 +406,7 @@ impl Episode {
         let shot = match self.terminal_shot.take() {
             Some(hash) => hash,
             None => {
-                let s = self.session.settled_screenshot().await?;
+                let s = self.session.screenshot().await?;
                 self.keep_blob(s.bytes, s.mime)
             }
         };
