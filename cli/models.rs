@@ -77,6 +77,10 @@ pub struct ModelArgs {
     /// the chat template's generation prompt; the model only finishes the line.
     #[arg(long, default_value = "", global = true)]
     pub answer_prefix: String,
+    /// Constrained decoding: the model may only write one action of the grammar, with an
+    /// element number (or grid point) of the observation; every finished output parses.
+    #[arg(long, global = true)]
+    pub constrained: bool,
     /// Largest batch of concurrent requests the ONNX policy (and serve-policy) runs together.
     #[arg(long, default_value_t = 8, global = true)]
     pub max_batch: usize,
@@ -146,6 +150,7 @@ impl ModelArgs {
         };
         o.generation.max_new_tokens = self.max_new_tokens;
         o.answer_prefix = self.answer_prefix.clone();
+        o.constrained = self.constrained;
         o.generation.temperature = self.temperature;
         o.generation.top_p = self.top_p;
         o.prompt = self.prompt();

@@ -366,3 +366,82 @@ fn asking_for_cuda_without_a_gpu_falls_back_to_cpu_with_a_reason() {
     assert!(line.contains("WARN"), "{line}");
     assert!(line.contains(&reason), "the line says why: {line}");
 }
+
+/// Constrained decoding: a random-weight model, sampled, writes only actions of the grammar
+/// with element numbers of the observation; finished outputs parse, unfinished ones can
+/// still become an action, and each recorded log-probability is that of the constrained
+/// distribution (at least the model's own, renormalised over the allowed tokens).
+#[test]
+fn constrained_decoding_writes_only_actions_the_observation_allows() {
+    use engine::policy::onnx::grammar::{ActionGrammar, action_pattern};
+    use engine::policy::output::{Grounding, check_elements, parse_output};
+
+    let mut o = options();
+    o.constrained = true;
+    o.generation.max_new_tokens = 24;
+    let backend = OnnxBackend::load(o).unwrap();
+    let model = backend.model();
+    let params = GenParams {
+        max_new_tokens: 24,
+        temperature: 1.0,
+        top_p: 1.0,
+        stop: vec![],
+    };
+    let step = input(5, 120, 4);
+    let pattern = action_pattern(&step.observation, Grounding::Marks);
+    let prompt = backend.prompt_for(&step).unwrap();
+    assert!(prompt.grammar.is_some());
+    let mut plain = prompt.clone();
+    plain.grammar = None;
+    let mut m = model.lock().unwrap();
+    let mut finished = 0;
+    let mut plain_parsed = 0;
+    for seed in 0..12u64 {
+        let g = m
+            .generate(std::slice::from_ref(&prompt), &params, &[seed])
+            .unwrap()
+            .remove(0);
+        let mut grammar = ActionGrammar::new(&pattern).unwrap();
+        assert!(
+            grammar.advance(g.text.as_bytes()),
+            "seed {seed}: {:?} left the grammar",
+            g.text
+        );
+        if g.finish == Finish::Eos {
+            finished += 1;
+            let (_, action) = parse_output(&g.text, Grounding::Marks, (1280, 720));
+            let action = action.unwrap_or_else(|e| panic!("seed {seed}: {:?}: {e}", g.text));
+            check_elements(action, &step.observation.elements)
+                .unwrap_or_else(|e| panic!("seed {seed}: {:?}: {e}", g.text));
+        } else {
+            assert_eq!(g.finish, Finish::Length, "{:?}", g.text);
+        }
+        let unconstrained = m.score(&plain, &g.tokens).unwrap();
+        for (j, (c, u)) in g.logprobs.iter().zip(&unconstrained).enumerate() {
+            assert!(
+                *c <= 1e-6 && *c >= u - 1e-3,
+                "seed {seed} token {j}: constrained {c}, model {u}"
+            );
+        }
+        let free = m
+            .generate(std::slice::from_ref(&plain), &params, &[seed])
+            .unwrap()
+            .remove(0);
+        plain_parsed += usize::from(
+            parse_output(&free.text, Grounding::Marks, (1280, 720))
+                .1
+                .is_ok(),
+        );
+    }
+    eprintln!(
+        "{finished} of 12 constrained outputs finished an action; {plain_parsed} unconstrained parsed"
+    );
+    assert!(
+        finished >= 3,
+        "only {finished} of 12 outputs finished an action"
+    );
+    assert!(
+        plain_parsed < finished,
+        "unconstrained: {plain_parsed} parsed; constrained: {finished}"
+    );
+}

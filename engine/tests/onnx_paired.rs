@@ -103,6 +103,7 @@ fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {
         let p = Prompt {
             text: want,
             images: vec![],
+            grammar: None,
         };
         let alone = tm
             .generate(std::slice::from_ref(&p), &params, &[3])

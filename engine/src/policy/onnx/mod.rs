@@ -8,6 +8,7 @@
 //! `run` is synchronous and needs `&mut` on its session).
 
 pub mod config;
+pub mod grammar;
 pub mod image;
 pub mod model;
 pub mod prompt;
@@ -62,6 +63,10 @@ pub struct OnnxOptions {
     /// `raw_output` starts with it; its log-probabilities cover the generated tokens only
     /// (the prefix was not sampled).
     pub answer_prefix: String,
+    /// Constrained decoding: the model can only write one action, with an element number
+    /// (or grid point) the observation offers (see [`grammar`]); no thought. Every finished
+    /// output parses; log-probabilities are those of the constrained distribution.
+    pub constrained: bool,
 }
 
 impl OnnxOptions {
@@ -81,6 +86,7 @@ impl OnnxOptions {
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
             answer_prefix: String::new(),
+            constrained: false,
         }
     }
 }
@@ -162,7 +168,23 @@ impl OnnxBackend {
             .map_err(OnnxError::Prompt)?;
         text.push_str(&self.opts.answer_prefix);
         let model = self.model.lock().expect("model lock");
-        expand_images(&text, &built.images, model.config())
+        let mut prompt = expand_images(&text, &built.images, model.config())?;
+        if self.opts.constrained {
+            prompt.grammar = Some(grammar::ActionGrammar::for_observation(
+                &input.observation,
+                self.grounding(),
+            )?);
+        }
+        Ok(prompt)
+    }
+
+    /// How actions address the page: element numbers unless a vision model uses the grid.
+    fn grounding(&self) -> Grounding {
+        if self.vision {
+            self.opts.prompt.grounding
+        } else {
+            Grounding::Marks
+        }
     }
 
     fn decide_all(
@@ -183,11 +205,7 @@ impl OnnxBackend {
             // The runtime failing (out of memory, a broken session) is the backend's
             // trouble, not the agent's: retried, never scored.
             .map_err(|e| PolicyError::Unavailable(format!("inference failed: {e}")))?;
-        let grounding = if self.vision {
-            self.opts.prompt.grounding
-        } else {
-            Grounding::Marks
-        };
+        let grounding = self.grounding();
         Ok(outputs
             .into_iter()
             .map(|g| {
@@ -240,6 +258,7 @@ pub fn expand_images(
     Ok(Prompt {
         text: out,
         images: prepared,
+        grammar: None,
     })
 }
 

@@ -21,6 +21,7 @@ use rand::{Rng, SeedableRng};
 
 use super::OnnxError;
 use super::config::{ModelConfig, VisionLayout};
+use super::grammar::{ActionGrammar, TokenBytes};
 use super::image::Prepared;
 use super::qwen2vl::{self, Patches};
 
@@ -40,6 +41,8 @@ pub struct Prompt {
     pub text: String,
     /// The images, in the order their tokens appear.
     pub images: Vec<Pixels>,
+    /// Constrained decoding: the output must be an action of this grammar.
+    pub grammar: Option<ActionGrammar>,
 }
 
 /// One image as the model's vision encoder takes it.
@@ -121,6 +124,8 @@ fn environment(dylib: &Path) -> Result<&'static ort::environment::Environment, O
 pub struct Model {
     cfg: ModelConfig,
     tokenizer: tokenizers::Tokenizer,
+    /// Token bytes for constrained decoding, built the first time a grammar is used.
+    token_bytes: Option<std::sync::Arc<TokenBytes>>,
     vision: Option<Session>,
     embed: Session,
     decoder: Session,
@@ -231,6 +236,7 @@ impl Model {
         Ok(Model {
             cfg,
             tokenizer,
+            token_bytes: None,
             vision,
             embed,
             decoder,
@@ -689,6 +695,13 @@ impl Model {
             })
             .collect();
         let mut running = vec![true; batch];
+        let mut grammars: Vec<Option<ActionGrammar>> =
+            prompts.iter().map(|p| p.grammar.clone()).collect();
+        if grammars.iter().any(Option::is_some) && self.token_bytes.is_none() {
+            self.token_bytes = Some(std::sync::Arc::new(TokenBytes::of(&self.tokenizer)));
+        }
+        let bytes = self.token_bytes.clone();
+        let bytes = bytes.as_deref();
         for _ in 0..params.max_new_tokens {
             let mut step_ids = Vec::with_capacity(batch);
             for b in 0..batch {
@@ -696,7 +709,26 @@ impl Model {
                     step_ids.push(i64::from(self.cfg.pad_id));
                     continue;
                 }
-                let (token, logprob) = choose(&logits[b], params, &mut rngs[b]);
+                let masked;
+                let row = match (grammars[b].as_mut(), bytes) {
+                    (Some(g), Some(bytes)) => {
+                        masked = grammar_mask(&logits[b], g, bytes, &self.cfg.eos_ids);
+                        if masked.iter().all(|l| *l == f32::NEG_INFINITY) {
+                            // Nothing may follow (cannot happen with byte-level tokens).
+                            running[b] = false;
+                            step_ids.push(i64::from(self.cfg.pad_id));
+                            continue;
+                        }
+                        &masked[..]
+                    }
+                    _ => &logits[b][..],
+                };
+                let (token, logprob) = choose(row, params, &mut rngs[b]);
+                if let (Some(g), Some(bytes)) = (grammars[b].as_mut(), bytes)
+                    && let Some(t) = bytes.get(token as usize)
+                {
+                    g.advance(t);
+                }
                 if self.cfg.eos_ids.contains(&token) {
                     running[b] = false;
                     out[b].finish = Finish::Eos;
@@ -755,6 +787,34 @@ impl Model {
         }
         Ok(out)
     }
+}
+
+/// The logits with every token the grammar does not allow next set to minus infinity; the
+/// end of text (EOS) only where the text so far is a whole action. Sampling from these is
+/// sampling from the model conditioned on the grammar, and the log-probabilities reported
+/// are of that distribution (the one the actions were drawn from).
+fn grammar_mask(
+    logits: &[f32],
+    g: &mut ActionGrammar,
+    bytes: &TokenBytes,
+    eos: &[u32],
+) -> Vec<f32> {
+    let mut out = vec![f32::NEG_INFINITY; logits.len()];
+    for (id, l) in logits.iter().enumerate() {
+        if let Some(b) = bytes.get(id)
+            && g.allows(b)
+        {
+            out[id] = *l;
+        }
+    }
+    if g.complete() {
+        for e in eos {
+            if let Some(l) = logits.get(*e as usize) {
+                out[*e as usize] = *l;
+            }
+        }
+    }
+    out
 }
 
 /// Picks the next token and its log-probability under the model (temperature 1).

@@ -1,0 +1,436 @@
+//! Constrained decoding: the model may only write one action the grammar accepts, with
+//! element numbers (or grid points) the observation offers, so a small model that knows
+//! roughly what to do but not the syntax still acts.
+//!
+//! The action language is a regular expression compiled to a lazy DFA; before each token
+//! the tokens whose bytes would lead the DFA into its dead state are masked out, and the
+//! end of text is allowed only where the DFA accepts. The expression is a subset of
+//! `browser_pool::parse_action`'s language, so every complete output parses.
+
+use browser_pool::{Element, Observation};
+use regex_automata::hybrid::LazyStateID;
+use regex_automata::hybrid::dfa::{Cache, DFA};
+use regex_automata::util::start;
+use regex_automata::{Anchored, Input};
+
+use super::OnnxError;
+use crate::policy::output::Grounding;
+
+/// Key names `press` may use: a subset of the pool's key table, plain or with modifiers.
+const KEYS: &str = "Enter|Tab|Escape|Backspace|Delete|ArrowLeft|ArrowUp|ArrowRight|ArrowDown|Home|End|PageUp|PageDown|[a-z0-9]";
+/// Room for the lazy DFA's states: a clear costs a replay of the text so far.
+const CACHE_BYTES: usize = 8 << 20;
+/// A double-quoted string with the escapes the action lexer reads.
+const STRING: &str = r#""([^"\\\x00-\x1f]|\\["\\n])*""#;
+
+/// The actions one observation allows, as a DFA over UTF-8 bytes.
+pub struct ActionGrammar {
+    dfa: DFA,
+    cache: Cache,
+    state: LazyStateID,
+    /// The text taken so far: a lazy DFA's state ids die when its cache is cleared (or
+    /// with the cache, on clone), and are then found again by replaying it.
+    written: Vec<u8>,
+    /// The cache's clear count when `state` was found.
+    clears: usize,
+}
+
+impl std::fmt::Debug for ActionGrammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionGrammar").finish_non_exhaustive()
+    }
+}
+
+impl Clone for ActionGrammar {
+    fn clone(&self) -> Self {
+        let mut g = ActionGrammar {
+            dfa: self.dfa.clone(),
+            cache: self.dfa.create_cache(),
+            state: self.state,
+            written: self.written.clone(),
+            clears: 0,
+        };
+        g.replay();
+        g
+    }
+}
+
+/// The action expression for `obs`: element targets from its element list (none when it
+/// has none), grid points in `Coordinates` grounding, tab numbers from its tab list.
+pub fn action_pattern(obs: &Observation, grounding: Grounding) -> String {
+    let mut actions: Vec<String> = vec![
+        r"scroll\((down|up)\)".into(),
+        format!(r"goto\({STRING}\)"),
+        r"back\(\)".into(),
+        r"forward\(\)".into(),
+        r"wait\([0-9]{1,4}\)".into(),
+        format!(r"answer\({STRING}\)"),
+        r"stop\(\)".into(),
+        format!(r#"press\("((Control|Shift|Alt|Meta)\+){{0,2}}({KEYS})"\)"#),
+    ];
+    // Element numbers of the elements `keep` picks, as an alternation.
+    let numbers = |keep: &dyn Fn(&Element) -> bool| {
+        let ids: Vec<String> = obs
+            .elements
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| e.id.to_string())
+            .collect();
+        (!ids.is_empty()).then(|| format!("({})", ids.join("|")))
+    };
+    let (any, typeable, selectable) = match grounding {
+        Grounding::Marks => (
+            numbers(&|_| true),
+            numbers(&takes_text),
+            numbers(&|e| e.tag == "select"),
+        ),
+        // 0-1000 on both axes; what is under a point is not known here.
+        Grounding::Coordinates => {
+            let point = Some("([0-9]{1,3}|1000), ?([0-9]{1,3}|1000)".to_string());
+            (point.clone(), point, None)
+        }
+    };
+    if let Some(t) = &any {
+        actions.push(format!(r"(click|double_click|right_click|hover)\({t}\)"));
+        actions.push(format!(r"scroll\({t}, ?(down|up)\)"));
+        if grounding == Grounding::Marks {
+            actions.push(format!(r"drag\({t}, ?to={t}\)"));
+        }
+    }
+    if let Some(t) = &typeable {
+        actions.push(format!(r"type\({t}, ?{STRING}(, ?clear=false)?\)"));
+    }
+    if let Some(t) = &selectable {
+        actions.push(format!(r"select\({t}, ?{STRING}\)"));
+    }
+    if obs.tabs.len() > 1 {
+        let tabs: Vec<String> = obs.tabs.iter().map(|t| t.number.to_string()).collect();
+        actions.push(format!(r"(switch_tab|close_tab)\(({})\)", tabs.join("|")));
+    }
+    // An optional space first: the prompt may end in `Action:`.
+    format!("^ ?({})$", actions.join("|"))
+}
+
+/// Elements `type` can fill: text areas, text-like inputs, editable regions.
+fn takes_text(e: &Element) -> bool {
+    const NOT_TEXT: &[&str] = &[
+        "checkbox", "radio", "button", "submit", "reset", "file", "image", "range", "color",
+        "hidden",
+    ];
+    match e.tag.as_str() {
+        "textarea" => true,
+        "input" => !NOT_TEXT.contains(&e.input_type.as_deref().unwrap_or("text")),
+        _ => matches!(e.role.as_str(), "textbox" | "searchbox" | "combobox"),
+    }
+}
+
+impl ActionGrammar {
+    /// Compiles `pattern` (anchored at the start of the generated text).
+    pub fn new(pattern: &str) -> Result<ActionGrammar, OnnxError> {
+        let dfa = DFA::builder()
+            .configure(DFA::config().cache_capacity(CACHE_BYTES))
+            .build(pattern)
+            .map_err(|e| OnnxError::Prompt(format!("action grammar: {e}")))?;
+        let mut cache = dfa.create_cache();
+        let state = dfa
+            .start_state(&mut cache, &start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| OnnxError::Prompt(format!("action grammar: {e}")))?;
+        let clears = cache.clear_count();
+        Ok(ActionGrammar {
+            dfa,
+            cache,
+            state,
+            written: Vec::new(),
+            clears,
+        })
+    }
+
+    /// Finds the state for `written` from the start; false if the DFA gave up.
+    fn replay(&mut self) -> bool {
+        let start = self.dfa.start_state(
+            &mut self.cache,
+            &start::Config::new().anchored(Anchored::Yes),
+        );
+        let Ok(mut s) = start else {
+            return false;
+        };
+        for b in &self.written {
+            match self.dfa.next_state(&mut self.cache, s, *b) {
+                Ok(n) => s = n,
+                Err(_) => return false,
+            }
+        }
+        self.state = s;
+        self.clears = self.cache.clear_count();
+        true
+    }
+
+    /// The grammar of the actions `obs` allows.
+    pub fn for_observation(
+        obs: &Observation,
+        grounding: Grounding,
+    ) -> Result<ActionGrammar, OnnxError> {
+        Self::new(&action_pattern(obs, grounding))
+    }
+
+    /// The state after `bytes` from the current one, if text can still end as an action.
+    fn after(&mut self, bytes: &[u8]) -> Option<LazyStateID> {
+        if self.cache.clear_count() != self.clears && !self.replay() {
+            return None;
+        }
+        let mut s = self.state;
+        for b in bytes {
+            s = self.dfa.next_state(&mut self.cache, s, *b).ok()?;
+            if s.is_dead() || s.is_quit() {
+                return None;
+            }
+        }
+        Some(s)
+    }
+
+    /// Whether `bytes` may come next.
+    pub fn allows(&mut self, bytes: &[u8]) -> bool {
+        !bytes.is_empty() && self.after(bytes).is_some()
+    }
+
+    /// Takes `bytes` as written; false (and no change) if they may not come next.
+    pub fn advance(&mut self, bytes: &[u8]) -> bool {
+        match self.after(bytes) {
+            Some(s) => {
+                self.state = s;
+                self.clears = self.cache.clear_count();
+                self.written.extend_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the text so far is a whole action (the generation may end here).
+    pub fn complete(&mut self) -> bool {
+        if self.cache.clear_count() != self.clears && !self.replay() {
+            return false;
+        }
+        self.dfa
+            .next_eoi_state(&mut self.cache, self.state)
+            .is_ok_and(|s| s.is_match())
+    }
+
+    /// Whether `text` as a whole is in the language (for tests and checks).
+    pub fn matches(pattern: &str, text: &str) -> bool {
+        DFA::new(pattern).is_ok_and(|dfa| {
+            let mut cache = dfa.create_cache();
+            dfa.try_search_fwd(&mut cache, &Input::new(text).anchored(Anchored::Yes))
+                .is_ok_and(|m| m.is_some())
+        })
+    }
+}
+
+/// Each token's bytes, for masking: byte-level BPE tokens map back through GPT-2's
+/// byte-to-character table; special tokens get none (never sampled under a grammar).
+pub struct TokenBytes(Vec<Option<Vec<u8>>>);
+
+impl TokenBytes {
+    /// The table for `tokenizer`.
+    pub fn of(tokenizer: &tokenizers::Tokenizer) -> TokenBytes {
+        let chars = byte_chars();
+        let specials = tokenizer.get_added_tokens_decoder();
+        let n = tokenizer.get_vocab_size(true);
+        TokenBytes(
+            (0..n as u32)
+                .map(|id| {
+                    if specials.get(&id).is_some_and(|t| t.special) {
+                        return None;
+                    }
+                    let piece = tokenizer.id_to_token(id)?;
+                    piece
+                        .chars()
+                        .map(|c| chars.iter().position(|x| *x == c).map(|b| b as u8))
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
+    /// The bytes of token `id`, if it has any.
+    pub fn get(&self, id: usize) -> Option<&[u8]> {
+        self.0.get(id).and_then(|b| b.as_deref())
+    }
+
+    /// How many tokens the table covers.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// GPT-2's byte-level alphabet: the character that stands for each byte.
+fn byte_chars() -> [char; 256] {
+    let printable = |b: u32| {
+        (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b)
+    };
+    let mut out = ['\0'; 256];
+    let mut extra = 0;
+    for b in 0..256u32 {
+        out[b as usize] = if printable(b) {
+            char::from_u32(b).unwrap_or('\0')
+        } else {
+            extra += 1;
+            char::from_u32(255 + extra).unwrap_or('\0')
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use browser_pool::{Element, TabInfo, parse_action};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::policy::output::check_elements;
+
+    /// Elements: the first a text input, the second a `<select>`, the rest buttons.
+    fn observation(ids: &[u32], tabs: usize) -> Observation {
+        Observation {
+            elements: ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let (tag, input_type) = match i {
+                        0 => ("input", Some("text".to_string())),
+                        1 => ("select", None),
+                        _ => ("button", None),
+                    };
+                    Element {
+                        id: *id,
+                        tag: tag.into(),
+                        input_type,
+                        ..Element::default()
+                    }
+                })
+                .collect(),
+            tabs: (1..=tabs as u32)
+                .map(|number| TabInfo {
+                    number,
+                    url: String::new(),
+                    title: String::new(),
+                    active: number == 1,
+                })
+                .collect(),
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn the_pattern_takes_actions_of_the_observation_only() {
+        let obs = observation(&[1, 2, 12], 2);
+        let p = action_pattern(&obs, Grounding::Marks);
+        for ok in [
+            "click(12)",
+            " click(2)",
+            "type(1, \"hello \\\"you\\\"\")",
+            "type(1,\"x\", clear=false)",
+            "select(2, \"Economy\")",
+            "drag(1, to=12)",
+            "scroll(down)",
+            "scroll(2, up)",
+            "press(\"Control+a\")",
+            "press(\"Enter\")",
+            "goto(\"http://example.test/\")",
+            "wait(500)",
+            "answer(\"42\")",
+            "stop()",
+            "back()",
+            "switch_tab(2)",
+        ] {
+            assert!(ActionGrammar::matches(&p, ok), "{ok}");
+            let action = parse_action(ok.trim()).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+            check_elements(action, &obs.elements).unwrap();
+        }
+        for bad in [
+            "click(3)",
+            "click(120)",
+            "click(12",
+            "Action: click(1)",
+            "click(1)\n",
+            "press(\"Hyper+q\")",
+            "switch_tab(3)",
+            "wait(10001)",
+            "type(1, \"a\nb\")",
+            "type(2, \"not a text box\")",
+            "select(12, \"a button\")",
+        ] {
+            assert!(!ActionGrammar::matches(&p, bad), "{bad}");
+        }
+        // No elements: no element targets at all; grid points in coordinate grounding.
+        let none = action_pattern(&observation(&[], 1), Grounding::Marks);
+        assert!(!ActionGrammar::matches(&none, "click(1)"));
+        assert!(!ActionGrammar::matches(&none, "switch_tab(1)"));
+        let grid = action_pattern(&observation(&[], 1), Grounding::Coordinates);
+        assert!(ActionGrammar::matches(&grid, "click(1000, 5)"));
+        assert!(!ActionGrammar::matches(&grid, "click(1001, 5)"));
+        assert!(!ActionGrammar::matches(&grid, "select(10, 5, \"a\")"));
+    }
+
+    /// Random walks through the grammar (one printable byte at a time, any the grammar
+    /// allows) end in lines the action parser accepts.
+    #[test]
+    fn every_complete_walk_parses() {
+        let obs = observation(&[3, 7, 41], 3);
+        let p = action_pattern(&obs, Grounding::Marks);
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut complete = 0;
+        for _ in 0..400 {
+            let mut g = ActionGrammar::new(&p).unwrap();
+            let mut text = Vec::new();
+            for _ in 0..80 {
+                if g.complete() && rng.random_bool(0.5) {
+                    break;
+                }
+                let allowed: Vec<u8> = (0x20..0x7f).filter(|b| g.allows(&[*b])).collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                // Favour closing quotes and brackets, or strings would rarely end.
+                let closing: Vec<u8> = allowed
+                    .iter()
+                    .copied()
+                    .filter(|b| matches!(b, b'"' | b')'))
+                    .collect();
+                let pick = if !closing.is_empty() && rng.random_bool(0.3) {
+                    closing[rng.random_range(0..closing.len())]
+                } else {
+                    allowed[rng.random_range(0..allowed.len())]
+                };
+                assert!(g.advance(&[pick]));
+                text.push(pick);
+            }
+            if g.complete() {
+                complete += 1;
+                let line = String::from_utf8(text).unwrap();
+                let action = parse_action(line.trim()).unwrap_or_else(|e| panic!("{line}: {e:?}"));
+                check_elements(action, &obs.elements).unwrap_or_else(|e| panic!("{line}: {e}"));
+            }
+        }
+        assert!(complete > 100, "{complete} walks completed");
+    }
+
+    #[test]
+    fn byte_level_characters_follow_gpt2() {
+        let chars = byte_chars();
+        assert_eq!(chars[b'a' as usize], 'a');
+        assert_eq!(chars[b' ' as usize], '\u{120}');
+        assert_eq!(chars[b'\n' as usize], '\u{10a}');
+        assert_eq!(chars[0], '\u{100}');
+        let mut sorted = chars.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 256, "one character per byte");
+    }
+}
