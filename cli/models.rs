@@ -79,6 +79,7 @@ pub struct ModelArgs {
     pub answer_prefix: String,
     /// Constrained decoding: the model may only write one action of the grammar, with an
     /// element number (or grid point) of the observation; every finished output parses.
+    /// The `http` policy sends the grammar as `guided_regex` (vLLM, serve-policy).
     #[arg(long, global = true)]
     pub constrained: bool,
     /// Largest batch of concurrent requests the ONNX policy (and serve-policy) runs together.
@@ -184,6 +185,7 @@ pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Resul
         opts.temperature = m.temperature;
         opts.top_p = m.top_p;
         opts.prompt = m.prompt();
+        opts.constrained = m.constrained;
         policies.register(Arc::new(
             HttpPolicy::new("http", opts).map_err(|e| anyhow::anyhow!("{e}"))?,
         ));

@@ -378,3 +378,125 @@ async fn serve_policy_refuses_requests_beyond_its_queue_with_503() {
     let (text, _) = complete(&client, &url, body(0)).await;
     assert!(!text.is_empty());
 }
+
+/// A page of `n` buttons with a plain screenshot, as the HTTP policy would be shown it.
+fn button_page(n: u32) -> browser_pool::Observation {
+    let mut jpeg = Vec::new();
+    image::RgbImage::from_pixel(1280, 720, image::Rgb([200, 210, 220]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut jpeg),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    browser_pool::Observation {
+        url: "http://127.0.0.1:1/".into(),
+        title: "Buttons".into(),
+        screenshot: browser_pool::Screenshot {
+            bytes: jpeg,
+            mime: "image/jpeg",
+            width: 1280,
+            height: 720,
+            scale: 1.0,
+        },
+        elements: (1..=n)
+            .map(|id| browser_pool::Element {
+                id,
+                tag: "button".into(),
+                role: "button".into(),
+                label: format!("Button {id}"),
+                in_viewport: true,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Guided decoding over HTTP: the HTTP policy sends the observation's action grammar as
+/// `guided_regex` (vLLM's parameter) and `serve-policy` holds the model to it, so even the
+/// random-weight model answers with actions on the page; a regex the server cannot compile
+/// is a 400 naming the parameter.
+#[tokio::test]
+async fn guided_decoding_over_http_yields_only_actions_of_the_page() {
+    use engine::policy::Policy;
+    use engine::policy::onnx::grammar::{ActionGrammar, action_pattern};
+    use engine::policy::output::check_elements;
+
+    let (_server, url) = serve_policy(Batching::default()).await;
+    let base = url.trim_end_matches("/v1/chat/completions").to_string();
+    let opts = |constrained: bool| {
+        let mut o = HttpOptions::new(base.clone(), "tiny");
+        o.max_tokens = 24;
+        o.temperature = 1.0;
+        o.constrained = constrained;
+        o
+    };
+    let guided = HttpPolicy::new("http", opts(true)).unwrap();
+    let free = HttpPolicy::new("http", opts(false)).unwrap();
+    let task = Arc::new(
+        tasks::parse_task(
+            &serde_json::json!({"id": "t", "instruction": "Press button 3", "start_url": "http://127.0.0.1:1/",
+                "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}})
+            .to_string(),
+        )
+        .unwrap(),
+    );
+    let page = Arc::new(button_page(4));
+    let pattern = action_pattern(&page, Grounding::Marks);
+    let (mut parsed, mut free_parsed) = (0, 0);
+    for seed in 0..10u64 {
+        let input = engine::policy::StepInput {
+            instruction: task.instruction.as_str().into(),
+            task: task.clone(),
+            observation: page.clone(),
+            history: Arc::from(Vec::new()),
+            step: 0,
+            max_steps: 5,
+            seed,
+        };
+        let d = guided.decide(input.clone()).await.unwrap();
+        assert!(
+            ActionGrammar::new(&pattern)
+                .unwrap()
+                .advance(d.raw_output.as_bytes()),
+            "seed {seed}: {:?} is not an action's beginning",
+            d.raw_output
+        );
+        if let Ok(action) = d.action {
+            parsed += 1;
+            check_elements(action, &page.elements).unwrap();
+        }
+        free_parsed += usize::from(free.decide(input).await.unwrap().action.is_ok());
+    }
+    assert!(
+        parsed >= 3,
+        "only {parsed} of 10 guided outputs were whole actions"
+    );
+    assert!(
+        free_parsed < parsed,
+        "unguided {free_parsed}, guided {parsed}"
+    );
+
+    let client = reqwest::Client::new();
+    for (extra, param) in [
+        (
+            serde_json::json!({"guided_regex": "click(("}),
+            "guided_regex",
+        ),
+        (
+            serde_json::json!({"structured_outputs": {"json": {}}}),
+            "structured_outputs",
+        ),
+    ] {
+        let mut body = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let r = client.post(&url).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 400, "{body}");
+        assert_eq!(
+            r.json::<serde_json::Value>().await.unwrap()["error"]["param"],
+            param
+        );
+    }
+}

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
+use engine::policy::onnx::grammar::ActionGrammar;
 use engine::policy::onnx::{GenParams, Model};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -66,6 +67,12 @@ struct ChatRequest {
     stop: Option<Value>,
     #[serde(default)]
     logprobs: Option<bool>,
+    /// vLLM's guided decoding by a regular expression (the whole output must match).
+    #[serde(default)]
+    guided_regex: Option<String>,
+    /// vLLM's newer spelling: `{"regex": "..."}`.
+    #[serde(default)]
+    structured_outputs: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -129,6 +136,26 @@ async fn chat(
             .filter_map(|s| s.as_str().map(str::to_string))
             .collect(),
         Some(_) => return bad("stop", "must be a string or a list of strings"),
+    };
+    let grammar = match (&req.guided_regex, &req.structured_outputs) {
+        (Some(re), _) => Some(("guided_regex", re.as_str())),
+        (None, Some(s)) => match s.get("regex").and_then(Value::as_str) {
+            Some(re) => Some(("structured_outputs.regex", re)),
+            None => {
+                return bad(
+                    "structured_outputs",
+                    "only {\"regex\": \"...\"} is supported",
+                );
+            }
+        },
+        (None, None) => None,
+    };
+    let grammar = match grammar {
+        None => None,
+        Some((param, re)) => match ActionGrammar::new(&format!("^(?:{re})$")) {
+            Ok(g) => Some(g),
+            Err(e) => return bad(param, e.to_string()),
+        },
     };
     let vision = server.vision;
     // Messages for the chat template (image parts become {"type": "image"}), and the images.
@@ -209,6 +236,7 @@ async fn chat(
         images,
         params,
         seed,
+        grammar,
     };
     let waiting = match server.queue.submit(job) {
         Ok(rx) => rx,

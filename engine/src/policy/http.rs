@@ -16,6 +16,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use super::onnx::grammar::action_regex;
 use super::onnx::prompt::{self, PromptConfig};
 use super::output::parse_output;
 use super::{Decision, Policy, PolicyError, StepInput};
@@ -45,6 +46,10 @@ pub struct HttpOptions {
     pub prompt: PromptConfig,
     /// Viewport the coordinates grid maps to.
     pub viewport: (u32, u32),
+    /// Guided decoding: each request carries the action grammar for its observation as
+    /// `guided_regex` (vLLM's parameter; `serve-policy` honours it too), so the model can
+    /// only answer with one action.
+    pub constrained: bool,
 }
 
 impl HttpOptions {
@@ -62,6 +67,7 @@ impl HttpOptions {
             top_p: 1.0,
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
+            constrained: false,
         }
     }
 }
@@ -108,7 +114,17 @@ impl ChatClient {
         content: Vec<Value>,
         seed: u64,
     ) -> Result<(String, Vec<f32>), PolicyError> {
-        let body = json!({
+        self.complete_guided(content, seed, None).await
+    }
+
+    /// [`ChatClient::complete`], the output held to `regex` by the server when given.
+    pub async fn complete_guided(
+        &self,
+        content: Vec<Value>,
+        seed: u64,
+        regex: Option<String>,
+    ) -> Result<(String, Vec<f32>), PolicyError> {
+        let mut body = json!({
             "model": self.opts.model,
             "messages": [{"role": "user", "content": content}],
             "max_tokens": self.opts.max_tokens,
@@ -117,6 +133,9 @@ impl ChatClient {
             "seed": seed >> 11,
             "logprobs": true
         });
+        if let Some(re) = regex {
+            body["guided_regex"] = json!(re);
+        }
         let _slot = self
             .slots
             .acquire()
@@ -233,8 +252,11 @@ impl Policy for HttpPolicy {
         async move {
             let content = self.content(&input)?;
             let seed = input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let (text, token_logprobs) = self.chat.complete(content, seed).await?;
             let opts = &self.chat.opts;
+            let regex = opts
+                .constrained
+                .then(|| action_regex(&input.observation, opts.prompt.grounding));
+            let (text, token_logprobs) = self.chat.complete_guided(content, seed, regex).await?;
             let (thought, action) = parse_output(&text, opts.prompt.grounding, opts.viewport);
             Ok(Decision {
                 action,

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use engine::metrics::METRICS;
+use engine::policy::onnx::grammar::ActionGrammar;
 use engine::policy::onnx::{GenParams, Generation, Model, expand_images, prompt};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -48,6 +49,8 @@ pub struct Job {
     pub params: GenParams,
     /// Sampling seed.
     pub seed: u64,
+    /// Guided decoding: the output must match this (vLLM's `guided_regex`).
+    pub grammar: Option<ActionGrammar>,
 }
 
 /// The generation and the prompt's length in tokens.
@@ -188,7 +191,8 @@ fn generate(model: &Mutex<Model>, params: &GenParams, batch: Vec<Queued>, stats:
                 Ok((p, n))
             });
         match built {
-            Ok((p, n)) => {
+            Ok((mut p, n)) => {
+                p.grammar = q.job.grammar;
                 prompts.push(p);
                 seeds.push(q.job.seed);
                 waiting.push((q.reply, n));

@@ -55,9 +55,16 @@ impl Clone for ActionGrammar {
     }
 }
 
-/// The action expression for `obs`: element targets from its element list (none when it
-/// has none), grid points in `Coordinates` grounding, tab numbers from its tab list.
+/// The action expression for `obs`, anchored at both ends (what [`ActionGrammar::new`]
+/// takes).
 pub fn action_pattern(obs: &Observation, grounding: Grounding) -> String {
+    format!("^(?:{})$", action_regex(obs, grounding))
+}
+
+/// The action expression for `obs`, unanchored (what a server's guided decoding takes as
+/// the whole output): element targets from its element list (none when it has none),
+/// grid points in `Coordinates` grounding, tab numbers from its tab list.
+pub fn action_regex(obs: &Observation, grounding: Grounding) -> String {
     let mut actions: Vec<String> = vec![
         r"scroll\((down|up)\)".into(),
         format!(r"goto\({STRING}\)"),
@@ -108,7 +115,7 @@ pub fn action_pattern(obs: &Observation, grounding: Grounding) -> String {
         actions.push(format!(r"(switch_tab|close_tab)\(({})\)", tabs.join("|")));
     }
     // An optional space first: the prompt may end in `Action:`.
-    format!("^ ?({})$", actions.join("|"))
+    format!(" ?({})", actions.join("|"))
 }
 
 /// Elements `type` can fill: text areas, text-like inputs, editable regions.
