@@ -54,6 +54,8 @@ pub(crate) struct LiveBrowser {
     pub(crate) memory_checked: AtomicU64,
     /// Contexts opened ahead of leases.
     pub(crate) standby: crate::standby::Standby,
+    /// Where the URL policy's refusals are reported (see `gate.rs`).
+    pub(crate) gate: crate::gate::Gate,
     handler: JoinHandle<()>,
     /// For a remote browser, the address it was reached at; it is never closed by us.
     remote: Option<String>,
@@ -112,13 +114,17 @@ impl LiveBrowser {
         }
 
         tracing::debug!(pid, "browser launched");
-        Ok(LiveBrowser::watch(
-            browser,
-            handler,
-            pid,
-            None,
-            Some(profile),
-        ))
+        let live = LiveBrowser::watch(browser, handler, pid, None, Some(profile));
+        live.guard_urls(cfg).await?;
+        Ok(live)
+    }
+
+    /// Puts the URL policy at the browser's door (see `gate.rs`), unless it allows all.
+    async fn guard_urls(self: &Arc<Self>, cfg: &PoolConfig) -> Result<(), PoolError> {
+        if cfg.urls.is_open() {
+            return Ok(());
+        }
+        crate::gate::open(self, cfg.urls.clone()).await
     }
 
     /// Connects to a browser someone else runs, by its DevTools WebSocket URL or HTTP
@@ -146,13 +152,9 @@ impl LiveBrowser {
             message: format!("cannot connect to the remote browser: {e}"),
         })?;
         tracing::info!(url, "connected to a remote browser");
-        Ok(LiveBrowser::watch(
-            browser,
-            handler,
-            None,
-            Some(url.to_string()),
-            None,
-        ))
+        let live = LiveBrowser::watch(browser, handler, None, Some(url.to_string()), None);
+        live.guard_urls(cfg).await?;
+        Ok(live)
     }
 
     fn watch(
@@ -186,6 +188,7 @@ impl LiveBrowser {
             served: AtomicU64::new(0),
             memory_checked: AtomicU64::new(0),
             standby: Default::default(),
+            gate: Default::default(),
             handler: handler_task,
             remote,
             _profile: profile,

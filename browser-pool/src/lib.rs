@@ -23,6 +23,7 @@ mod ax_tree;
 mod config;
 mod error;
 mod events;
+mod gate;
 mod js;
 mod keys;
 mod launch;

@@ -236,14 +236,30 @@ impl Session {
             .ours
             .insert(first.target.inner().clone(), OurTab::of(&first));
         let downloads = Arc::new(AtomicU64::new(0));
-        let watchers = watch_context(
+        let tabs = signals.clone();
+        browser.gate.register(
+            context.inner(),
+            events.clone(),
+            Box::new(move |frame| {
+                let s = tabs.lock().unwrap_or_else(|p| p.into_inner());
+                s.has_frame(frame) || s.opened.iter().any(|(t, _)| t.inner() == frame)
+            }),
+        );
+        let watchers = match watch_context(
             &browser,
             &context,
             signals.clone(),
             events.clone(),
             downloads.clone(),
         )
-        .await?;
+        .await
+        {
+            Ok(w) => w,
+            Err(e) => {
+                browser.gate.unregister(context.inner());
+                return Err(e);
+            }
+        };
         Ok(Session {
             page,
             tabs: vec![first],
@@ -1044,7 +1060,8 @@ impl Session {
     }
 
     /// Closes the active tab (or, for the only tab, leaves its page) when its URL breaks
-    /// the URL policy: a popup's first navigation starts before the tab can be watched.
+    /// the URL policy. Document requests are refused at the browser's door (`gate.rs`);
+    /// this catches what makes no request (a URL the page writes itself, `about:`, `blob:`).
     /// True when something was done and the page must be scanned again.
     async fn enforce_url_policy(&mut self, url: &str) -> Result<bool, PoolError> {
         // Chromium's own error page is where refused navigations end up; it is harmless.
@@ -1892,6 +1909,7 @@ impl Session {
         }
         self.tabs.clear();
         if let Some(context) = self.context.take() {
+            self.browser.gate.unregister(context.inner());
             dispose(&self.browser, context, self.cfg.cdp_timeout).await;
             self.browser
                 .active
@@ -1927,6 +1945,7 @@ impl Drop for Session {
         let Some(context) = self.context.take() else {
             return;
         };
+        self.browser.gate.unregister(context.inner());
         let browser = self.browser.clone();
         let limit = self.cfg.cdp_timeout;
         let permit = self.permit.take();

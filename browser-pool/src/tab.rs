@@ -13,13 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::fetch::{
-    self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
-};
 use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::log::EventEntryAdded;
 use chromiumoxide::cdp::browser_protocol::network::{
-    ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, DialogType, EventFrameAttached, EventFrameNavigated,
@@ -164,29 +161,7 @@ impl Tab {
             }
         }));
 
-        if !cfg.urls.is_open() {
-            let paused = page
-                .event_listener::<EventRequestPaused>()
-                .await
-                .map_err(gone)?;
-            let pattern = RequestPattern {
-                url_pattern: Some("*".into()),
-                resource_type: Some(ResourceType::Document),
-                request_stage: Some(fetch::RequestStage::Request),
-            };
-            page.execute(fetch::EnableParams {
-                patterns: Some(vec![pattern]),
-                handle_auth_requests: None,
-            })
-            .await
-            .map_err(|e| PoolError::from_cdp("Fetch.enable", e))?;
-            tasks.push(tokio::spawn(gate_documents(
-                page.clone(),
-                paused,
-                cfg.urls.clone(),
-                events.clone(),
-            )));
-        }
+        // The URL policy is enforced for every tab at the browser's door (`gate.rs`).
 
         Ok(Tab {
             page,
@@ -348,36 +323,4 @@ async fn track_requests(
             }
         }
     }))
-}
-
-async fn gate_documents(
-    page: Page,
-    mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
-    urls: crate::url_policy::UrlPolicy,
-    events: EventLog,
-) {
-    while let Some(ev) = paused.next().await {
-        let verdict = urls.check(&ev.request.url);
-        let call = match verdict {
-            Ok(()) => page
-                .execute(ContinueRequestParams::new(ev.request_id.clone()))
-                .await
-                .map(|_| ()),
-            Err(reason) => {
-                events.push(PageEvent::Blocked {
-                    url: ev.request.url.clone(),
-                    reason,
-                });
-                page.execute(FailRequestParams::new(
-                    ev.request_id.clone(),
-                    ErrorReason::BlockedByClient,
-                ))
-                .await
-                .map(|_| ())
-            }
-        };
-        if let Err(e) = call {
-            tracing::debug!(error = %e, "answering a paused request failed");
-        }
-    }
 }

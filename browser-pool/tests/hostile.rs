@@ -440,6 +440,72 @@ async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
     pool.shutdown().await;
 }
 
+const OPENERS: &str = r#"<!doctype html><html><head><title>Openers</title></head><body>
+<a id="tab" href="/admin.html?tab" target="_blank">Admin in a tab</a>
+<button id="open" onclick="window.open('/admin.html?open')">Admin in a window</button>
+<button id="frame" onclick="const f = document.createElement('iframe'); f.src = '/admin.html?frame'; document.body.appendChild(f)">Admin in a frame</button>
+<a id="fine" href="/fine.html" target="_blank">Allowed tab</a>
+</body></html>"#;
+
+/// A denied URL is refused before it is requested, however it is opened: in a new tab by a
+/// link or `window.open` (whose first navigation starts before the pool can attach to the
+/// tab) or in a frame; each refusal is reported to the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denied_urls_are_never_requested_even_by_new_tabs() {
+    let (base, requests) = common::serve_logged(vec![
+        html("/", OPENERS),
+        html("/admin.html", ADMIN),
+        html("/fine.html", SECOND),
+    ])
+    .await;
+    let mut cfg = config();
+    cfg.urls = UrlPolicy {
+        allow: vec![],
+        deny: vec![format!("{base}/admin*")],
+    };
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    for (button, opened) in [("#tab", "?tab"), ("#open", "?open"), ("#frame", "?frame")] {
+        s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+        s.act(&act(&format!(r#"click(css="{button}")"#)))
+            .await
+            .unwrap();
+        let mut blocked = false;
+        for _ in 0..20 {
+            let obs = s.observe().await.unwrap();
+            assert!(
+                obs.tabs.iter().all(|t| t.title != "Admin"),
+                "{:?}",
+                obs.tabs
+            );
+            blocked |= obs.events.iter().any(|e| {
+                matches!(e, PageEvent::Blocked { url, reason }
+                    if url.ends_with(&format!("/admin.html{opened}")) && reason.contains("deny"))
+            });
+            if blocked {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(blocked, "{button}: no refusal reported");
+        for n in (2..=s.observe().await.unwrap().tabs.len()).rev() {
+            s.act(&act(&format!("close_tab({n})"))).await.unwrap();
+        }
+    }
+    // Allowed tabs still open.
+    s.act(&act(r##"click(css="#fine")"##)).await.unwrap();
+    assert_eq!(s.observe().await.unwrap().title, "Second");
+    let asked = requests.lock().unwrap().clone();
+    assert!(
+        asked.iter().all(|p| !p.starts_with("/admin")),
+        "denied URLs reached the server: {asked:?}"
+    );
+    assert!(asked.iter().any(|p| p == "/fine.html"), "{asked:?}");
+    s.close().await;
+    pool.shutdown().await;
+}
+
 /// Renderer processes under `pid`, by their command line.
 fn renderers(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();

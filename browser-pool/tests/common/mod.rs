@@ -29,20 +29,32 @@ pub fn html(path: &'static str, body: impl Into<String>) -> Route {
 
 /// Serves `routes` (404 for anything else) and returns the base URL.
 pub async fn serve(routes: Vec<Route>) -> String {
+    serve_logged(routes).await.0
+}
+
+/// What the server was asked for: request paths with their query strings, in order.
+pub type RequestLog = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// [`serve`], also returning the log of the requests it gets.
+pub async fn serve_logged(routes: Vec<Route>) -> (String, RequestLog) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let routes = Arc::new(routes);
+    let log = RequestLog::default();
+    let requests = log.clone();
     tokio::spawn(async move {
         loop {
             let Ok((mut sock, _)) = listener.accept().await else {
                 return;
             };
             let routes = routes.clone();
+            let requests = requests.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let n = sock.read(&mut buf).await.unwrap_or(0);
                 let req = String::from_utf8_lossy(&buf[..n]);
                 let path = req.split_whitespace().nth(1).unwrap_or("/");
+                requests.lock().unwrap().push(path.to_string());
                 let path = path.split('?').next().unwrap_or("/");
                 let (status, kind, headers, body) = match routes.iter().find(|r| r.path == path) {
                     Some(r) => ("200 OK", r.content_type, r.headers, r.body.as_str()),
@@ -56,5 +68,5 @@ pub async fn serve(routes: Vec<Route>) -> String {
             });
         }
     });
-    format!("http://{addr}")
+    (format!("http://{addr}"), log)
 }
