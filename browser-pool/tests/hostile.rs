@@ -329,9 +329,8 @@ async fn popups_become_tabs_that_can_be_switched_and_closed() {
     pool.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
-    let base = serve().await;
+/// A pool whose deny list holds `{base}/admin*`, and a session on `{base}/`.
+async fn denying_admin(base: &str) -> (BrowserPool, browser_pool::Session) {
     let mut cfg = config();
     cfg.urls = UrlPolicy {
         allow: vec![],
@@ -340,6 +339,13 @@ async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
     let pool = BrowserPool::launch(cfg).await.unwrap();
     let mut s = pool.lease().await.unwrap();
     s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    (pool, s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
+    let base = serve().await;
+    let (pool, mut s) = denying_admin(&base).await;
 
     // A download link: refused, reported, and the page stays put without a long wait.
     let started = Instant::now();
@@ -458,14 +464,7 @@ async fn denied_urls_are_never_requested_even_by_new_tabs() {
         html("/fine.html", SECOND),
     ])
     .await;
-    let mut cfg = config();
-    cfg.urls = UrlPolicy {
-        allow: vec![],
-        deny: vec![format!("{base}/admin*")],
-    };
-    let pool = BrowserPool::launch(cfg).await.unwrap();
-    let mut s = pool.lease().await.unwrap();
-    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let (pool, mut s) = denying_admin(&base).await;
     for (button, opened) in [("#tab", "?tab"), ("#open", "?open"), ("#frame", "?frame")] {
         s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
         s.act(&act(&format!(r#"click(css="{button}")"#)))
