@@ -370,7 +370,8 @@ fn asking_for_cuda_without_a_gpu_falls_back_to_cpu_with_a_reason() {
 /// Constrained decoding: a random-weight model, sampled, writes only actions of the grammar
 /// with element numbers of the observation; finished outputs parse, unfinished ones can
 /// still become an action, and each recorded log-probability is that of the constrained
-/// distribution (at least the model's own, renormalised over the allowed tokens).
+/// distribution (what teacher-forced scoring under the grammar gives; at least the model's
+/// own, renormalised over the allowed tokens).
 #[test]
 fn constrained_decoding_writes_only_actions_the_observation_allows() {
     use engine::policy::onnx::grammar::{ActionGrammar, action_pattern};
@@ -416,6 +417,9 @@ fn constrained_decoding_writes_only_actions_the_observation_allows() {
         } else {
             assert_eq!(g.finish, Finish::Length, "{:?}", g.text);
         }
+        // A trainer rescoring the action under the same grammar gets what was recorded;
+        // each token is at least as likely as under the unmasked model.
+        assert_scores_match(&mut m, &prompt, &g.tokens, &g.logprobs);
         let unconstrained = m.score(&plain, &g.tokens).unwrap();
         for (j, (c, u)) in g.logprobs.iter().zip(&unconstrained).enumerate() {
             assert!(

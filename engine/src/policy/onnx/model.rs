@@ -565,7 +565,8 @@ impl Model {
     /// Teacher-forced scoring: the log-probability of each token of `continuation` after
     /// `prompt`, from one forward pass over prompt and continuation together (no KV cache).
     /// What a trainer recomputes for a stored action, and an independent check of the
-    /// log-probabilities [`Model::generate`] records while decoding.
+    /// log-probabilities [`Model::generate`] records while decoding. A prompt with a
+    /// grammar is scored under it (the masked, renormalised distribution).
     pub fn score(&mut self, prompt: &Prompt, continuation: &[u32]) -> Result<Vec<f32>, OnnxError> {
         let mut ids = self.encode(&prompt.text)?;
         let prompt_len = ids.len();
@@ -601,12 +602,30 @@ impl Model {
         let positions = self.position_values(&[positions], len);
         let (all, _) = self.decode_all(embeds, &vec![1i64; len], positions, past, 1, len)?;
         let vocab = all.len() / len;
+        // Under a grammar, each token is scored against the masked distribution it was
+        // sampled from (as `generate` records it).
+        let mut grammar = prompt.grammar.clone();
+        if grammar.is_some() && self.token_bytes.is_none() {
+            self.token_bytes = Some(std::sync::Arc::new(TokenBytes::of(&self.tokenizer)));
+        }
+        let bytes = self.token_bytes.clone();
         Ok(continuation
             .iter()
             .enumerate()
             .map(|(j, t)| {
                 // The logits at position p predict the token at p + 1.
                 let row = &all[(prompt_len - 1 + j) * vocab..(prompt_len + j) * vocab];
+                let masked;
+                let row = match (grammar.as_mut(), bytes.as_deref()) {
+                    (Some(g), Some(bytes)) => {
+                        masked = grammar_mask(row, g, bytes, &self.cfg.eos_ids);
+                        if let Some(b) = bytes.get(*t as usize) {
+                            g.advance(b);
+                        }
+                        &masked[..]
+                    }
+                    _ => row,
+                };
                 let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let sum: f64 = row.iter().map(|l| f64::from(l - max).exp()).sum();
                 row.get(*t as usize).map_or(f32::NEG_INFINITY, |l| {
