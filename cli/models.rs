@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use engine::policy::http::{HttpOptions, HttpPolicy};
+use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::{self, Device, OnnxOptions, PromptConfig, PromptStyle};
 use engine::policy::output::Grounding;
 use engine::policy::{BatchLimits, PolicyRegistry};
@@ -79,9 +80,11 @@ pub struct ModelArgs {
     pub answer_prefix: String,
     /// Constrained decoding: the model may only write one action of the grammar, with an
     /// element number (or grid point) of the observation; every finished output parses.
-    /// The `http` policy sends the grammar as `guided_regex` (vLLM, serve-policy).
-    #[arg(long, global = true)]
-    pub constrained: bool,
+    /// `action` (the default): the action alone; `reasoned`: free lines, then a last line
+    /// `Action: <action>`. The `http` policy sends the grammar as `guided_regex` (vLLM,
+    /// serve-policy).
+    #[arg(long, global = true, value_enum, num_args = 0..=1, default_missing_value = "action")]
+    pub constrained: Option<ConstrainedArg>,
     /// Largest batch of concurrent requests the ONNX policy (and serve-policy) runs together.
     #[arg(long, default_value_t = 8, global = true)]
     pub max_batch: usize,
@@ -151,7 +154,7 @@ impl ModelArgs {
         };
         o.generation.max_new_tokens = self.max_new_tokens;
         o.answer_prefix = self.answer_prefix.clone();
-        o.constrained = self.constrained;
+        o.constrained = self.constrained.map(Constraint::from);
         o.generation.temperature = self.temperature;
         o.generation.top_p = self.top_p;
         o.prompt = self.prompt();
@@ -185,7 +188,7 @@ pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Resul
         opts.temperature = m.temperature;
         opts.top_p = m.top_p;
         opts.prompt = m.prompt();
-        opts.constrained = m.constrained;
+        opts.constrained = m.constrained.map(Constraint::from);
         policies.register(Arc::new(
             HttpPolicy::new("http", opts).map_err(|e| anyhow::anyhow!("{e}"))?,
         ));
@@ -282,4 +285,51 @@ pub fn model_judge(
         cfg,
         Some(store.clone()),
     ))))
+}
+
+/// `--constrained` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConstrainedArg {
+    /// The action alone.
+    Action,
+    /// Free lines of reasoning, then `Action: <action>`.
+    Reasoned,
+}
+
+impl From<ConstrainedArg> for Constraint {
+    fn from(c: ConstrainedArg) -> Constraint {
+        match c {
+            ConstrainedArg::Action => Constraint::Action,
+            ConstrainedArg::Reasoned => Constraint::Reasoned,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        models: ModelArgs,
+    }
+
+    #[test]
+    fn constrained_takes_an_optional_mode() {
+        let mode = |args: &[&str]| {
+            let mut all = vec!["x"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all).map(|c| c.models.constrained.map(Constraint::from))
+        };
+        assert_eq!(mode(&[]).unwrap(), None);
+        assert_eq!(mode(&["--constrained"]).unwrap(), Some(Constraint::Action));
+        assert_eq!(
+            mode(&["--constrained", "reasoned"]).unwrap(),
+            Some(Constraint::Reasoned)
+        );
+        assert!(mode(&["--constrained", "loose"]).is_err());
+    }
 }

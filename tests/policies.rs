@@ -428,7 +428,7 @@ async fn guided_decoding_over_http_yields_only_actions_of_the_page() {
         let mut o = HttpOptions::new(base.clone(), "tiny");
         o.max_tokens = 24;
         o.temperature = 1.0;
-        o.constrained = constrained;
+        o.constrained = constrained.then_some(engine::policy::onnx::grammar::Constraint::Action);
         o
     };
     let guided = HttpPolicy::new("http", opts(true)).unwrap();

@@ -378,7 +378,7 @@ fn constrained_decoding_writes_only_actions_the_observation_allows() {
     use engine::policy::output::{Grounding, check_elements, parse_output};
 
     let mut o = options();
-    o.constrained = true;
+    o.constrained = Some(engine::policy::onnx::grammar::Constraint::Action);
     o.generation.max_new_tokens = 24;
     let backend = OnnxBackend::load(o).unwrap();
     let model = backend.model();

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::onnx::grammar::action_regex;
+use super::onnx::grammar::{Constraint, output_regex};
 use super::onnx::prompt::{self, PromptConfig};
 use super::output::parse_output;
 use super::{Decision, Policy, PolicyError, StepInput};
@@ -46,10 +46,10 @@ pub struct HttpOptions {
     pub prompt: PromptConfig,
     /// Viewport the coordinates grid maps to.
     pub viewport: (u32, u32),
-    /// Guided decoding: each request carries the action grammar for its observation as
+    /// Guided decoding: each request carries the output grammar for its observation as
     /// `guided_regex` (vLLM's parameter; `serve-policy` honours it too), so the model can
-    /// only answer with one action.
-    pub constrained: bool,
+    /// only answer with one action (alone, or after its reasoning).
+    pub constrained: Option<Constraint>,
 }
 
 impl HttpOptions {
@@ -67,7 +67,7 @@ impl HttpOptions {
             top_p: 1.0,
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
-            constrained: false,
+            constrained: None,
         }
     }
 }
@@ -255,7 +255,7 @@ impl Policy for HttpPolicy {
             let opts = &self.chat.opts;
             let regex = opts
                 .constrained
-                .then(|| action_regex(&input.observation, opts.prompt.grounding));
+                .map(|c| output_regex(&input.observation, opts.prompt.grounding, c));
             let (text, token_logprobs) = self.chat.complete_guided(content, seed, regex).await?;
             let (thought, action) = parse_output(&text, opts.prompt.grounding, opts.viewport);
             Ok(Decision {

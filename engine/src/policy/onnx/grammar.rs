@@ -55,10 +55,35 @@ impl Clone for ActionGrammar {
     }
 }
 
+/// What a constrained output may hold besides its action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Constraint {
+    /// The action alone (after an answer prefix such as `Action:`, or as the whole reply).
+    #[default]
+    Action,
+    /// Free lines first (the prompt's thought, or its memory / progress / intention), then
+    /// a last line `Action: <action>`: the model reasons, but still ends with an action.
+    Reasoned,
+}
+
+/// The expression for `obs` under `constraint`, unanchored (what a server's guided
+/// decoding takes as the whole output).
+pub fn output_regex(obs: &Observation, grounding: Grounding, constraint: Constraint) -> String {
+    match constraint {
+        Constraint::Action => action_regex(obs, grounding),
+        Constraint::Reasoned => format!(r"(?:[^\n]*\n)*Action:{}", action_regex(obs, grounding)),
+    }
+}
+
 /// The action expression for `obs`, anchored at both ends (what [`ActionGrammar::new`]
 /// takes).
 pub fn action_pattern(obs: &Observation, grounding: Grounding) -> String {
-    format!("^(?:{})$", action_regex(obs, grounding))
+    output_pattern(obs, grounding, Constraint::Action)
+}
+
+/// [`output_regex`] anchored at both ends.
+pub fn output_pattern(obs: &Observation, grounding: Grounding, constraint: Constraint) -> String {
+    format!("^(?:{})$", output_regex(obs, grounding, constraint))
 }
 
 /// The action expression for `obs`, unanchored (what a server's guided decoding takes as
@@ -172,12 +197,13 @@ impl ActionGrammar {
         true
     }
 
-    /// The grammar of the actions `obs` allows.
+    /// The grammar of the outputs `obs` allows under `constraint`.
     pub fn for_observation(
         obs: &Observation,
         grounding: Grounding,
+        constraint: Constraint,
     ) -> Result<ActionGrammar, OnnxError> {
-        Self::new(&action_pattern(obs, grounding))
+        Self::new(&output_pattern(obs, grounding, constraint))
     }
 
     /// The state after `bytes` from the current one, if text can still end as an action.
@@ -300,7 +326,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::policy::output::check_elements;
+    use crate::policy::output::{check_elements, parse_output};
 
     /// Elements: the first a text input, the second a `<select>`, the rest buttons.
     fn observation(ids: &[u32], tabs: usize) -> Observation {
@@ -426,6 +452,78 @@ mod tests {
             }
         }
         assert!(complete > 100, "{complete} walks completed");
+    }
+
+    /// Reasoned outputs: any lines, then a last line `Action: <action>` of the page.
+    #[test]
+    fn reasoned_outputs_end_with_an_action_of_the_page() {
+        let obs = observation(&[3, 7, 41], 1);
+        let p = output_pattern(&obs, Grounding::Marks, Constraint::Reasoned);
+        for ok in [
+            "I see three buttons; the last one.\nAction: click(41)",
+            "Memory: (empty)\nProgress: none\nIntention: fill the box\nAction: type(3, \"x\")",
+            "Action: stop()",
+            "\n\nAction:back()",
+        ] {
+            assert!(ActionGrammar::matches(&p, ok), "{ok:?}");
+            let (_, action) = parse_output(ok, Grounding::Marks, (1280, 720));
+            check_elements(action.unwrap(), &obs.elements).unwrap();
+        }
+        for bad in [
+            "click(41)",
+            "Thinking.\nAction: click(4)",
+            "Action: click(41)\nand then",
+            "Thinking.\nclick(41)",
+        ] {
+            assert!(!ActionGrammar::matches(&p, bad), "{bad:?}");
+        }
+        // Random thoughts, then a random walk through an action (steered by the action-only
+        // grammar, since free text allows every byte): the reasoned grammar takes each
+        // step, accepts where the action is whole, and every whole one parses.
+        let action_only = action_pattern(&obs, Grounding::Marks);
+        let mut rng = StdRng::seed_from_u64(4);
+        let mut complete = 0;
+        for _ in 0..200 {
+            let mut g = ActionGrammar::new(&p).unwrap();
+            let mut text = String::new();
+            for _ in 0..rng.random_range(0..4) {
+                let line: String = (0..rng.random_range(0..40))
+                    .map(|_| char::from(rng.random_range(0x20u8..0x7f)))
+                    .collect();
+                text.push_str(&line);
+                text.push('\n');
+            }
+            text.push_str("Action:");
+            assert!(g.advance(text.as_bytes()), "{text:?}");
+            let mut a = ActionGrammar::new(&action_only).unwrap();
+            for _ in 0..60 {
+                if a.complete() {
+                    break;
+                }
+                let allowed: Vec<u8> = (0x20..0x7f).filter(|b| a.allows(&[*b])).collect();
+                let closing: Vec<u8> = allowed
+                    .iter()
+                    .copied()
+                    .filter(|b| matches!(b, b'"' | b')'))
+                    .collect();
+                let pick = if !closing.is_empty() && rng.random_bool(0.3) {
+                    closing[rng.random_range(0..closing.len())]
+                } else {
+                    allowed[rng.random_range(0..allowed.len())]
+                };
+                assert!(a.advance(&[pick]));
+                assert!(g.advance(&[pick]), "{text:?} then {:?}", char::from(pick));
+                text.push(char::from(pick));
+            }
+            if a.complete() {
+                assert!(g.complete(), "{text:?}");
+                complete += 1;
+                let (_, action) = parse_output(&text, Grounding::Marks, (1280, 720));
+                let action = action.unwrap_or_else(|e| panic!("{text:?}: {e}"));
+                check_elements(action, &obs.elements).unwrap();
+            }
+        }
+        assert!(complete > 50, "{complete} walks completed");
     }
 
     #[test]

@@ -64,9 +64,10 @@ pub struct OnnxOptions {
     /// (the prefix was not sampled).
     pub answer_prefix: String,
     /// Constrained decoding: the model can only write one action, with an element number
-    /// (or grid point) the observation offers (see [`grammar`]); no thought. Every finished
-    /// output parses; log-probabilities are those of the constrained distribution.
-    pub constrained: bool,
+    /// (or grid point) the observation offers, alone or after free lines of reasoning
+    /// (see [`grammar`]). Every finished output parses; log-probabilities are those of the
+    /// constrained distribution.
+    pub constrained: Option<grammar::Constraint>,
 }
 
 impl OnnxOptions {
@@ -86,7 +87,7 @@ impl OnnxOptions {
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
             answer_prefix: String::new(),
-            constrained: false,
+            constrained: None,
         }
     }
 }
@@ -169,10 +170,11 @@ impl OnnxBackend {
         text.push_str(&self.opts.answer_prefix);
         let model = self.model.lock().expect("model lock");
         let mut prompt = expand_images(&text, &built.images, model.config())?;
-        if self.opts.constrained {
+        if let Some(constraint) = self.opts.constrained {
             prompt.grammar = Some(grammar::ActionGrammar::for_observation(
                 &input.observation,
                 self.grounding(),
+                constraint,
             )?);
         }
         Ok(prompt)
