@@ -21,6 +21,9 @@ use crate::error::PoolError;
 /// machine with no internet (it would otherwise retry, many connections at a time); the
 /// frame-rate ones lift the ~26 screenshots/s pacing measured with default flags; bfcache is
 /// off so that "back" always reloads the page, as the practice sites (and most gyms) expect.
+/// The spare renderer Chromium keeps ready for the context that navigated last is wasted
+/// when every episode gets a fresh context (~40 ms of CPU each; +3-10% steps/s at 8
+/// contexts on 2 cores without it, for ~6 ms more per cross-site navigation: BENCHMARKS.md).
 const FLAGS: &[&str] = &[
     "disable-gpu",
     "disable-background-networking",
@@ -39,6 +42,7 @@ const DISABLED_FEATURES: &[&str] = &[
     "OptimizationHints",
     "MediaRouter",
     "InterestFeedContentSuggestions",
+    "SpareRendererForSitePerProcess",
 ];
 
 /// A running browser process and the state the pool keeps about it.
