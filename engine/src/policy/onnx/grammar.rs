@@ -411,6 +411,24 @@ mod tests {
         assert!(!ActionGrammar::matches(&grid, "select(10, 5, \"a\")"));
     }
 
+    /// A random printable byte of those `g` allows next, favouring closing quotes and
+    /// brackets (or strings would rarely end); none when nothing may follow.
+    fn random_byte(g: &mut ActionGrammar, rng: &mut StdRng) -> Option<u8> {
+        let allowed: Vec<u8> = (0x20..0x7f).filter(|b| g.allows(&[*b])).collect();
+        let closing: Vec<u8> = allowed
+            .iter()
+            .copied()
+            .filter(|b| matches!(b, b'"' | b')'))
+            .collect();
+        if !closing.is_empty() && rng.random_bool(0.3) {
+            Some(closing[rng.random_range(0..closing.len())])
+        } else if allowed.is_empty() {
+            None
+        } else {
+            Some(allowed[rng.random_range(0..allowed.len())])
+        }
+    }
+
     /// Random walks through the grammar (one printable byte at a time, any the grammar
     /// allows) end in lines the action parser accepts.
     #[test]
@@ -426,20 +444,8 @@ mod tests {
                 if g.complete() && rng.random_bool(0.5) {
                     break;
                 }
-                let allowed: Vec<u8> = (0x20..0x7f).filter(|b| g.allows(&[*b])).collect();
-                if allowed.is_empty() {
+                let Some(pick) = random_byte(&mut g, &mut rng) else {
                     break;
-                }
-                // Favour closing quotes and brackets, or strings would rarely end.
-                let closing: Vec<u8> = allowed
-                    .iter()
-                    .copied()
-                    .filter(|b| matches!(b, b'"' | b')'))
-                    .collect();
-                let pick = if !closing.is_empty() && rng.random_bool(0.3) {
-                    closing[rng.random_range(0..closing.len())]
-                } else {
-                    allowed[rng.random_range(0..allowed.len())]
                 };
                 assert!(g.advance(&[pick]));
                 text.push(pick);
@@ -500,17 +506,7 @@ mod tests {
                 if a.complete() {
                     break;
                 }
-                let allowed: Vec<u8> = (0x20..0x7f).filter(|b| a.allows(&[*b])).collect();
-                let closing: Vec<u8> = allowed
-                    .iter()
-                    .copied()
-                    .filter(|b| matches!(b, b'"' | b')'))
-                    .collect();
-                let pick = if !closing.is_empty() && rng.random_bool(0.3) {
-                    closing[rng.random_range(0..closing.len())]
-                } else {
-                    allowed[rng.random_range(0..allowed.len())]
-                };
+                let pick = random_byte(&mut a, &mut rng).expect("an unfinished action goes on");
                 assert!(a.advance(&[pick]));
                 assert!(g.advance(&[pick]), "{text:?} then {:?}", char::from(pick));
                 text.push(char::from(pick));
