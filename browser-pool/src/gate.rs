@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use chromiumoxide::Browser;
 use chromiumoxide::cdp::browser_protocol::fetch::{
     self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
 };
@@ -97,9 +96,11 @@ async fn answer(live: Weak<LiveBrowser>, ev: Arc<EventRequestPaused>, urls: Arc<
     let Some(live) = live.upgrade() else {
         return;
     };
-    let browser = live.browser.read().await;
     let call = match urls.check(&ev.request.url) {
-        Ok(()) => browser
+        Ok(()) => live
+            .browser
+            .read()
+            .await
             .execute(ContinueRequestParams::new(ev.request_id.clone()))
             .await
             .map(|_| ()),
@@ -110,11 +111,13 @@ async fn answer(live: Weak<LiveBrowser>, ev: Arc<EventRequestPaused>, urls: Arc<
                 url: ev.request.url.clone(),
                 reason,
             };
-            match owner(&live, &browser, ev.frame_id.inner()).await {
+            match owner(&live, ev.frame_id.inner()).await {
                 Some(log) => log.push(event),
                 None => tracing::debug!(url = ev.request.url, "refused a request of no session"),
             }
-            browser
+            live.browser
+                .read()
+                .await
                 .execute(FailRequestParams::new(
                     ev.request_id.clone(),
                     ErrorReason::BlockedByClient,
@@ -129,17 +132,23 @@ async fn answer(live: Weak<LiveBrowser>, ev: Arc<EventRequestPaused>, urls: Arc<
 }
 
 /// The event log of the session that made a request from `frame`: a frame or tab it
-/// knows, else (a tab so new its session has not heard of it) the tab's context.
-async fn owner(live: &LiveBrowser, browser: &Browser, frame: &str) -> Option<EventLog> {
+/// knows, else (a tab so new its session has not heard of it) the tab's context. The
+/// browser's lock is held only for the one call, never across the wait below (a recycle
+/// waits for it).
+async fn owner(live: &LiveBrowser, frame: &str) -> Option<EventLog> {
     if let Some(log) = live.gate.by_frame(frame) {
         return Some(log);
     }
     // A tab's main frame has the tab's id.
-    if let Ok(info) = browser
+    let info = live
+        .browser
+        .read()
+        .await
         .execute(GetTargetInfoParams {
             target_id: Some(TargetId::from(frame.to_string())),
         })
-        .await
+        .await;
+    if let Ok(info) = info
         && let Some(context) = &info.result.target_info.browser_context_id
         && let Some(log) = live.gate.by_context(context.inner())
     {
