@@ -266,7 +266,11 @@ pub struct TokenBytes(Vec<Option<Vec<u8>>>);
 impl TokenBytes {
     /// The table for `tokenizer`.
     pub fn of(tokenizer: &tokenizers::Tokenizer) -> TokenBytes {
-        let chars = byte_chars();
+        let bytes: std::collections::HashMap<char, u8> = byte_chars()
+            .iter()
+            .enumerate()
+            .map(|(b, c)| (*c, b as u8))
+            .collect();
         let specials = tokenizer.get_added_tokens_decoder();
         let n = tokenizer.get_vocab_size(true);
         TokenBytes(
@@ -276,10 +280,7 @@ impl TokenBytes {
                         return None;
                     }
                     let piece = tokenizer.id_to_token(id)?;
-                    piece
-                        .chars()
-                        .map(|c| chars.iter().position(|x| *x == c).map(|b| b as u8))
-                        .collect()
+                    piece.chars().map(|c| bytes.get(&c).copied()).collect()
                 })
                 .collect(),
         )
