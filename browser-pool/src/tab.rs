@@ -4,9 +4,9 @@
 //! (an open `alert` blocks every script in the page), noticing a crashed renderer (whose
 //! calls would otherwise hang), counting requests in flight (for network-quiet settling)
 //! and the main frame's committed documents (reads and navigations that a renderer swap
-//! left unanswered are resent), listing the page's frames (downloads name the frame that
-//! started them) and, when URL lists are configured, refusing documents they forbid. The
-//! tasks end with the tab.
+//! left unanswered are resent) and listing the page's frames (downloads and refused
+//! requests name the frame that made them). URL lists are enforced per browser, in
+//! `gate.rs`. The tasks end with the tab.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
