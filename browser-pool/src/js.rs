@@ -38,8 +38,26 @@ fn target_parts(target: &Target) -> (String, String) {
     }
 }
 
+/// The element scan of the top document.
 pub(crate) fn observe() -> &'static str {
-    OBSERVE
+    static TOP: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| OBSERVE.replace("__ORIGIN__", "null"));
+    &TOP
+}
+
+/// The element scan run inside a cross-origin frame: `origin` is a JSON object with where
+/// the frame's viewport sits in the top one (`x`, `y`), what of it shows (`view`) and how
+/// many elements are left (`max`).
+pub(crate) fn observe_frame(origin: &str) -> String {
+    OBSERVE.replace("__ORIGIN__", origin)
+}
+
+/// Where cross-origin frame `slot` of the document's last scan sits (see
+/// `js/frame_origin.js`), scrolling it into view first when `bring`.
+pub(crate) fn frame_origin(slot: usize, bring: bool) -> String {
+    assemble(include_str!("js/frame_origin.js"))
+        .replace("__SLOT__", &slot.to_string())
+        .replace("__BRING__", if bring { "true" } else { "false" })
 }
 
 /// The settling probe for action `action`: resolves once the DOM has been quiet for

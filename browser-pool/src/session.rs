@@ -28,7 +28,8 @@ use chromiumoxide::cdp::browser_protocol::target::{
     CreateTargetParams, EventTargetCreated, EventTargetDestroyed, GetTargetsParams, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
-    EvaluateParams, GetPropertiesParams, ReleaseObjectGroupParams, TerminateExecutionParams,
+    EvaluateParams, ExecutionContextId, GetPropertiesParams, ReleaseObjectGroupParams,
+    TerminateExecutionParams,
 };
 use chromiumoxide::types::Command;
 use futures::StreamExt;
@@ -46,6 +47,8 @@ use crate::keys::{KeyCombo, Modifiers};
 use crate::launch::LiveBrowser;
 use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo};
 use crate::tab::{Life, Tab};
+
+pub(crate) mod frames;
 
 /// What happened when an action ran.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -179,6 +182,9 @@ struct ObservedPage {
     title: String,
     scroll: ScrollState,
     elements: Vec<Element>,
+    /// Cross-origin iframes the scan could not enter (see `session/frames.rs`).
+    #[serde(default)]
+    holes: Vec<frames::Hole>,
 }
 
 #[derive(Deserialize)]
@@ -658,7 +664,8 @@ impl Session {
     }
 
     /// Numbers and describes the page's interactive elements, without a screenshot or
-    /// settling: the element half of an observation (benchmarks use it as a floor).
+    /// settling: the element half of an observation in one evaluation (benchmarks use it
+    /// as a floor). Cross-origin frames are not entered: `observe` lists theirs.
     pub async fn scan_elements(&self) -> Result<Vec<Element>, PoolError> {
         Ok(self.scan().await?.elements)
     }
@@ -694,6 +701,12 @@ impl Session {
         if self.enforce_url_policy(&page.url).await? {
             page = self.scan().await?;
         }
+        let holes = std::mem::take(&mut page.holes);
+        let (elements, numbering) = self
+            .with_frames(std::mem::take(&mut page.elements), holes)
+            .await?;
+        page.elements = elements;
+        self.tabs[self.active].numbering = numbering;
         let screenshot = self.screenshot().await?;
         let marked = if self.cfg.set_of_marks {
             Some(
@@ -743,10 +756,10 @@ impl Session {
         Ok(crate::ax_tree::render(&nodes, &numbers, &frames))
     }
 
-    /// The rendered trees of the same-origin iframes among `nodes` (the top document's
-    /// tree shows an iframe as a leaf), nested ones too up to [`AX_FRAME_DEPTH`], by the
-    /// iframe element's backend node id. Out-of-process (cross-site) frames have no tree
-    /// in this page's session and stay leaves.
+    /// The rendered trees of the iframes among `nodes` (the top document's tree shows an
+    /// iframe as a leaf), nested ones too up to [`AX_FRAME_DEPTH`], by the iframe element's
+    /// backend node id. Out-of-process frames (a remote browser's cross-site ones) have no
+    /// tree in this page's session and stay leaves.
     async fn frame_trees(
         &self,
         nodes: &[chromiumoxide::cdp::browser_protocol::accessibility::AxNode],
@@ -791,12 +804,28 @@ impl Session {
     }
 
     /// Element numbers by DOM node (backend node id), from the elements `observe.js` keeps
-    /// in the page. Elements gone from their documents since are left out, and a page that
-    /// navigated meanwhile has none (its tree is of a document no number points into).
+    /// in the page and in the isolated worlds of cross-origin frames. Elements gone from
+    /// their documents since are left out, and a page that navigated meanwhile has none
+    /// (its tree is of a document no number points into).
     async fn numbered_nodes(&self) -> Result<HashMap<i64, usize>, PoolError> {
+        let mut out = self.numbered_in(None).await?;
+        let frames: Vec<_> = self.tab().numbering.contexts().collect();
+        for (frame, context) in frames {
+            out.extend(self.numbered_in(Some((frame, context))).await?);
+        }
+        Ok(out)
+    }
+
+    /// [`Session::numbered_nodes`] of one document: the top one, or a frame's world.
+    async fn numbered_in(
+        &self,
+        frame: Option<(usize, ExecutionContextId)>,
+    ) -> Result<HashMap<i64, usize>, PoolError> {
         const GROUP: &str = "surfgym-numbered";
         let mut params = EvaluateParams::new("window[Symbol.for('surfgym.elements')] || []");
         params.object_group = Some(GROUP.into());
+        params.context_id = frame.map(|(_, c)| c);
+        let numbering = &self.tab().numbering;
         let array = match self.call("Runtime.evaluate", params).await {
             Ok(ret) => ret.result.object_id,
             Err(PoolError::Cdp { .. }) => None,
@@ -814,8 +843,9 @@ impl Session {
             .unwrap_or_default()
             .iter()
             .filter_map(|p| {
-                let index: usize = p.name.parse().ok()?;
-                Some((index + 1, p.value.as_ref()?.object_id.clone()?))
+                let index: u32 = p.name.parse().ok()?;
+                let n = numbering.global(frame.map(|(f, _)| f), index + 1)?;
+                Some((n, p.value.as_ref()?.object_id.clone()?))
             })
             .collect();
         // One round trip for all: the describes are sent together.
@@ -1210,18 +1240,47 @@ impl Session {
                 disabled: false,
             }));
         }
-        let js = match self.pending_prepare.swap(0, Ordering::SeqCst) {
-            0 => js::resolve(target),
-            seq => format!("{};\n{}", js::prepare(seq), js::resolve(target)),
+        let at = self.locate(target);
+        let js = match (at.frame, self.pending_prepare.swap(0, Ordering::SeqCst)) {
+            (_, 0) => js::resolve(&at.target),
+            (None, seq) => format!("{};\n{}", js::prepare(seq), js::resolve(&at.target)),
+            // The mark belongs to the top document; the target is in a frame's world.
+            (Some(_), seq) => {
+                let _ = self.evaluate(&js::prepare(seq)).await?;
+                js::resolve(&at.target)
+            }
         };
-        Ok(match self.eval_ours(&js).await? {
+        let mut r = match self.eval_at(at.frame, &js).await? {
             Ok(v) => match serde_json::from_value::<Resolved>(v) {
-                Ok(r) if r.error.is_some() => Err(r.error.unwrap_or_default()),
-                Ok(r) if r.x.is_some() && r.y.is_some() => Ok(r),
-                Ok(_) | Err(_) => Err("could not locate the element".into()),
+                Ok(r) if r.error.is_some() => return Ok(Err(r.error.unwrap_or_default())),
+                Ok(r) if r.x.is_some() && r.y.is_some() => r,
+                Ok(_) | Err(_) => return Ok(Err("could not locate the element".into())),
             },
-            Err(e) => Err(format!("could not locate the element: {e}")),
-        })
+            Err(e) => return Ok(Err(format!("could not locate the element: {e}"))),
+        };
+        if let Some(frame) = at.frame {
+            // The point is in the frame's own viewport: add where the frame sits now.
+            let (ox, oy) = match self.frame_origin(frame, true).await? {
+                Ok(o) => o,
+                Err(e) => return Ok(Err(e)),
+            };
+            let (x, y) = (r.x.unwrap_or_default() + ox, r.y.unwrap_or_default() + oy);
+            if !self.in_viewport(x, y) {
+                return Ok(Err(
+                    "the element's frame cannot be scrolled into view".into()
+                ));
+            }
+            (r.x, r.y) = (Some(x), Some(y));
+        }
+        Ok(Ok(r))
+    }
+
+    fn in_viewport(&self, x: f64, y: f64) -> bool {
+        let (w, h) = (
+            f64::from(self.cfg.viewport_width),
+            f64::from(self.cfg.viewport_height),
+        );
+        (0.0..w).contains(&x) && (0.0..h).contains(&y)
     }
 
     /// One mouse event with the button state spelled out: `buttons` is the bit field of
@@ -1492,7 +1551,8 @@ impl Session {
         target: &Target,
         direction: Direction,
     ) -> Result<ActReport, PoolError> {
-        let (id, css, x, y) = match target {
+        let at = self.locate(target);
+        let (id, css, x, y) = match &at.target {
             Target::Element(n) => (
                 n.to_string(),
                 "null".to_string(),
@@ -1525,7 +1585,7 @@ impl Session {
         };
         let down = direction == Direction::Down;
         let js = js::scroll_area(&id, &css, &x, &y, down);
-        let area = match self.eval_ours(&js).await? {
+        let area = match self.eval_at(at.frame, &js).await? {
             Ok(v) => match serde_json::from_value::<ScrollArea>(v) {
                 Ok(a) if a.error.is_some() => {
                     return Ok(ActReport::failed(a.error.unwrap_or_default()));
@@ -1535,9 +1595,15 @@ impl Session {
             },
             Err(e) => return Ok(ActReport::failed(format!("could not scroll: {e}"))),
         };
-        let (Some(px), Some(py), Some(amount)) = (area.x, area.y, area.amount) else {
+        let (Some(mut px), Some(mut py), Some(amount)) = (area.x, area.y, area.amount) else {
             return Ok(ActReport::failed("could not locate the scrollable area"));
         };
+        if let Some(frame) = at.frame {
+            match self.frame_origin(frame, true).await? {
+                Ok((ox, oy)) => (px, py) = (px + ox, py + oy),
+                Err(e) => return Ok(ActReport::failed(e)),
+            }
+        }
         let delta = if down { amount } else { -amount };
         let params = DispatchMouseEventParams {
             delta_x: Some(0.0),
@@ -1550,13 +1616,15 @@ impl Session {
         let mut moved = false;
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let now = self.evaluate(read).await?.ok();
+            let now = self.eval_at(at.frame, read).await?.ok();
             if now.as_ref().and_then(Value::as_f64) != before.as_ref().and_then(Value::as_f64) {
                 moved = true;
                 break;
             }
         }
-        let _ = self.evaluate("delete window.__sgScrollArea").await?;
+        let _ = self
+            .eval_at(at.frame, "delete window.__sgScrollArea")
+            .await?;
         Ok(ActReport {
             error: (!moved).then(|| {
                 "the area did not scroll (something else is under the pointer)".to_string()
@@ -1604,7 +1672,11 @@ impl Session {
         if !picker && r.tag.as_deref() != Some("select") {
             self.click_at(point.0, point.1).await?;
         }
-        let mode = match self.eval_ours(&js::fill(target, text, clear)).await? {
+        let at = self.locate(target);
+        let mode = match self
+            .eval_at(at.frame, &js::fill(&at.target, text, clear))
+            .await?
+        {
             Ok(v) => serde_json::from_value::<Mode>(v).unwrap_or(Mode {
                 mode: None,
                 error: Some("could not prepare the element for typing".into()),
@@ -1641,7 +1713,11 @@ impl Session {
             Err(e) => return Ok(ActReport::failed(e)),
         };
         let point = r.x.zip(r.y);
-        let outcome = match self.eval_ours(&js::select(target, option)).await? {
+        let at = self.locate(target);
+        let outcome = match self
+            .eval_at(at.frame, &js::select(&at.target, option))
+            .await?
+        {
             Ok(v) => serde_json::from_value::<Mode>(v).ok().and_then(|m| m.error),
             Err(e) => Some(e),
         };

@@ -75,6 +75,8 @@ pub(crate) struct Tab {
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
     /// the frame that started it.
     pub(crate) frames: Arc<Mutex<HashSet<String>>>,
+    /// Where the last observation's element numbers live (cross-origin frames).
+    pub(crate) numbering: crate::session::frames::Numbering,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -172,6 +174,7 @@ impl Tab {
             documents,
             stays,
             frames,
+            numbering: Default::default(),
             tasks,
         })
     }

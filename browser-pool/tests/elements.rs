@@ -1,5 +1,6 @@
-//! Real Chromium: the numbered element list reaches into same-origin iframes (nested ones
-//! too), open shadow roots and scrolled containers, and actions by number work there.
+//! Real Chromium: the numbered element list reaches into iframes (same-origin and
+//! cross-site, nested ones too), open shadow roots and scrolled containers, and actions by
+//! number work there.
 
 use browser_pool::{Action, BrowserPool, Element, PoolConfig, Session, parse_action};
 
@@ -87,11 +88,42 @@ const SCROLL: &str = r#"<!doctype html><html><head><title>Scroll</title><style>
 </script>
 </body></html>"#;
 
+/// A cross-site iframe below the fold (`__CROSS__`: `localhost`, the top page being on
+/// `127.0.0.1`), with controls and a frame of a third origin inside.
+const XFRAMES: &str = r#"<!doctype html><html><head><title>Cross frames</title><style>
+  body { margin: 0; }
+  #x { position: absolute; left: 100px; top: 1200px; width: 600px; height: 300px; border: 4px solid #888; padding: 6px; }
+</style></head><body>
+<button id="top">Top button</button>
+<iframe id="x" src="__CROSS__/xinner.html"></iframe>
+<button id="after" style="position: absolute; left: 10px; top: 1600px">After the frame</button>
+</body></html>"#;
+
+const XINNER: &str = r#"<!doctype html><html><head><title>Cross inner</title></head><body style="margin:0">
+<button id="b" style="position:absolute; left:20px; top:30px; width:120px; height:40px"
+  onclick="window.n = (window.n || 0) + 1; this.textContent = 'cross clicked ' + window.n">Cross button</button>
+<input id="name" style="position:absolute; left:20px; top:100px; width:150px" placeholder="Cross name">
+<select id="size" aria-label="Cross size" style="position:absolute; left:20px; top:150px"><option>Small</option><option>Large</option></select>
+<iframe style="position:absolute; left:250px; top:20px; width:250px; height:120px; border:0" src="__DEEP__/deep.html"></iframe>
+</body></html>"#;
+
+const DEEP: &str = r#"<!doctype html><html><head><title>Deep</title></head><body style="margin:0">
+<button onclick="this.textContent = 'deep cross clicked'">Deep cross button</button></body></html>"#;
+
 async fn pool_and_pages() -> (BrowserPool, String) {
-    let cross = serve(vec![html("/cross.html", CROSS)]).await;
+    let deep = serve(vec![html("/deep.html", DEEP)]).await;
+    let cross = serve(vec![
+        html("/cross.html", CROSS),
+        html("/xinner.html", XINNER.replace("__DEEP__", &deep)),
+    ])
+    .await;
     let base = serve(vec![
         html("/frames.html", FRAMES.replace("__CROSS__", &cross)),
         html("/inner.html", INNER),
+        html(
+            "/xframes.html",
+            XFRAMES.replace("__CROSS__", &cross.replace("127.0.0.1", "localhost")),
+        ),
         html("/shadow.html", SHADOW),
         html("/scroll.html", SCROLL),
     ])
@@ -131,8 +163,8 @@ async fn same_origin_iframes_are_listed_and_usable() {
     ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
     let obs = s.observe().await.unwrap();
     let els = &obs.elements;
-    // Depth first: an iframe's elements where the iframe sits; nothing of the cross-origin
-    // iframe, and no error for it.
+    // Depth first: an iframe's elements where the iframe sits, the cross-origin one's too
+    // (scanned inside it: see `cross_site_iframes_are_listed_and_usable`).
     assert_eq!(
         labels(els),
         vec![
@@ -142,7 +174,8 @@ async fn same_origin_iframes_are_listed_and_usable() {
             "Size",
             "Deep button",
             "Below the fold",
-            "After frames"
+            "After frames",
+            "Cross-origin button"
         ]
     );
     let ids: Vec<u32> = els.iter().map(|e| e.id).collect();
@@ -239,8 +272,8 @@ async fn same_origin_iframes_are_listed_and_usable() {
             > 0.0
     );
     // css= targets reach into same-origin iframes (nested ones too) when the top document
-    // has no match; rubric reads (query_selector) do as well. The cross-origin one stays
-    // out of reach.
+    // has no match; rubric reads (query_selector) do as well. A cross-origin one stays out
+    // of their reach (its elements are reached by number).
     ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
     ok(&mut s, r##"click(css="#deep")"##).await;
     let deep = "document.getElementById('f').contentDocument.getElementById('g').contentDocument.getElementById('deep').textContent";
@@ -280,6 +313,108 @@ async fn same_origin_iframes_are_listed_and_usable() {
     ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
     let r = s.act(&act("click(2)")).await.unwrap();
     assert!(r.error.unwrap().contains("not on the page any more"));
+    s.close().await;
+    pool.shutdown().await;
+}
+
+/// A cross-site iframe (another site: its document is out of the page's scripts' reach)
+/// is scanned inside; its elements are numbered where it sits, boxes in top-viewport
+/// coordinates, and clicks, typing and select by number reach them, the frame scrolled
+/// into view first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_site_iframes_are_listed_and_usable() {
+    let (pool, base) = pool_and_pages().await;
+    let mut s = pool.lease().await.unwrap();
+    ok(&mut s, &format!(r#"goto("{base}/xframes.html")"#)).await;
+    let obs = s.observe().await.unwrap();
+    let els = &obs.elements;
+    assert_eq!(
+        labels(els),
+        vec![
+            "Top button",
+            "Cross button",
+            "Cross name",
+            "Cross size",
+            "Deep cross button",
+            "After the frame"
+        ]
+    );
+    let ids: Vec<u32> = els.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=els.len() as u32).collect::<Vec<_>>());
+    // The frame's content box starts at (100 + 4 + 6, 1200 + 4 + 6), below the fold.
+    let button = find(els, "Cross button");
+    assert!(
+        close(button.bbox.x, 130.0) && close(button.bbox.y, 1240.0),
+        "{:?}",
+        button.bbox
+    );
+    assert!(!button.in_viewport);
+    let deep = find(els, "Deep cross button");
+    assert!(
+        close(deep.bbox.x, 110.0 + 250.0) && close(deep.bbox.y, 1210.0 + 20.0),
+        "{:?}",
+        deep.bbox
+    );
+    assert_eq!(find(els, "Cross size").options, vec!["Small", "Large"]);
+
+    // Clicking by number scrolls the frame into view and clicks inside it.
+    let r = ok(&mut s, &format!("click({})", button.id)).await;
+    let (x, y) = r.point.unwrap();
+    assert!(y > 0.0 && y < 720.0 && close(x, 130.0 + 60.0), "{x}, {y}");
+    assert!(eval(&s, "window.scrollY").await.as_f64().unwrap() > 0.0);
+    let obs = s.observe().await.unwrap();
+    let button = find(&obs.elements, "cross clicked 1");
+    assert!(button.in_viewport, "{button:?}");
+    assert!(close(button.bbox.y, y - 20.0), "{:?} vs {y}", button.bbox);
+    ok(&mut s, &format!("click({})", button.id)).await;
+    let obs = s.observe().await.unwrap();
+    find(&obs.elements, "cross clicked 2");
+
+    ok(
+        &mut s,
+        &format!("click({})", find(&obs.elements, "Deep cross button").id),
+    )
+    .await;
+    let obs = s.observe().await.unwrap();
+    find(&obs.elements, "deep cross clicked");
+
+    // Typing and select by number reach the frame's controls.
+    let name = find(&obs.elements, "Cross name").id;
+    ok(&mut s, &format!(r#"type({name}, "Ada")"#)).await;
+    ok(
+        &mut s,
+        &format!(r#"type({name}, " Lovelace", clear=false)"#),
+    )
+    .await;
+    let size = find(&obs.elements, "Cross size").id;
+    ok(&mut s, &format!(r#"select({size}, "large")"#)).await;
+    let obs = s.observe().await.unwrap();
+    assert_eq!(
+        find(&obs.elements, "Cross name").value.as_deref(),
+        Some("Ada Lovelace")
+    );
+    assert_eq!(
+        find(&obs.elements, "Cross size").value.as_deref(),
+        Some("Large")
+    );
+    // The page's own scripts still cannot reach into the frame: the scan did not open it.
+    assert_eq!(
+        eval(&s, "document.getElementById('x').contentDocument === null").await,
+        true
+    );
+
+    // After the frame goes away its numbers are an error, not a click somewhere else.
+    ok(&mut s, r#"press("Home")"#).await;
+    let obs = s.observe().await.unwrap();
+    let after = find(&obs.elements, "After the frame").id;
+    let cross = find(&obs.elements, "Cross name").id;
+    s.evaluate("document.getElementById('x').remove()")
+        .await
+        .unwrap()
+        .unwrap();
+    let r = s.act(&act(&format!("click({cross})"))).await.unwrap();
+    assert!(r.error.is_some(), "{r:?}");
+    ok(&mut s, &format!("click({after})")).await;
     s.close().await;
     pool.shutdown().await;
 }

@@ -2,9 +2,13 @@
 // returns a plain object (Runtime.evaluate returnByValue).
 //
 // It walks the rendered tree once: the top document, the documents of same-origin iframes
-// (nested ones too; cross-origin ones are skipped) and open shadow roots, each where its
-// iframe or host sits (slotted children where their slot is), so the numbering is one
-// depth-first order. Boxes are in top-viewport coordinates. An element is in the viewport
+// (nested ones too) and open shadow roots, each where its iframe or host sits (slotted
+// children where their slot is), so the numbering is one depth-first order. A cross-origin
+// iframe's document is out of this script's reach: it is reported as a hole (where in the
+// order it falls, where its content box sits, what of it shows) and its element kept under
+// Symbol.for('surfgym.frames'); the session scans it with this same script run in the
+// frame (ORIGIN then says where the frame sits and how many elements are left) and splices
+// its elements in at the hole (session/frames.rs). Boxes are in top-viewport coordinates. An element is in the viewport
 // only when part of it shows through every iframe and clipping container around it (a list
 // scrolled inside an `overflow: auto` box hides its other items); containers clip what is
 // positioned inside them the way CSS does (fixed elements escape all of them, absolute ones
@@ -28,7 +32,8 @@
   // ones (HTML5 draggable, jQuery UI draggables and sortable items), unless inside one of
   // the semantic ones already.
   const DRAGGABLE = '[draggable="true"], .ui-draggable, .ui-sortable-handle';
-  const MAX = 400;
+  const ORIGIN = __ORIGIN__;
+  const MAX = ORIGIN ? ORIGIN.max : 400;
   const HTML_NS = 'http://www.w3.org/1999/xhtml';
   // Never rendered: not worth a style lookup.
   const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'link', 'meta', 'title', 'base']);
@@ -114,6 +119,8 @@
 
   const found = [];
   const elements = [];
+  const holes = [];
+  const frames = [];
   // One document: its window, where its viewport sits in the top one (x, y) and what of
   // that viewport shows (view).
   const frameOf = (doc, x, y, view) => {
@@ -124,13 +131,6 @@
   };
   const enterFrame = (fe, cs, f, own) => {
     if (cs.visibility === 'hidden') return;
-    let doc = null;
-    try {
-      doc = fe.contentDocument;
-    } catch (e) {
-      return; // cross-origin
-    }
-    if (!doc || !doc.documentElement || !doc.defaultView) return;
     const pl = parseFloat(cs.paddingLeft) || 0, pt = parseFloat(cs.paddingTop) || 0;
     const w = fe.clientWidth - pl - (parseFloat(cs.paddingRight) || 0);
     const h = fe.clientHeight - pt - (parseFloat(cs.paddingBottom) || 0);
@@ -138,6 +138,19 @@
     const r = fe.getBoundingClientRect();
     const x = f.x + r.left + fe.clientLeft + pl, y = f.y + r.top + fe.clientTop + pt;
     const view = meet(own, { l: x, t: y, r: x + w, b: y + h });
+    let doc = null;
+    try {
+      doc = fe.contentDocument;
+    } catch (e) {
+      doc = null;
+    }
+    if (!doc) {
+      // Cross-origin (contentDocument is null): the session scans it in the frame.
+      holes.push({ at: elements.length, slot: frames.length, x, y, view });
+      frames.push(fe);
+      return;
+    }
+    if (!doc.documentElement || !doc.defaultView) return;
     walk(doc.documentElement, frameOf(doc, x, y, view), view, view, false, false, false);
   };
   // clip: what shows of the viewport for in-flow descendants; abs: the same for absolutely
@@ -202,14 +215,18 @@
   };
 
   const vw = window.innerWidth, vh = window.innerHeight;
-  const view = { l: 0, t: 0, r: vw, b: vh };
-  if (document.documentElement) walk(document.documentElement, frameOf(document, 0, 0, view), view, view, false, false, false);
+  // In a cross-origin frame: where its viewport sits in the top one and what of it shows.
+  const view = ORIGIN ? ORIGIN.view : { l: 0, t: 0, r: vw, b: vh };
+  const x0 = ORIGIN ? ORIGIN.x : 0, y0 = ORIGIN ? ORIGIN.y : 0;
+  if (document.documentElement) walk(document.documentElement, frameOf(document, x0, y0, view), view, view, false, false, false);
   window[Symbol.for('surfgym.elements')] = found;
+  window[Symbol.for('surfgym.frames')] = frames;
   const doc = document.documentElement;
   return {
     url: location.href,
     title: document.title,
     scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },
     elements,
+    holes,
   };
 })()

@@ -1,0 +1,520 @@
+//! Cross-origin iframes: their elements in the observation, and actions on them.
+//!
+//! The top document's scan (`js/observe.js`) cannot read a cross-origin frame's document
+//! and reports a hole where it sits. Here each hole's frame is found (`DOM.describeNode` of
+//! the iframe element names its frame), an isolated world is made in it
+//! (`Page.createIsolatedWorld`: the page's own scripts neither see nor disturb it) and the
+//! same scan runs there, told where the frame sits in the top viewport; its elements are
+//! spliced in at the hole, so element numbers stay one depth-first order over everything
+//! shown. An action on such an element runs its snippet in that world with the element's
+//! number there and adds where the frame sits at that moment. Frames are found only in the
+//! page's own renderer: launched browsers run with `--disable-site-isolation-trials`, so
+//! cross-site frames share it; on a remote browser with site isolation a cross-site frame
+//! stays out of the list.
+
+use chromiumoxide::cdp::browser_protocol::dom::DescribeNodeParams;
+use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EvaluateParams, ExecutionContextId, ReleaseObjectGroupParams,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Session;
+use crate::action::Target;
+use crate::error::PoolError;
+use crate::js;
+use crate::observation::Element;
+
+/// Cross-origin frames scanned per observation at most (ad-heavy pages nest dozens).
+const MAX_FRAMES: usize = 16;
+/// Cross-origin frames inside cross-origin frames are followed this deep.
+const MAX_DEPTH: usize = 3;
+/// Elements listed per observation at most, over all documents (as `observe.js`).
+const MAX_ELEMENTS: usize = 400;
+/// The isolated world's name: one world per frame and name, reused by later scans.
+const WORLD: &str = "surfgym";
+
+/// A rectangle in top-viewport coordinates.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(super) struct Rect {
+    l: f64,
+    t: f64,
+    r: f64,
+    b: f64,
+}
+
+/// A cross-origin iframe one scan could not enter.
+#[derive(Debug, Deserialize)]
+pub(super) struct Hole {
+    /// How many of the document's elements come before it.
+    at: usize,
+    /// Its index under `Symbol.for('surfgym.frames')` in the scanned document.
+    slot: usize,
+    /// Its content box's corner in top-viewport coordinates.
+    x: f64,
+    y: f64,
+    /// What of its viewport shows through everything around it.
+    view: Rect,
+}
+
+/// What the scan of a cross-origin frame returns (the same script as the top's).
+#[derive(Deserialize)]
+struct FrameScan {
+    elements: Vec<Element>,
+    #[serde(default)]
+    holes: Vec<Hole>,
+}
+
+/// A cross-origin frame scanned by the last observation.
+#[derive(Debug, Clone)]
+struct Frame {
+    /// The isolated world the scan ran in, where its elements are kept.
+    context: ExecutionContextId,
+    /// The frame whose document holds its iframe element (`None`: the top document).
+    parent: Option<usize>,
+    /// Its iframe element's index in the parent's last scan.
+    slot: usize,
+}
+
+/// Which document an element number lives in and its number there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Home {
+    /// Index into [`Numbering::frames`]; `None` for the top document.
+    frame: Option<usize>,
+    local: u32,
+}
+
+/// How the last observation's element numbers map to documents. Empty when no
+/// cross-origin frame was scanned: numbers are then the top document's own.
+#[derive(Debug, Default)]
+pub(crate) struct Numbering {
+    frames: Vec<Frame>,
+    homes: Vec<Home>,
+}
+
+/// Where an action's target is to be looked for.
+pub(super) struct Located {
+    /// The target as the document that holds it numbers it.
+    pub(super) target: Target,
+    /// The cross-origin frame holding it (an index into the numbering), if any.
+    pub(super) frame: Option<usize>,
+}
+
+/// One scanned document and the cross-origin frames spliced into it.
+struct Doc {
+    elements: Vec<Element>,
+    kids: Vec<Kid>,
+}
+
+struct Kid {
+    at: usize,
+    frame: usize,
+    doc: Doc,
+}
+
+/// Lists every document's elements in one depth-first order, a frame's where its hole is,
+/// numbers them 1.. in that order, and records where each number lives.
+fn flatten(doc: Doc, frame: Option<usize>, elements: &mut Vec<Element>, homes: &mut Vec<Home>) {
+    let mut kids = doc.kids.into_iter().peekable();
+    for (i, e) in doc.elements.into_iter().enumerate() {
+        while let Some(kid) = kids.next_if(|k| k.at <= i) {
+            flatten(kid.doc, Some(kid.frame), elements, homes);
+        }
+        homes.push(Home {
+            frame,
+            local: i as u32 + 1,
+        });
+        elements.push(e);
+    }
+    for kid in kids {
+        flatten(kid.doc, Some(kid.frame), elements, homes);
+    }
+}
+
+/// The numbered list and its numbering for a top document and the frames scanned in it.
+fn splice(top: Vec<Element>, kids: Vec<Kid>, frames: Vec<Frame>) -> (Vec<Element>, Numbering) {
+    if frames.is_empty() {
+        return (top, Numbering::default());
+    }
+    let mut elements = Vec::new();
+    let mut homes = Vec::new();
+    flatten(
+        Doc {
+            elements: top,
+            kids,
+        },
+        None,
+        &mut elements,
+        &mut homes,
+    );
+    for (i, e) in elements.iter_mut().enumerate() {
+        e.id = i as u32 + 1;
+    }
+    (elements, Numbering { frames, homes })
+}
+
+impl Numbering {
+    /// Where element `n` lives and its number there; numbers past the list stay as they
+    /// are (the top document's lookup then reports them gone).
+    fn home(&self, n: u32) -> Home {
+        if self.frames.is_empty() {
+            return Home {
+                frame: None,
+                local: n,
+            };
+        }
+        match n.checked_sub(1).and_then(|i| self.homes.get(i as usize)) {
+            Some(h) => *h,
+            None => Home {
+                frame: None,
+                local: u32::MAX,
+            },
+        }
+    }
+
+    /// The global number of element `local` of frame `frame` (`None`: the top document).
+    pub(super) fn global(&self, frame: Option<usize>, local: u32) -> Option<usize> {
+        if self.frames.is_empty() {
+            return frame.is_none().then_some(local as usize);
+        }
+        let h = Home { frame, local };
+        self.homes.iter().position(|x| *x == h).map(|i| i + 1)
+    }
+
+    /// The isolated worlds of the scanned frames, by index.
+    pub(super) fn contexts(&self) -> impl Iterator<Item = (usize, ExecutionContextId)> + '_ {
+        self.frames.iter().enumerate().map(|(i, f)| (i, f.context))
+    }
+}
+
+impl Session {
+    /// Adds the elements of the cross-origin frames behind `holes` (the top document's
+    /// scan's) to `top`, renumbered in one order; the numbering maps numbers back.
+    pub(super) async fn with_frames(
+        &self,
+        top: Vec<Element>,
+        holes: Vec<Hole>,
+    ) -> Result<(Vec<Element>, Numbering), PoolError> {
+        if holes.is_empty() {
+            return Ok((top, Numbering::default()));
+        }
+        let mut frames = Vec::new();
+        let mut budget = MAX_ELEMENTS.saturating_sub(top.len());
+        let kids = self
+            .scan_holes(None, holes, 1, &mut frames, &mut budget)
+            .await?;
+        Ok(splice(top, kids, frames))
+    }
+
+    /// Scans the frames behind one document's holes, and theirs in turn. A frame that
+    /// cannot be entered (gone, navigating, in another renderer) is left out.
+    async fn scan_holes(
+        &self,
+        parent: Option<usize>,
+        holes: Vec<Hole>,
+        depth: usize,
+        frames: &mut Vec<Frame>,
+        budget: &mut usize,
+    ) -> Result<Vec<Kid>, PoolError> {
+        let mut kids = Vec::new();
+        if depth > MAX_DEPTH {
+            return Ok(kids);
+        }
+        let parent_context = parent.map(|p| frames[p].context);
+        for hole in holes {
+            if frames.len() >= MAX_FRAMES || *budget == 0 {
+                break;
+            }
+            let Some(context) = self.enter_frame(parent_context, hole.slot).await? else {
+                continue;
+            };
+            let origin = serde_json::json!({
+                "x": hole.x, "y": hole.y, "view": hole.view, "max": *budget,
+            });
+            let scan = match self
+                .eval_in(context, &js::observe_frame(&origin.to_string()))
+                .await?
+            {
+                Ok(v) => match serde_json::from_value::<FrameScan>(v) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "unexpected frame scan");
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "frame scan failed");
+                    continue;
+                }
+            };
+            let index = frames.len();
+            frames.push(Frame {
+                context,
+                parent,
+                slot: hole.slot,
+            });
+            *budget = budget.saturating_sub(scan.elements.len());
+            let inner =
+                Box::pin(self.scan_holes(Some(index), scan.holes, depth + 1, frames, budget))
+                    .await?;
+            kids.push(Kid {
+                at: hole.at,
+                frame: index,
+                doc: Doc {
+                    elements: scan.elements,
+                    kids: inner,
+                },
+            });
+        }
+        Ok(kids)
+    }
+
+    /// An isolated world in the frame of iframe `slot` of a document's last scan (`parent`:
+    /// that document's world, `None` for the top document).
+    async fn enter_frame(
+        &self,
+        parent: Option<ExecutionContextId>,
+        slot: usize,
+    ) -> Result<Option<ExecutionContextId>, PoolError> {
+        const GROUP: &str = "surfgym-frames";
+        let mut params =
+            EvaluateParams::new(format!("window[Symbol.for('surfgym.frames')][{slot}]"));
+        params.context_id = parent;
+        params.object_group = Some(GROUP.into());
+        let object = match self.call("Runtime.evaluate", params).await {
+            Ok(ret) => ret.result.object_id,
+            Err(PoolError::Cdp { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(object) = object else {
+            return Ok(None);
+        };
+        let describe = DescribeNodeParams {
+            object_id: Some(object),
+            ..Default::default()
+        };
+        let described = self.call("DOM.describeNode", describe).await;
+        let _ = self
+            .call(
+                "Runtime.releaseObjectGroup",
+                ReleaseObjectGroupParams::new(GROUP),
+            )
+            .await;
+        let frame_id = match described {
+            Ok(d) => d.node.frame_id,
+            Err(PoolError::Cdp { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(frame_id) = frame_id else {
+            return Ok(None);
+        };
+        let mut world = CreateIsolatedWorldParams::new(frame_id);
+        world.world_name = Some(WORLD.into());
+        match self.call("Page.createIsolatedWorld", world).await {
+            Ok(w) => Ok(Some(w.execution_context_id)),
+            // Another renderer's frame (site isolation on a remote browser), or gone.
+            Err(PoolError::Cdp { message, .. }) => {
+                tracing::debug!(message, "cannot enter a cross-origin frame");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Evaluates one of our snippets in a frame's isolated world. A world that is gone
+    /// (the frame navigated or was removed) is the inner error, not an infrastructure one.
+    pub(super) async fn eval_in(
+        &self,
+        context: ExecutionContextId,
+        expression: &str,
+    ) -> Result<Result<Value, String>, PoolError> {
+        let mut params = EvaluateParams::new(expression);
+        params.context_id = Some(context);
+        params.return_by_value = Some(true);
+        params.await_promise = Some(true);
+        match self.call("Runtime.evaluate", params).await {
+            Ok(ret) => Ok(match ret.exception_details {
+                Some(ex) => Err(ex.exception.and_then(|e| e.description).unwrap_or(ex.text)),
+                None => Ok(ret.result.value.unwrap_or(Value::Null)),
+            }),
+            Err(PoolError::Cdp { message, .. }) => Ok(Err(format!(
+                "the element's frame is gone ({message}); use the numbers of the latest observation"
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Where the target of an action is: element numbers of a cross-origin frame become
+    /// that frame's own numbers.
+    pub(super) fn locate(&self, target: &Target) -> Located {
+        let numbering = &self.tab().numbering;
+        match target {
+            Target::Element(n) => {
+                let home = numbering.home(*n);
+                Located {
+                    target: Target::Element(home.local),
+                    frame: home.frame,
+                }
+            }
+            other => Located {
+                target: other.clone(),
+                frame: None,
+            },
+        }
+    }
+
+    /// Evaluates a snippet where a located target lives: the page, or its frame's world.
+    pub(super) async fn eval_at(
+        &self,
+        frame: Option<usize>,
+        expression: &str,
+    ) -> Result<Result<Value, String>, PoolError> {
+        match frame.and_then(|f| self.tab().numbering.frames.get(f)) {
+            None => self.eval_ours(expression).await,
+            Some(f) => self.eval_in(f.context, expression).await,
+        }
+    }
+
+    /// Where frame `frame`'s viewport sits in the top one now (its page may have scrolled
+    /// since the observation), each enclosing iframe brought into view first when `bring`.
+    pub(super) async fn frame_origin(
+        &self,
+        frame: usize,
+        bring: bool,
+    ) -> Result<Result<(f64, f64), String>, PoolError> {
+        #[derive(Deserialize)]
+        struct Origin {
+            x: Option<f64>,
+            y: Option<f64>,
+            error: Option<String>,
+        }
+        // Outermost first: the chain of frames from the top document down to this one.
+        let numbering = &self.tab().numbering;
+        let mut chain = Vec::new();
+        let mut at = Some(frame);
+        while let Some(f) = at.and_then(|i| numbering.frames.get(i)) {
+            chain.push(f.clone());
+            at = f.parent;
+        }
+        chain.reverse();
+        let (mut x, mut y) = (0.0, 0.0);
+        let mut inside: Option<ExecutionContextId> = None;
+        for f in chain {
+            let js = js::frame_origin(f.slot, bring);
+            let v = match inside {
+                None => self.eval_ours(&js).await?,
+                Some(c) => self.eval_in(c, &js).await?,
+            };
+            let o = match v.map(serde_json::from_value::<Origin>) {
+                Ok(Ok(o)) => o,
+                Ok(Err(e)) => return Ok(Err(format!("could not place the frame: {e}"))),
+                Err(e) => return Ok(Err(e)),
+            };
+            match (o.x, o.y, o.error) {
+                (_, _, Some(e)) => return Ok(Err(e)),
+                (Some(ox), Some(oy), None) => {
+                    x += ox;
+                    y += oy;
+                }
+                _ => return Ok(Err("could not place the frame".into())),
+            }
+            inside = Some(f.context);
+        }
+        Ok(Ok((x, y)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn el(label: &str) -> Element {
+        serde_json::from_value(serde_json::json!({
+            "id": 0, "tag": "button", "role": "button", "label": label,
+            "bbox": {"x": 0, "y": 0, "width": 1, "height": 1}, "in_viewport": true,
+        }))
+        .unwrap()
+    }
+
+    fn frame(parent: Option<usize>, slot: usize) -> Frame {
+        Frame {
+            context: ExecutionContextId::new(100 + slot as i64),
+            parent,
+            slot,
+        }
+    }
+
+    #[test]
+    fn frames_are_spliced_in_where_they_sit_and_numbers_map_back() {
+        // Top: A, [frame 0: X, [frame 1: Z], Y], B, [frame 2: W] at the end.
+        let nested = Doc {
+            elements: vec![el("X"), el("Y")],
+            kids: vec![Kid {
+                at: 1,
+                frame: 1,
+                doc: Doc {
+                    elements: vec![el("Z")],
+                    kids: vec![],
+                },
+            }],
+        };
+        let kids = vec![
+            Kid {
+                at: 1,
+                frame: 0,
+                doc: nested,
+            },
+            Kid {
+                at: 2,
+                frame: 2,
+                doc: Doc {
+                    elements: vec![el("W")],
+                    kids: vec![],
+                },
+            },
+        ];
+        let frames = vec![frame(None, 0), frame(Some(0), 0), frame(None, 1)];
+        let (els, numbering) = splice(vec![el("A"), el("B")], kids, frames);
+        let order: Vec<(&str, u32)> = els.iter().map(|e| (e.label.as_str(), e.id)).collect();
+        assert_eq!(
+            order,
+            vec![("A", 1), ("X", 2), ("Z", 3), ("Y", 4), ("B", 5), ("W", 6)]
+        );
+        let homes: Vec<(Option<usize>, u32)> = (1..=6)
+            .map(|n| numbering.home(n))
+            .map(|h| (h.frame, h.local))
+            .collect();
+        assert_eq!(
+            homes,
+            vec![
+                (None, 1),
+                (Some(0), 1),
+                (Some(1), 1),
+                (Some(0), 2),
+                (None, 2),
+                (Some(2), 1)
+            ]
+        );
+        assert_eq!(numbering.home(7).local, u32::MAX, "past the list: gone");
+        assert_eq!(numbering.home(0).local, u32::MAX);
+        assert_eq!(numbering.global(Some(1), 1), Some(3));
+        assert_eq!(numbering.global(None, 2), Some(5));
+        assert_eq!(numbering.global(Some(2), 2), None);
+    }
+
+    #[test]
+    fn without_frames_numbers_are_the_top_documents() {
+        let (els, numbering) = splice(vec![el("A")], vec![], vec![]);
+        assert_eq!(els[0].id, 0, "left as the scan numbered them");
+        assert_eq!(
+            numbering.home(7),
+            Home {
+                frame: None,
+                local: 7
+            }
+        );
+        assert_eq!(numbering.global(None, 4), Some(4));
+        assert_eq!(numbering.global(Some(0), 1), None);
+    }
+}
