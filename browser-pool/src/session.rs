@@ -937,6 +937,13 @@ impl Session {
             _ => None,
         };
         let deferred = matches!(first_target, Some(Target::Element(_) | Target::Selector(_)));
+        // An action on an element of a cross-origin frame waits for that frame to settle too.
+        let in_frame = match action {
+            Action::ScrollElement { target, .. } => Some(target),
+            _ => first_target,
+        }
+        .and_then(|t| self.locate(t).frame);
+        let started = Instant::now();
         self.pending_prepare
             .store(if deferred { seq } else { 0 }, Ordering::SeqCst);
         if !deferred {
@@ -975,6 +982,11 @@ impl Session {
         };
         self.pending_prepare.store(0, Ordering::SeqCst);
         self.settle(seq, before).await?;
+        if let Some(frame) = in_frame
+            && self.tab().target == tab_before
+        {
+            self.settle_frame(frame, seq, started).await?;
+        }
         // A popup the action opened becomes the active tab; it must settle too.
         self.absorb_tabs().await?;
         if self.tab().target != tab_before {

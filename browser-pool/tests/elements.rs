@@ -104,6 +104,8 @@ const XINNER: &str = r#"<!doctype html><html><head><title>Cross inner</title></h
   onclick="window.n = (window.n || 0) + 1; this.textContent = 'cross clicked ' + window.n">Cross button</button>
 <input id="name" style="position:absolute; left:20px; top:100px; width:150px" placeholder="Cross name">
 <select id="size" aria-label="Cross size" style="position:absolute; left:20px; top:150px"><option>Small</option><option>Large</option></select>
+<button id="late" style="position:absolute; left:20px; top:200px"
+  onclick="setTimeout(() => { this.textContent = 'late done'; }, 150)">Late button</button>
 <iframe style="position:absolute; left:250px; top:20px; width:250px; height:120px; border:0" src="__DEEP__/deep.html"></iframe>
 </body></html>"#;
 
@@ -335,6 +337,7 @@ async fn cross_site_iframes_are_listed_and_usable() {
             "Cross button",
             "Cross name",
             "Cross size",
+            "Late button",
             "Deep cross button",
             "After the frame"
         ]
@@ -377,6 +380,15 @@ async fn cross_site_iframes_are_listed_and_usable() {
     .await;
     let obs = s.observe().await.unwrap();
     find(&obs.elements, "deep cross clicked");
+
+    // Settling waits for what the click set off inside the frame (a timeout there).
+    ok(
+        &mut s,
+        &format!("click({})", find(&obs.elements, "Late button").id),
+    )
+    .await;
+    let obs = s.observe().await.unwrap();
+    find(&obs.elements, "late done");
 
     // Typing and select by number reach the frame's controls.
     let name = find(&obs.elements, "Cross name").id;

@@ -12,15 +12,18 @@
 //! cross-site frames share it; on a remote browser with site isolation a cross-site frame
 //! stays out of the list.
 
+use std::collections::HashMap;
+
 use chromiumoxide::cdp::browser_protocol::dom::DescribeNodeParams;
-use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
+use chromiumoxide::cdp::browser_protocol::page::{CreateIsolatedWorldParams, FrameId};
 use chromiumoxide::cdp::js_protocol::runtime::{
     EvaluateParams, ExecutionContextId, ReleaseObjectGroupParams,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::time::Instant;
 
-use super::Session;
+use super::{PROBE_WAIT, Probe, RESTLESS_MAX, SETTLE_POLL, Session};
 use crate::action::Target;
 use crate::error::PoolError;
 use crate::js;
@@ -34,6 +37,8 @@ const MAX_DEPTH: usize = 3;
 const MAX_ELEMENTS: usize = 400;
 /// The isolated world's name: one world per frame and name, reused by later scans.
 const WORLD: &str = "surfgym";
+/// The object group of the iframe handles a scan takes.
+const OBJECTS: &str = "surfgym-frames";
 
 /// A rectangle in top-viewport coordinates.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -69,6 +74,8 @@ struct FrameScan {
 /// A cross-origin frame scanned by the last observation.
 #[derive(Debug, Clone)]
 struct Frame {
+    /// The frame itself (its main world is where its page's timers are counted).
+    id: FrameId,
     /// The isolated world the scan ran in, where its elements are kept.
     context: ExecutionContextId,
     /// The frame whose document holds its iframe element (`None`: the top document).
@@ -154,6 +161,33 @@ fn splice(top: Vec<Element>, kids: Vec<Kid>, frames: Vec<Frame>) -> (Vec<Element
     (elements, Numbering { frames, homes })
 }
 
+/// The scanned frames whose iframe sits in `parent`'s document, as a tree (frames of one
+/// document are in their holes' order: they were scanned in it).
+fn kids_of(
+    parent: Option<usize>,
+    frames: &[Frame],
+    docs: &mut [Option<(usize, Vec<Element>)>],
+) -> Vec<Kid> {
+    let mut kids = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        if f.parent != parent {
+            continue;
+        }
+        let Some((at, elements)) = docs[i].take() else {
+            continue;
+        };
+        kids.push(Kid {
+            at,
+            frame: i,
+            doc: Doc {
+                elements,
+                kids: kids_of(Some(i), frames, docs),
+            },
+        });
+    }
+    kids
+}
+
 impl Numbering {
     /// Where element `n` lives and its number there; numbers past the list stay as they
     /// are (the top document's lookup then reports them gone).
@@ -191,6 +225,9 @@ impl Numbering {
 impl Session {
     /// Adds the elements of the cross-origin frames behind `holes` (the top document's
     /// scan's) to `top`, renumbered in one order; the numbering maps numbers back.
+    ///
+    /// Frames are scanned a level at a time, all of a level's at once (each costs four
+    /// round trips: a page of ads holds a dozen frames), at most [`MAX_FRAMES`] in all.
     pub(super) async fn with_frames(
         &self,
         top: Vec<Element>,
@@ -199,89 +236,116 @@ impl Session {
         if holes.is_empty() {
             return Ok((top, Numbering::default()));
         }
-        let mut frames = Vec::new();
-        let mut budget = MAX_ELEMENTS.saturating_sub(top.len());
-        let kids = self
-            .scan_holes(None, holes, 1, &mut frames, &mut budget)
-            .await?;
-        Ok(splice(top, kids, frames))
-    }
-
-    /// Scans the frames behind one document's holes, and theirs in turn. A frame that
-    /// cannot be entered (gone, navigating, in another renderer) is left out.
-    async fn scan_holes(
-        &self,
-        parent: Option<usize>,
-        holes: Vec<Hole>,
-        depth: usize,
-        frames: &mut Vec<Frame>,
-        budget: &mut usize,
-    ) -> Result<Vec<Kid>, PoolError> {
-        let mut kids = Vec::new();
-        if depth > MAX_DEPTH {
-            return Ok(kids);
-        }
-        let parent_context = parent.map(|p| frames[p].context);
-        for hole in holes {
-            if frames.len() >= MAX_FRAMES || *budget == 0 {
+        let max = MAX_ELEMENTS.saturating_sub(top.len());
+        let mut frames: Vec<Frame> = Vec::new();
+        let mut found: Vec<(usize, Vec<Element>)> = Vec::new();
+        let known: HashMap<FrameId, ExecutionContextId> = self
+            .tab()
+            .numbering
+            .frames
+            .iter()
+            .map(|f| (f.id.clone(), f.context))
+            .collect();
+        let mut level: Vec<(Option<usize>, Hole)> = holes.into_iter().map(|h| (None, h)).collect();
+        for _ in 0..MAX_DEPTH {
+            level.truncate(MAX_FRAMES - frames.len());
+            if level.is_empty() || max == 0 {
                 break;
             }
-            let Some(context) = self.enter_frame(parent_context, hole.slot).await? else {
-                continue;
-            };
-            let origin = serde_json::json!({
-                "x": hole.x, "y": hole.y, "view": hole.view, "max": *budget,
-            });
-            let scan = match self
-                .eval_in(context, &js::observe_frame(&origin.to_string()))
-                .await?
-            {
-                Ok(v) => match serde_json::from_value::<FrameScan>(v) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "unexpected frame scan");
-                        continue;
-                    }
-                },
-                Err(e) => {
-                    tracing::debug!(error = %e, "frame scan failed");
+            let scans = futures::future::join_all(level.iter().map(|(parent, hole)| {
+                let context = parent.map(|p| frames[p].context);
+                self.scan_frame(context, hole, max, &known)
+            }))
+            .await;
+            let _ = self
+                .call(
+                    "Runtime.releaseObjectGroup",
+                    ReleaseObjectGroupParams::new(OBJECTS),
+                )
+                .await;
+            let mut next = Vec::new();
+            for ((parent, hole), scan) in level.into_iter().zip(scans) {
+                let Some((id, context, scan)) = scan? else {
                     continue;
-                }
-            };
-            let index = frames.len();
-            frames.push(Frame {
-                context,
-                parent,
-                slot: hole.slot,
-            });
-            *budget = budget.saturating_sub(scan.elements.len());
-            let inner =
-                Box::pin(self.scan_holes(Some(index), scan.holes, depth + 1, frames, budget))
-                    .await?;
-            kids.push(Kid {
-                at: hole.at,
-                frame: index,
-                doc: Doc {
-                    elements: scan.elements,
-                    kids: inner,
-                },
-            });
+                };
+                let index = frames.len();
+                frames.push(Frame {
+                    id,
+                    context,
+                    parent,
+                    slot: hole.slot,
+                });
+                found.push((hole.at, scan.elements));
+                next.extend(scan.holes.into_iter().map(|h| (Some(index), h)));
+            }
+            level = next;
         }
-        Ok(kids)
+        let mut docs: Vec<Option<(usize, Vec<Element>)>> = found.into_iter().map(Some).collect();
+        let kids = kids_of(None, &frames, &mut docs);
+        let (mut elements, mut numbering) = splice(top, kids, frames);
+        elements.truncate(MAX_ELEMENTS);
+        numbering.homes.truncate(MAX_ELEMENTS);
+        Ok((elements, numbering))
     }
 
-    /// An isolated world in the frame of iframe `slot` of a document's last scan (`parent`:
-    /// that document's world, `None` for the top document).
-    async fn enter_frame(
+    /// Enters the frame behind one hole and scans it there; `None` when it cannot be
+    /// entered (gone, navigating, in another renderer) or its scan fails. The world the
+    /// last observation made in the same frame is used again while its document lives.
+    async fn scan_frame(
+        &self,
+        parent: Option<ExecutionContextId>,
+        hole: &Hole,
+        max: usize,
+        known: &HashMap<FrameId, ExecutionContextId>,
+    ) -> Result<Option<(FrameId, ExecutionContextId, FrameScan)>, PoolError> {
+        let Some(id) = self.frame_behind(parent, hole.slot).await? else {
+            return Ok(None);
+        };
+        let origin = serde_json::json!({
+            "x": hole.x, "y": hole.y, "view": hole.view, "max": max,
+        });
+        let scan = js::observe_frame(&origin.to_string());
+        let mut reused = known.get(&id).copied();
+        loop {
+            let context = match reused {
+                Some(c) => c,
+                None => match self.world_in(&id).await? {
+                    Some(c) => c,
+                    None => return Ok(None),
+                },
+            };
+            match self.eval_in(context, &scan).await? {
+                Ok(v) => {
+                    return Ok(match serde_json::from_value::<FrameScan>(v) {
+                        Ok(scan) => Some((id, context, scan)),
+                        Err(e) => {
+                            tracing::debug!(error = %e, "unexpected frame scan");
+                            None
+                        }
+                    });
+                }
+                // The frame has a new document since: make a world in it.
+                Err(_) if reused.is_some() => reused = None,
+                Err(e) => {
+                    tracing::debug!(error = %e, "frame scan failed");
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// The frame shown by iframe `slot` of a document's last scan (`parent`: that
+    /// document's world, `None` for the top document). The iframe's handle is in
+    /// [`OBJECTS`], released once per level.
+    async fn frame_behind(
         &self,
         parent: Option<ExecutionContextId>,
         slot: usize,
-    ) -> Result<Option<ExecutionContextId>, PoolError> {
-        const GROUP: &str = "surfgym-frames";
+    ) -> Result<Option<FrameId>, PoolError> {
         let mut params =
             EvaluateParams::new(format!("window[Symbol.for('surfgym.frames')][{slot}]"));
         params.context_id = parent;
-        params.object_group = Some(GROUP.into());
+        params.object_group = Some(OBJECTS.into());
         let object = match self.call("Runtime.evaluate", params).await {
             Ok(ret) => ret.result.object_id,
             Err(PoolError::Cdp { .. }) => None,
@@ -294,22 +358,16 @@ impl Session {
             object_id: Some(object),
             ..Default::default()
         };
-        let described = self.call("DOM.describeNode", describe).await;
-        let _ = self
-            .call(
-                "Runtime.releaseObjectGroup",
-                ReleaseObjectGroupParams::new(GROUP),
-            )
-            .await;
-        let frame_id = match described {
-            Ok(d) => d.node.frame_id,
-            Err(PoolError::Cdp { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        let Some(frame_id) = frame_id else {
-            return Ok(None);
-        };
-        let mut world = CreateIsolatedWorldParams::new(frame_id);
+        match self.call("DOM.describeNode", describe).await {
+            Ok(d) => Ok(d.node.frame_id),
+            Err(PoolError::Cdp { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Our isolated world in a frame (the same one for the frame's document every time).
+    async fn world_in(&self, frame: &FrameId) -> Result<Option<ExecutionContextId>, PoolError> {
+        let mut world = CreateIsolatedWorldParams::new(frame.clone());
         world.world_name = Some(WORLD.into());
         match self.call("Page.createIsolatedWorld", world).await {
             Ok(w) => Ok(Some(w.execution_context_id)),
@@ -320,6 +378,42 @@ impl Session {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// After an action on an element of a cross-origin frame, once the top document has
+    /// settled: the frame's own document settled too (loaded, DOM quiet, none of its short
+    /// timeouts pending: the probe runs in the frame's main world, where `js/timers.js`
+    /// counts them), within what is left of `settle_max` and [`RESTLESS_MAX`] of its own.
+    /// A frame that went away meanwhile has nothing to wait for.
+    pub(super) async fn settle_frame(
+        &self,
+        frame: usize,
+        seq: u64,
+        started: Instant,
+    ) -> Result<(), PoolError> {
+        let Some(id) = self.tab().numbering.frames.get(frame).map(|f| f.id.clone()) else {
+            return Ok(());
+        };
+        let Ok(Some(main)) = self.tab().page.frame_execution_context(id).await else {
+            return Ok(());
+        };
+        let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
+        let quiet_ms = self.cfg.settle_quiet.as_millis() as f64;
+        let own = Instant::now();
+        while started.elapsed() < self.cfg.settle_max && own.elapsed() < RESTLESS_MAX {
+            let Ok(v) = self.eval_in(main, &probe).await? else {
+                return Ok(());
+            };
+            match serde_json::from_value::<Probe>(v) {
+                Ok(p) if p.state == "complete" && p.quiet_ms >= quiet_ms && p.timers == 0 => {
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(_) => return Ok(()),
+            }
+            tokio::time::sleep(SETTLE_POLL).await;
+        }
+        Ok(())
     }
 
     /// Evaluates one of our snippets in a frame's isolated world. A world that is gone
@@ -439,6 +533,7 @@ mod tests {
 
     fn frame(parent: Option<usize>, slot: usize) -> Frame {
         Frame {
+            id: FrameId::new(format!("F{slot}")),
             context: ExecutionContextId::new(100 + slot as i64),
             parent,
             slot,
@@ -447,34 +542,15 @@ mod tests {
 
     #[test]
     fn frames_are_spliced_in_where_they_sit_and_numbers_map_back() {
-        // Top: A, [frame 0: X, [frame 1: Z], Y], B, [frame 2: W] at the end.
-        let nested = Doc {
-            elements: vec![el("X"), el("Y")],
-            kids: vec![Kid {
-                at: 1,
-                frame: 1,
-                doc: Doc {
-                    elements: vec![el("Z")],
-                    kids: vec![],
-                },
-            }],
-        };
-        let kids = vec![
-            Kid {
-                at: 1,
-                frame: 0,
-                doc: nested,
-            },
-            Kid {
-                at: 2,
-                frame: 2,
-                doc: Doc {
-                    elements: vec![el("W")],
-                    kids: vec![],
-                },
-            },
+        // Top: A, [frame 0: X, [frame 2: Z], Y], B, [frame 1: W] at the end; frames are
+        // indexed a level at a time, as they are scanned.
+        let frames = vec![frame(None, 0), frame(None, 1), frame(Some(0), 0)];
+        let mut docs = vec![
+            Some((1, vec![el("X"), el("Y")])),
+            Some((2, vec![el("W")])),
+            Some((1, vec![el("Z")])),
         ];
-        let frames = vec![frame(None, 0), frame(Some(0), 0), frame(None, 1)];
+        let kids = kids_of(None, &frames, &mut docs);
         let (els, numbering) = splice(vec![el("A"), el("B")], kids, frames);
         let order: Vec<(&str, u32)> = els.iter().map(|e| (e.label.as_str(), e.id)).collect();
         assert_eq!(
@@ -490,17 +566,17 @@ mod tests {
             vec![
                 (None, 1),
                 (Some(0), 1),
-                (Some(1), 1),
+                (Some(2), 1),
                 (Some(0), 2),
                 (None, 2),
-                (Some(2), 1)
+                (Some(1), 1)
             ]
         );
         assert_eq!(numbering.home(7).local, u32::MAX, "past the list: gone");
         assert_eq!(numbering.home(0).local, u32::MAX);
-        assert_eq!(numbering.global(Some(1), 1), Some(3));
+        assert_eq!(numbering.global(Some(2), 1), Some(3));
         assert_eq!(numbering.global(None, 2), Some(5));
-        assert_eq!(numbering.global(Some(2), 2), None);
+        assert_eq!(numbering.global(Some(1), 2), None);
     }
 
     #[test]
