@@ -38,6 +38,8 @@ const INNER: &str = r#"<!doctype html><html><head><title>Inner</title></head><bo
   onclick="window.n = (window.n || 0) + 1; this.textContent = 'clicked ' + window.n">Inner button</button>
 <input id="name" style="position:absolute; left:20px; top:100px; width:150px" placeholder="Your name">
 <select id="size" aria-label="Size" style="position:absolute; left:20px; top:150px"><option>Small</option><option>Large</option></select>
+<button id="late" style="position:absolute; left:20px; top:200px"
+  onclick="setTimeout(() => { this.textContent = 'inner late done'; }, 150)">Inner late</button>
 <iframe id="g" style="position:absolute; left:200px; top:20px; width:250px; height:120px; border:3px solid; padding:0"
   srcdoc="<body style='margin:0'><button id='deep' onclick='this.textContent=&quot;deep clicked&quot;'>Deep button</button></body>"></iframe>
 <button id="below" style="position:absolute; left:20px; top:400px" onclick="this.textContent = 'below clicked'">Below the fold</button>
@@ -174,6 +176,7 @@ async fn same_origin_iframes_are_listed_and_usable() {
             "Inner button",
             "Your name",
             "Size",
+            "Inner late",
             "Deep button",
             "Below the fold",
             "After frames",
@@ -220,6 +223,11 @@ async fn same_origin_iframes_are_listed_and_usable() {
         .await,
         "deep clicked"
     );
+    // Settling waits for what the click set off inside the frame (a timeout there).
+    ok(&mut s, &format!("click({})", find(els, "Inner late").id)).await;
+    let obs = s.observe().await.unwrap();
+    find(&obs.elements, "inner late done");
+
     // Clicking what is below the iframe's fold scrolls the iframe first.
     let obs = s.observe().await.unwrap();
     let below = find(&obs.elements, "Below the fold");
