@@ -196,6 +196,9 @@ struct Resolved {
     tag: Option<String>,
     #[serde(default)]
     disabled: bool,
+    /// The cross-origin frame the element is in (see `session/frames.rs`).
+    #[serde(skip)]
+    frame: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -211,6 +214,18 @@ struct ScrollArea {
 struct Mode {
     mode: Option<String>,
     error: Option<String>,
+}
+
+/// What `js/resolve.js` answered, as a point to act at or the reason there is none.
+fn resolved(answer: Result<Value, String>) -> Result<Resolved, String> {
+    match answer {
+        Ok(v) => match serde_json::from_value::<Resolved>(v) {
+            Ok(r) if r.error.is_some() => Err(r.error.unwrap_or_default()),
+            Ok(r) if r.x.is_some() && r.y.is_some() => Ok(r),
+            Ok(_) | Err(_) => Err("could not locate the element".into()),
+        },
+        Err(e) => Err(format!("could not locate the element: {e}")),
+    }
 }
 
 /// Inputs whose value is set directly: clicking them opens pickers that swallow keys.
@@ -575,12 +590,20 @@ impl Session {
         }
     }
 
-    /// Reads the first element matching `css`, or `None` when nothing matches.
+    /// Reads the first element matching `css`, or `None` when nothing matches: in the top
+    /// document, its open shadow roots and same-origin frames, else in the cross-origin
+    /// frames the last observation scanned.
     pub async fn query_selector(
         &self,
         css: &str,
     ) -> Result<Result<Option<ElementState>, String>, PoolError> {
-        Ok(match self.eval_ours(&js::query(css)).await? {
+        let mut found = self.eval_ours(&js::query(css)).await?;
+        if let Ok(Value::Null) = found
+            && let Some((_, v)) = self.query_frames(css).await?
+        {
+            found = Ok(v);
+        }
+        Ok(match found {
             Ok(Value::Null) => Ok(None),
             Ok(v) => serde_json::from_value(v)
                 .map(Some)
@@ -1250,9 +1273,10 @@ impl Session {
                 input_type: None,
                 tag: None,
                 disabled: false,
+                frame: None,
             }));
         }
-        let at = self.locate(target);
+        let mut at = self.locate(target);
         let js = match (at.frame, self.pending_prepare.swap(0, Ordering::SeqCst)) {
             (_, 0) => js::resolve(&at.target),
             (None, seq) => format!("{};\n{}", js::prepare(seq), js::resolve(&at.target)),
@@ -1262,14 +1286,30 @@ impl Session {
                 js::resolve(&at.target)
             }
         };
-        let mut r = match self.eval_at(at.frame, &js).await? {
-            Ok(v) => match serde_json::from_value::<Resolved>(v) {
-                Ok(r) if r.error.is_some() => return Ok(Err(r.error.unwrap_or_default())),
-                Ok(r) if r.x.is_some() && r.y.is_some() => r,
-                Ok(_) | Err(_) => return Ok(Err("could not locate the element".into())),
-            },
-            Err(e) => return Ok(Err(format!("could not locate the element: {e}"))),
+        let mut r = match resolved(self.eval_at(at.frame, &js).await?) {
+            Ok(r) => r,
+            Err(e) => {
+                // A selector the top document (and its same-origin frames) does not match
+                // may match in a cross-origin frame the last observation saw.
+                let frame = match &at.target {
+                    Target::Selector(css)
+                        if at.frame.is_none() && e.starts_with("no element matches") =>
+                    {
+                        self.frame_matching(css).await?
+                    }
+                    _ => None,
+                };
+                let Some(frame) = frame else {
+                    return Ok(Err(e));
+                };
+                at.frame = Some(frame);
+                match resolved(self.eval_at(at.frame, &js::resolve(&at.target)).await?) {
+                    Ok(r) => r,
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
         };
+        r.frame = at.frame;
         if let Some(frame) = at.frame {
             // The point is in the frame's own viewport: add where the frame sits now.
             let (ox, oy) = match self.frame_origin(frame, true).await? {
@@ -1684,9 +1724,9 @@ impl Session {
         if !picker && r.tag.as_deref() != Some("select") {
             self.click_at(point.0, point.1).await?;
         }
-        let at = self.locate(target);
+        let local = self.locate(target).target;
         let mode = match self
-            .eval_at(at.frame, &js::fill(&at.target, text, clear))
+            .eval_at(r.frame, &js::fill(&local, text, clear))
             .await?
         {
             Ok(v) => serde_json::from_value::<Mode>(v).unwrap_or(Mode {
@@ -1725,11 +1765,8 @@ impl Session {
             Err(e) => return Ok(ActReport::failed(e)),
         };
         let point = r.x.zip(r.y);
-        let at = self.locate(target);
-        let outcome = match self
-            .eval_at(at.frame, &js::select(&at.target, option))
-            .await?
-        {
+        let local = self.locate(target).target;
+        let outcome = match self.eval_at(r.frame, &js::select(&local, option)).await? {
             Ok(v) => serde_json::from_value::<Mode>(v).ok().and_then(|m| m.error),
             Err(e) => Some(e),
         };

@@ -282,8 +282,8 @@ async fn same_origin_iframes_are_listed_and_usable() {
             > 0.0
     );
     // css= targets reach into same-origin iframes (nested ones too) when the top document
-    // has no match; rubric reads (query_selector) do as well. A cross-origin one stays out
-    // of their reach (its elements are reached by number).
+    // has no match; rubric reads (query_selector) do as well. Cross-origin frames are
+    // searched only as the last observation found them: none of this document's yet.
     ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
     ok(&mut s, r##"click(css="#deep")"##).await;
     let deep = "document.getElementById('f').contentDocument.getElementById('g').contentDocument.getElementById('deep').textContent";
@@ -318,6 +318,10 @@ async fn same_origin_iframes_are_listed_and_usable() {
         "{r:?}"
     );
     assert_eq!(s.query_selector("#c").await.unwrap().unwrap(), None);
+    s.observe().await.unwrap();
+    ok(&mut s, r##"click(css="#c")"##).await;
+    let state = s.query_selector("#c").await.unwrap().unwrap().unwrap();
+    assert_eq!(state.text, "Cross-origin button");
 
     // A stale number is an error, not a click somewhere else.
     ok(&mut s, &format!(r#"goto("{base}/frames.html")"#)).await;
@@ -417,6 +421,14 @@ async fn cross_site_iframes_are_listed_and_usable() {
         find(&obs.elements, "Cross size").value.as_deref(),
         Some("Large")
     );
+    // css= targets and rubric reads reach into the frame when the top has no match.
+    ok(&mut s, r##"type(css="#name", "by selector")"##).await;
+    let state = s.query_selector("#name").await.unwrap().unwrap().unwrap();
+    assert_eq!(state.value.as_deref(), Some("by selector"));
+    ok(&mut s, r##"click(css="#b")"##).await;
+    let state = s.query_selector("#b").await.unwrap().unwrap().unwrap();
+    assert_eq!(state.text, "cross clicked 3");
+    assert_eq!(s.query_selector("#nowhere").await.unwrap().unwrap(), None);
     // The page's own scripts still cannot reach into the frame: the scan did not open it.
     assert_eq!(
         eval(&s, "document.getElementById('x').contentDocument === null").await,

@@ -439,6 +439,29 @@ impl Session {
         }
     }
 
+    /// The first cross-origin frame of the last observation, in order, where `css`
+    /// matches (`js/query.js` there), with what it read of the element.
+    pub(super) async fn query_frames(
+        &self,
+        css: &str,
+    ) -> Result<Option<(usize, Value)>, PoolError> {
+        let js = js::query(css);
+        let frames: Vec<_> = self.tab().numbering.contexts().collect();
+        for (frame, context) in frames {
+            if let Ok(v) = self.eval_in(context, &js).await?
+                && !v.is_null()
+            {
+                return Ok(Some((frame, v)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Session::query_frames`]' frame.
+    pub(super) async fn frame_matching(&self, css: &str) -> Result<Option<usize>, PoolError> {
+        Ok(self.query_frames(css).await?.map(|(frame, _)| frame))
+    }
+
     /// Where the target of an action is: element numbers of a cross-origin frame become
     /// that frame's own numbers.
     pub(super) fn locate(&self, target: &Target) -> Located {
