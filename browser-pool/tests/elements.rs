@@ -112,7 +112,7 @@ const XINNER: &str = r#"<!doctype html><html><head><title>Cross inner</title></h
 </body></html>"#;
 
 const DEEP: &str = r#"<!doctype html><html><head><title>Deep</title></head><body style="margin:0">
-<button onclick="this.textContent = 'deep cross clicked'">Deep cross button</button></body></html>"#;
+<button onclick="window.n = (window.n || 0) + 1; this.textContent = 'deep cross clicked ' + window.n">Deep cross button</button></body></html>"#;
 
 async fn pool_and_pages() -> (BrowserPool, String) {
     let deep = serve(vec![html("/deep.html", DEEP)]).await;
@@ -391,7 +391,7 @@ async fn cross_site_iframes_are_listed_and_usable() {
     )
     .await;
     let obs = s.observe().await.unwrap();
-    find(&obs.elements, "deep cross clicked");
+    find(&obs.elements, "deep cross clicked 1");
 
     // Settling waits for what the click set off inside the frame (a timeout there).
     ok(
@@ -436,6 +436,14 @@ async fn cross_site_iframes_are_listed_and_usable() {
     );
 
     // After the frame goes away its numbers are an error, not a click somewhere else.
+    ok(&mut s, r#"press("Home")"#).await;
+    let obs = s.observe().await.unwrap();
+    // A frame in a frame, both out of view: each is brought into view, outermost first.
+    let deep = find(&obs.elements, "deep cross clicked 1");
+    assert!(!deep.in_viewport, "{deep:?}");
+    ok(&mut s, &format!("click({})", deep.id)).await;
+    let obs = s.observe().await.unwrap();
+    assert!(find(&obs.elements, "deep cross clicked 2").in_viewport);
     ok(&mut s, r#"press("Home")"#).await;
     let obs = s.observe().await.unwrap();
     let after = find(&obs.elements, "After the frame").id;

@@ -500,12 +500,6 @@ impl Session {
         frame: usize,
         bring: bool,
     ) -> Result<Result<(f64, f64), String>, PoolError> {
-        #[derive(Deserialize)]
-        struct Origin {
-            x: Option<f64>,
-            y: Option<f64>,
-            error: Option<String>,
-        }
         // Outermost first: the chain of frames from the top document down to this one.
         let numbering = &self.tab().numbering;
         let mut chain = Vec::new();
@@ -515,6 +509,29 @@ impl Session {
             at = f.parent;
         }
         chain.reverse();
+        if bring && chain.len() > 1 {
+            // Bringing an inner frame into view can scroll the outer ones again: place
+            // them all once the scrolling is done.
+            if let Err(e) = self.origin_along(&chain, true).await? {
+                return Ok(Err(e));
+            }
+            return self.origin_along(&chain, false).await;
+        }
+        self.origin_along(&chain, bring).await
+    }
+
+    /// Adds up where each frame of `chain` (outermost first) sits in its parent.
+    async fn origin_along(
+        &self,
+        chain: &[Frame],
+        bring: bool,
+    ) -> Result<Result<(f64, f64), String>, PoolError> {
+        #[derive(Deserialize)]
+        struct Origin {
+            x: Option<f64>,
+            y: Option<f64>,
+            error: Option<String>,
+        }
         let (mut x, mut y) = (0.0, 0.0);
         let mut inside: Option<ExecutionContextId> = None;
         for f in chain {
