@@ -10,6 +10,7 @@ mod browser_args;
 mod db;
 mod judge;
 mod models;
+mod observe;
 mod progress;
 mod run;
 mod summary;
@@ -93,6 +94,9 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Serve the ONNX policy as an OpenAI-compatible /v1/chat/completions endpoint.
     ServePolicy(models::ServePolicyArgs),
+    /// What an agent sees on a page (elements, tabs, events, accessibility tree,
+    /// screenshots), after the actions given: for writing tasks and debugging policies.
+    Observe(observe::ObserveArgs),
     /// Judge calibration.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
@@ -154,6 +158,7 @@ fn main() -> ExitCode {
             Command::Campaign(c) => run::campaign(&cli.common, c).await,
             Command::Bench(b) => bench::run(&cli.common, b).await,
             Command::ServePolicy(a) => models::serve_policy(&cli.common, a).await,
+            Command::Observe(a) => observe::observe(&cli.common, a).await,
             Command::Judge(j) => judge::run(&cli.common, j).await,
             Command::Tasks(TasksCommand::Verify(a)) => run::verify(&cli.common, a).await,
             Command::Tasks(TasksCommand::Import(a)) => run::import(&cli.common, a).await,

@@ -1,6 +1,7 @@
 //! The `surfgym` binary itself: `tasks import --format ...` (MiniWoB++ task names and a
-//! WebArena array with a broken item) against a real database, and `judge eval` on the
-//! bundled labelled set with the rule judge.
+//! WebArena array with a broken item) against a real database, `judge eval` on the
+//! bundled labelled set with the rule judge, and `observe` on a page with a cross-site
+//! frame in real Chromium.
 
 use std::process::{Command, Output};
 
@@ -152,4 +153,129 @@ fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
         );
     }
     assert!(!stdout.contains("wrong:"), "{stdout}");
+}
+
+/// A page whose form sits in a cross-site frame (`localhost` beside `127.0.0.1`).
+const FRAMED_FORM: &str = r#"<!doctype html><html><head><title>Framed form</title></head><body>
+<button onclick="this.textContent = 'top clicked'">Top button</button>
+<script>
+  const f = document.createElement('iframe');
+  f.src = location.href.replace('127.0.0.1', 'localhost').replace('index.html', 'form.html');
+  f.style = 'width: 400px; height: 150px';
+  document.body.appendChild(f);
+</script>
+<button style="position: absolute; top: 2000px">Far below</button></body></html>"#;
+
+const FORM: &str = r#"<!doctype html><html><head><title>Form</title></head><body>
+<input aria-label="Email" id="email">
+<button onclick="this.textContent = 'sent to ' + document.getElementById('email').value">Send</button>
+</body></html>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_shows_what_the_agent_sees_after_the_actions() {
+    let dir = std::env::temp_dir().join(format!("surfgym-observe-{}", std::process::id()));
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("index.html"), FRAMED_FORM).unwrap();
+    std::fs::write(site.join("form.html"), FORM).unwrap();
+    let sites = engine::sites::SitesServer::start_with(
+        std::net::IpAddr::from([127, 0, 0, 1]),
+        None,
+        vec![("framed".into(), site.clone())],
+    )
+    .await
+    .unwrap();
+    let page = format!("{}/index.html", sites.bases()["framed"]);
+    let out_dir = dir.join("out");
+    let run = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            surfgym(&args, "postgres://127.0.0.1:1/unused")
+        })
+    };
+
+    // The frame's controls are numbered after the top button, where the frame sits.
+    let out = run(vec!["observe".into(), page.clone()]).await.unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Title: \"Framed form\""), "{stdout}");
+    assert!(stdout.contains("[1] button \"Top button\""), "{stdout}");
+    assert!(stdout.contains("[2] textbox \"Email\""), "{stdout}");
+    assert!(stdout.contains("[3] button \"Send\""), "{stdout}");
+    assert!(stdout.contains("1 more outside the viewport"), "{stdout}");
+
+    // Actions run in order; the final observation and files show their effect.
+    let out = run(vec![
+        "observe".into(),
+        page.clone(),
+        "--act".into(),
+        r#"type(2, "ada@example.com")"#.into(),
+        "--act".into(),
+        "click(3)".into(),
+        "--all".into(),
+        "--out".into(),
+        out_dir.display().to_string(),
+    ])
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("click(3): done"), "{stderr}");
+    assert!(
+        stdout.contains("[3] button \"sent to ada@example.com\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[4] button \"Far below\" at ("), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("observation.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["elements"][1]["value"], "ada@example.com");
+    for shot in ["screenshot.jpg", "marks.jpg"] {
+        let bytes = std::fs::read(out_dir.join(shot)).unwrap();
+        assert_eq!(&bytes[..2], &[0xFF, 0xD8], "{shot} is a JPEG");
+    }
+
+    // A failed action fails the command and says why; a bad one is refused up front.
+    let out = run(vec![
+        "observe".into(),
+        page.clone(),
+        "--act".into(),
+        "click(40)".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out)
+            .1
+            .contains("click(40): failed: element 40 is not on the page"),
+        "{:?}",
+        text(&out)
+    );
+    let out = run(vec![
+        "observe".into(),
+        page,
+        "--act".into(),
+        "clik(1)".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out)
+            .1
+            .contains("--act #1 \"clik(1)\" is not an action"),
+        "{:?}",
+        text(&out)
+    );
+    let out = run(vec!["observe".into(), "file:///etc/passwd".into()])
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).1.contains("only http and https"),
+        "{:?}",
+        text(&out)
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -146,26 +146,32 @@ pub struct Observation {
 impl Observation {
     /// The numbered element list as text, the way a prompt shows it:
     /// `[12] button "Add to cart"`.
+    /// Elements outside the viewport are left out (an agent scrolls to see them).
     pub fn element_lines(&self) -> Vec<String> {
         self.elements
             .iter()
             .filter(|e| e.in_viewport)
-            .map(|e| {
-                let mut line = format!("[{}] {} {:?}", e.id, e.role, e.label);
-                if let Some(v) = &e.value {
-                    line.push_str(&format!(" value={v:?}"));
-                }
-                if let Some(c) = e.checked {
-                    line.push_str(if c { " checked" } else { " unchecked" });
-                }
-                if e.disabled {
-                    line.push_str(" disabled");
-                }
-                if !e.options.is_empty() {
-                    line.push_str(&format!(" options={:?}", e.options));
-                }
-                line
-            })
+            .map(Element::line)
             .collect()
+    }
+}
+
+impl Element {
+    /// The element as one line of a prompt's list: `[12] button "Add to cart"`.
+    pub fn line(&self) -> String {
+        let mut line = format!("[{}] {} {:?}", self.id, self.role, self.label);
+        if let Some(v) = &self.value {
+            line.push_str(&format!(" value={v:?}"));
+        }
+        if let Some(c) = self.checked {
+            line.push_str(if c { " checked" } else { " unchecked" });
+        }
+        if self.disabled {
+            line.push_str(" disabled");
+        }
+        if !self.options.is_empty() {
+            line.push_str(&format!(" options={:?}", self.options));
+        }
+        line
     }
 }

@@ -189,22 +189,17 @@ fn kids_of(
 }
 
 impl Numbering {
-    /// Where element `n` lives and its number there; numbers past the list stay as they
-    /// are (the top document's lookup then reports them gone).
+    /// Where element `n` lives and its number there. A number past the list stays as it
+    /// is: the top document has fewer elements than the list, so its lookup reports that
+    /// number gone.
     fn home(&self, n: u32) -> Home {
-        if self.frames.is_empty() {
-            return Home {
+        n.checked_sub(1)
+            .and_then(|i| self.homes.get(i as usize))
+            .copied()
+            .unwrap_or(Home {
                 frame: None,
                 local: n,
-            };
-        }
-        match n.checked_sub(1).and_then(|i| self.homes.get(i as usize)) {
-            Some(h) => *h,
-            None => Home {
-                frame: None,
-                local: u32::MAX,
-            },
-        }
+            })
     }
 
     /// The global number of element `local` of frame `frame` (`None`: the top document).
@@ -612,8 +607,15 @@ mod tests {
                 (Some(1), 1)
             ]
         );
-        assert_eq!(numbering.home(7).local, u32::MAX, "past the list: gone");
-        assert_eq!(numbering.home(0).local, u32::MAX);
+        assert_eq!(
+            numbering.home(7),
+            Home {
+                frame: None,
+                local: 7
+            },
+            "past the list: the top's own lookup finds nothing"
+        );
+        assert_eq!(numbering.home(0).local, 0);
         assert_eq!(numbering.global(Some(2), 1), Some(3));
         assert_eq!(numbering.global(None, 2), Some(5));
         assert_eq!(numbering.global(Some(1), 2), None);
