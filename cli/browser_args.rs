@@ -44,6 +44,10 @@ pub struct BrowserArgs {
     /// Longest wait for a page to settle after an action, in ms.
     #[arg(long, default_value_t = 5000, global = true)]
     pub settle_max_ms: u64,
+    /// Keep Chromium's frame-rate limit: screenshots take ~34-45 ms instead of ~18, but pages
+    /// with endless animations (spinners, carousels: real websites) cannot each burn a core.
+    #[arg(long, global = true)]
+    pub frame_rate_limit: bool,
 }
 
 /// Screenshot encodings on the command line.
@@ -79,6 +83,7 @@ impl BrowserArgs {
         cfg.device_scale_factor = self.device_scale;
         cfg.accessibility_tree = self.ax_tree;
         cfg.settle_max = Duration::from_millis(self.settle_max_ms);
+        cfg.frame_rate_limit = self.frame_rate_limit;
         if let Err(e) = cfg.validate() {
             bail!("browser options: {e}");
         }

@@ -63,6 +63,12 @@ pub struct PoolConfig {
     pub settle_quiet: Duration,
     /// Upper bound on waiting for the page to settle after an action.
     pub settle_max: Duration,
+    /// Keep Chromium's frame-rate limit (frames paced at 60 per second). Off by default:
+    /// a screenshot then takes ~18 ms instead of 34-45 ms, but a page with an endless
+    /// animation (a spinner, a carousel) renders as fast as it can, about a core of CPU
+    /// each, also while the agent waits (8 such pages: 203% CPU against 24%; BENCHMARKS.md).
+    /// Turn it on for real websites; the pool warns once when it meets such a page.
+    pub frame_rate_limit: bool,
     /// Extra Chromium switches, without leading dashes.
     pub extra_args: Vec<String>,
 }
@@ -125,6 +131,7 @@ impl PoolConfig {
             lease_timeout: Duration::from_secs(120),
             settle_quiet: Duration::from_millis(8),
             settle_max: Duration::from_secs(5),
+            frame_rate_limit: false,
             extra_args: Vec::new(),
         }
     }

@@ -18,8 +18,7 @@ use crate::config::PoolConfig;
 use crate::error::PoolError;
 
 /// Switches every browser gets. The networking ones keep Chromium from dialling Google on a
-/// machine with no internet (it would otherwise retry, many connections at a time); the
-/// frame-rate ones lift the ~26 screenshots/s pacing measured with default flags; bfcache is
+/// machine with no internet (it would otherwise retry, many connections at a time); bfcache is
 /// off so that "back" always reloads the page, as the practice sites (and most gyms) expect.
 /// The spare renderer Chromium keeps ready for the context that navigated last is wasted
 /// when every episode gets a fresh context (~40 ms of CPU each; +3-10% steps/s at 8
@@ -36,11 +35,12 @@ const FLAGS: &[&str] = &[
     "disable-sync",
     "no-first-run",
     "disable-smooth-scrolling",
-    "disable-frame-rate-limit",
-    "disable-gpu-vsync",
     "no-default-browser-check",
     "deny-permission-prompts",
 ];
+/// Lift the ~26 screenshots/s pacing measured with default flags, unless the pool keeps the
+/// frame-rate limit (`PoolConfig::frame_rate_limit`: endless animations then cannot spin).
+const UNPACED: &[&str] = &["disable-frame-rate-limit", "disable-gpu-vsync"];
 const DISABLED_FEATURES: &[&str] = &[
     "BackForwardCache",
     "OptimizationHints",
@@ -93,6 +93,9 @@ impl LiveBrowser {
             .launch_timeout(Duration::from_secs(30))
             .request_timeout(cfg.cdp_timeout)
             .args(FLAGS.iter().copied());
+        if !cfg.frame_rate_limit {
+            builder = builder.args(UNPACED.iter().copied());
+        }
         for feature in DISABLED_FEATURES {
             builder = builder.arg(("disable-features", *feature));
         }

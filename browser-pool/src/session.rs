@@ -174,6 +174,9 @@ struct Probe {
     /// Short timeouts the page's recent activity has pending (see `js/timers.js`).
     #[serde(default)]
     timers: u32,
+    /// Endless animations running (spinners): see [`PoolConfig::frame_rate_limit`].
+    #[serde(default)]
+    endless: u32,
 }
 
 #[derive(Deserialize)]
@@ -214,6 +217,20 @@ struct ScrollArea {
 struct Mode {
     mode: Option<String>,
     error: Option<String>,
+}
+
+/// Once per process: a page with an endless animation renders flat out without the
+/// frame-rate limit.
+fn warn_endless_animation() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "a page keeps an animation running (a spinner, a carousel): without Chromium's \
+             frame-rate limit (off by default, for fast screenshots) each such page renders as \
+             fast as it can, about a core of CPU, also between steps; on real websites use \
+             --frame-rate-limit (PoolConfig::frame_rate_limit)"
+        );
+    });
 }
 
 /// What `js/resolve.js` answered, as a point to act at or the reason there is none.
@@ -667,6 +684,9 @@ impl Session {
                         }
                     }
                     Ok(p) if p.state == "complete" => {
+                        if p.endless > 0 && !self.cfg.frame_rate_limit {
+                            warn_endless_animation();
+                        }
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
                         let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
                             && p.timers == 0

@@ -597,3 +597,43 @@ async fn a_killed_browser_fails_fast_and_is_replaced() {
     s.close().await;
     pool.shutdown().await;
 }
+
+/// A spinner: an endless CSS animation, as real websites have.
+const SPINNER: &str = r#"<!doctype html><html><head><title>Spinner</title><style>
+  @keyframes spin { from { transform: rotate(0deg); } to { transform: rotate(360deg); } }
+  #s { width: 40px; height: 40px; background: #36c; animation: spin 1s linear infinite; }
+</style></head><body><div id="s"></div></body></html>"#;
+
+/// Animation frames the page gets in half a second.
+const FRAMES_IN_HALF_A_SECOND: &str = "new Promise((done) => { let n = 0; \
+    const start = performance.now(); \
+    const tick = () => { n++; if (performance.now() - start < 500) requestAnimationFrame(tick); else done(n); }; \
+    requestAnimationFrame(tick); })";
+
+/// Without the frame-rate limit (the default, for fast screenshots) a page with an endless
+/// animation is rendered flat out; with `frame_rate_limit` frames are paced at 60 a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_frame_rate_limit_paces_endless_animations() {
+    let base = common::serve(vec![html("/spinner.html", SPINNER)]).await;
+    let mut frames = Vec::new();
+    for limit in [false, true] {
+        let mut cfg = config();
+        cfg.frame_rate_limit = limit;
+        let pool = BrowserPool::launch(cfg).await.unwrap();
+        let mut s = pool.lease().await.unwrap();
+        ok(&mut s, &format!(r#"goto("{base}/spinner.html")"#)).await;
+        let n = s
+            .evaluate(FRAMES_IN_HALF_A_SECOND)
+            .await
+            .unwrap()
+            .unwrap()
+            .as_u64()
+            .unwrap();
+        frames.push(n);
+        s.close().await;
+        pool.shutdown().await;
+    }
+    let (unpaced, paced) = (frames[0], frames[1]);
+    assert!(paced <= 40, "60 frames a second at most: {paced} in 0.5 s");
+    assert!(unpaced > 2 * paced, "flat out: {unpaced} against {paced}");
+}

@@ -46,16 +46,23 @@ new Promise((resolve) => {
   };
   // CSS transitions and animations change what a screenshot shows without touching the
   // DOM. Count the finite ones started in the last second that end within a second (an
-  // accordion opening, a fade); spinners (infinite) and long-running ones do not count.
+  // accordion opening, a fade); spinners (infinite) and long-running ones do not count,
+  // but endless ones are reported (without a frame-rate limit each makes Chromium render
+  // flat out).
+  let endless = 0;
   const animating = (doc) => {
     if (typeof doc.getAnimations !== 'function') return 0;
     // Each document's animations run on its own timeline (a frame's starts at its load).
     const now = doc.timeline && doc.timeline.currentTime !== null ? doc.timeline.currentTime : performance.now();
     let n = 0;
     for (const a of doc.getAnimations()) {
-      if (a.playState !== 'running' || a.startTime === null || now - a.startTime > 1000) continue;
+      if (a.playState !== 'running') continue;
       const c = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
-      if (!c || !Number.isFinite(c.endTime) || c.localTime === null) continue;
+      if (c && !Number.isFinite(c.endTime)) {
+        endless++;
+        continue;
+      }
+      if (!c || c.localTime === null || a.startTime === null || now - a.startTime > 1000) continue;
       const left = c.endTime - c.localTime;
       if (left > 0 && left <= 1000) n++;
     }
@@ -64,6 +71,7 @@ new Promise((resolve) => {
   const check = () => {
     if (window.__sgLeaving === ACTION) return resolve({ state: 'leaving' });
     const now = performance.now();
+    endless = 0;
     let timers = (t ? t.pending() : 0) + animating(document);
     for (const f of frames()) {
       const ft = f.__sgTimers;
@@ -72,7 +80,7 @@ new Promise((resolve) => {
     const quiet = now - q.last;
     const state = document.readyState;
     if (state !== 'complete' || (quiet >= QUIET && timers === 0) || now - start >= WAIT) {
-      return resolve({ state, quiet_ms: quiet, timers });
+      return resolve({ state, quiet_ms: quiet, timers, endless });
     }
     // Quiet but for a pending timeout: look again soon after it is likely to have run.
     const next = quiet >= QUIET ? 5 : QUIET - quiet;
