@@ -120,13 +120,8 @@ async fn drive(
 /// The observation as people read it.
 fn text(obs: &Observation, all: bool) -> String {
     let mut out = format!("URL: {}\nTitle: {:?}\n", obs.url, obs.title);
-    if obs.tabs.len() > 1 {
-        out.push_str("Tabs:");
-        for t in &obs.tabs {
-            let active = if t.active { " (active)" } else { "" };
-            out.push_str(&format!(" [{}] {:?}{active}", t.number, t.title));
-        }
-        out.push('\n');
+    if let Some(tabs) = obs.tabs_line() {
+        out.push_str(&format!("Tabs: {tabs}\n"));
     }
     if let Some(e) = &obs.last_action_error {
         out.push_str(&format!("Last action failed: {e}\n"));

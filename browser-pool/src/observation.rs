@@ -146,6 +146,21 @@ pub struct Observation {
 impl Observation {
     /// The numbered element list as text, the way a prompt shows it:
     /// `[12] button "Add to cart"`.
+    /// The open tabs as one line, the way a prompt shows them (`[1] "Shop" (active) [2]
+    /// "Help"`), or `None` with a single tab.
+    pub fn tabs_line(&self) -> Option<String> {
+        (self.tabs.len() > 1).then(|| {
+            self.tabs
+                .iter()
+                .map(|t| {
+                    let active = if t.active { " (active)" } else { "" };
+                    format!("[{}] {:?}{active}", t.number, t.title)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    }
+
     /// Elements outside the viewport are left out (an agent scrolls to see them).
     pub fn element_lines(&self) -> Vec<String> {
         self.elements

@@ -160,6 +160,23 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1.0
 }
 
+/// The elements are these, in this order, numbered 1.. in it.
+fn assert_listed(els: &[Element], expected: &[&str]) {
+    assert_eq!(labels(els), expected);
+    let ids: Vec<u32> = els.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=els.len() as u32).collect::<Vec<_>>());
+}
+
+/// The element's box starts at (x, y) in top-viewport coordinates.
+fn assert_at(el: &Element, x: f64, y: f64) {
+    assert!(
+        close(el.bbox.x, x) && close(el.bbox.y, y),
+        "{} at ({x}, {y}): {:?}",
+        el.label,
+        el.bbox
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_origin_iframes_are_listed_and_usable() {
     let (pool, base) = pool_and_pages().await;
@@ -169,9 +186,9 @@ async fn same_origin_iframes_are_listed_and_usable() {
     let els = &obs.elements;
     // Depth first: an iframe's elements where the iframe sits, the cross-origin one's too
     // (scanned inside it: see `cross_site_iframes_are_listed_and_usable`).
-    assert_eq!(
-        labels(els),
-        vec![
+    assert_listed(
+        els,
+        &[
             "Top button",
             "Inner button",
             "Your name",
@@ -180,27 +197,17 @@ async fn same_origin_iframes_are_listed_and_usable() {
             "Deep button",
             "Below the fold",
             "After frames",
-            "Cross-origin button"
-        ]
+            "Cross-origin button",
+        ],
     );
-    let ids: Vec<u32> = els.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=els.len() as u32).collect::<Vec<_>>());
 
     // Boxes in top-viewport coordinates: the iframe's place plus its border and padding
     // (100 + 7 + 5, 150 + 7 + 5), once more for the nested one (its border is 3px).
     let inner = find(els, "Inner button");
-    assert!(
-        close(inner.bbox.x, 132.0) && close(inner.bbox.y, 192.0),
-        "{:?}",
-        inner.bbox
-    );
+    assert_at(inner, 132.0, 192.0);
     assert!(close(inner.bbox.width, 120.0) && close(inner.bbox.height, 40.0));
     let deep = find(els, "Deep button");
-    assert!(
-        close(deep.bbox.x, 112.0 + 200.0 + 3.0) && close(deep.bbox.y, 162.0 + 20.0 + 3.0),
-        "{:?}",
-        deep.bbox
-    );
+    assert_at(deep, 112.0 + 200.0 + 3.0, 162.0 + 20.0 + 3.0);
     assert!(inner.in_viewport && deep.in_viewport);
     // Inside the top viewport, but below the iframe's own fold.
     let below = find(els, "Below the fold");
@@ -342,34 +349,24 @@ async fn cross_site_iframes_are_listed_and_usable() {
     ok(&mut s, &format!(r#"goto("{base}/xframes.html")"#)).await;
     let obs = s.observe().await.unwrap();
     let els = &obs.elements;
-    assert_eq!(
-        labels(els),
-        vec![
+    assert_listed(
+        els,
+        &[
             "Top button",
             "Cross button",
             "Cross name",
             "Cross size",
             "Late button",
             "Deep cross button",
-            "After the frame"
-        ]
+            "After the frame",
+        ],
     );
-    let ids: Vec<u32> = els.iter().map(|e| e.id).collect();
-    assert_eq!(ids, (1..=els.len() as u32).collect::<Vec<_>>());
     // The frame's content box starts at (100 + 4 + 6, 1200 + 4 + 6), below the fold.
     let button = find(els, "Cross button");
-    assert!(
-        close(button.bbox.x, 130.0) && close(button.bbox.y, 1240.0),
-        "{:?}",
-        button.bbox
-    );
+    assert_at(button, 130.0, 1240.0);
     assert!(!button.in_viewport);
     let deep = find(els, "Deep cross button");
-    assert!(
-        close(deep.bbox.x, 110.0 + 250.0) && close(deep.bbox.y, 1210.0 + 20.0),
-        "{:?}",
-        deep.bbox
-    );
+    assert_at(deep, 110.0 + 250.0, 1210.0 + 20.0);
     assert_eq!(find(els, "Cross size").options, vec!["Small", "Large"]);
 
     // Clicking by number scrolls the frame into view and clicks inside it.

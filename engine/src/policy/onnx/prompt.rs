@@ -147,13 +147,8 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
             &tree[..cut]
         ));
     }
-    if obs.tabs.len() > 1 {
-        text.push_str("Open tabs:");
-        for t in &obs.tabs {
-            let active = if t.active { " (active)" } else { "" };
-            text.push_str(&format!(" [{}] {:?}{active}", t.number, t.title));
-        }
-        text.push('\n');
+    if let Some(tabs) = obs.tabs_line() {
+        text.push_str(&format!("Open tabs: {tabs}\n"));
     }
     text.push_str(action_help(if vision {
         cfg.grounding
