@@ -1971,7 +1971,22 @@ impl Session {
                         serde_json::to_string(url).expect("strings serialize")
                     );
                     Ok(match self.evaluate(&js).await? {
-                        Ok(_) => ActReport::default(),
+                        Ok(_) => {
+                            // Settling must start on the new document: the old one looks
+                            // settled, and its leaving mark may be gone (it was spent on the
+                            // hung navigation, or cleared for a download meanwhile).
+                            let next = self.tab().document_after(documents);
+                            if tokio::time::timeout(self.cfg.settle_max, next)
+                                .await
+                                .is_err()
+                            {
+                                tracing::debug!(
+                                    url,
+                                    "no document committed after navigating from the page"
+                                );
+                            }
+                            ActReport::default()
+                        }
                         Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
                     })
                 }
