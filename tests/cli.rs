@@ -171,6 +171,21 @@ const FORM: &str = r#"<!doctype html><html><head><title>Form</title></head><body
 <button onclick="this.textContent = 'sent to ' + document.getElementById('email').value">Send</button>
 </body></html>"#;
 
+const SPINNER: &str = r#"<!doctype html><html><head><title>Spinner</title><style>
+  @keyframes spin { to { transform: rotate(360deg); } }
+  div { width: 30px; height: 30px; background: #36c; animation: spin 1s linear infinite; }
+</style></head><body><div></div></body></html>"#;
+
+const CANVAS: &str = r#"<!doctype html><html><head><title>Canvas</title></head><body>
+<canvas id="c" width="100" height="100"></canvas><script>
+  const g = document.getElementById('c').getContext('2d');
+  const tick = (t) => { g.fillStyle = `hsl(${t % 360}, 80%, 50%)`; g.fillRect(0, 0, 100, 100); requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+</script></body></html>"#;
+
+/// The start of the pool's warning about endless animations without the frame-rate limit.
+const ENDLESS: &str = "a page keeps an animation running";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_shows_what_the_agent_sees_after_the_actions() {
     let dir = std::env::temp_dir().join(format!("surfgym-observe-{}", std::process::id()));
@@ -178,6 +193,8 @@ async fn observe_shows_what_the_agent_sees_after_the_actions() {
     std::fs::create_dir_all(&site).unwrap();
     std::fs::write(site.join("index.html"), FRAMED_FORM).unwrap();
     std::fs::write(site.join("form.html"), FORM).unwrap();
+    std::fs::write(site.join("spinner.html"), SPINNER).unwrap();
+    std::fs::write(site.join("canvas.html"), CANVAS).unwrap();
     let sites = engine::sites::SitesServer::start_with(
         std::net::IpAddr::from([127, 0, 0, 1]),
         None,
@@ -277,5 +294,27 @@ async fn observe_shows_what_the_agent_sees_after_the_actions() {
         "{:?}",
         text(&out)
     );
+    assert!(
+        !text(&out).1.contains(ENDLESS),
+        "no warning without animations"
+    );
+
+    // A page that never stops animating (a CSS spinner; a canvas redrawn every frame for
+    // more than a second) is warned about, unless the frame-rate limit is kept.
+    let base = sites.bases()["framed"].clone();
+    for (page, extra) in [
+        ("spinner.html", vec![]),
+        ("canvas.html", vec!["--act", "wait(1500)"]),
+    ] {
+        let mut args: Vec<String> = vec!["observe".into(), format!("{base}/{page}")];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let out = run(args.clone()).await.unwrap();
+        assert!(out.status.success(), "{:?}", text(&out));
+        assert!(text(&out).1.contains(ENDLESS), "{page}: {:?}", text(&out));
+        args.push("--frame-rate-limit".into());
+        let out = run(args).await.unwrap();
+        assert!(out.status.success(), "{:?}", text(&out));
+        assert!(!text(&out).1.contains(ENDLESS), "{page}: {:?}", text(&out));
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -174,7 +174,8 @@ struct Probe {
     /// Short timeouts the page's recent activity has pending (see `js/timers.js`).
     #[serde(default)]
     timers: u32,
-    /// Endless animations running (spinners): see [`PoolConfig::frame_rate_limit`].
+    /// Endless animations running (spinners, animation-frame loops): see
+    /// [`PoolConfig::frame_rate_limit`].
     #[serde(default)]
     endless: u32,
 }

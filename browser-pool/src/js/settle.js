@@ -47,8 +47,8 @@ new Promise((resolve) => {
   // CSS transitions and animations change what a screenshot shows without touching the
   // DOM. Count the finite ones started in the last second that end within a second (an
   // accordion opening, a fade); spinners (infinite) and long-running ones do not count,
-  // but endless ones are reported (without a frame-rate limit each makes Chromium render
-  // flat out).
+  // but endless ones are reported, with endless animation-frame loops (see timers.js):
+  // without a frame-rate limit each makes Chromium render flat out.
   let endless = 0;
   const animating = (doc) => {
     if (typeof doc.getAnimations !== 'function') return 0;
@@ -71,10 +71,11 @@ new Promise((resolve) => {
   const check = () => {
     if (window.__sgLeaving === ACTION) return resolve({ state: 'leaving' });
     const now = performance.now();
-    endless = 0;
+    endless = t && t.looping() ? 1 : 0;
     let timers = (t ? t.pending() : 0) + animating(document);
     for (const f of frames()) {
       const ft = f.__sgTimers;
+      if (ft && ft.looping()) endless++;
       timers += (ft ? ft.pending() : 0) + animating(f.document);
     }
     const quiet = now - q.last;

@@ -30,6 +30,9 @@
   const counted = new Map();
   // Root of the chain whose callback is running: null outside timer callbacks.
   let current = null;
+  // When an animation-frame loop older than CHAIN last asked for a frame (a canvas or
+  // script-driven animation that never ends: it makes an unpaced browser render flat out).
+  let looped = -Infinity;
   const pending = () => {
     const t = now();
     let n = 0;
@@ -41,7 +44,7 @@
     return n;
   };
   Object.defineProperty(window, '__sgTimers', {
-    value: { pending, setTimeout: setT },
+    value: { pending, setTimeout: setT, looping: () => now() - looped < 250 },
     enumerable: false,
   });
 
@@ -95,6 +98,7 @@
   if (raf && caf) {
     window.requestAnimationFrame = function requestAnimationFrame(fn) {
       if (typeof fn !== 'function') return raf.call(window, fn);
+      if (current !== null && now() - current > CHAIN) looped = now();
       return track('f', fn, true, now() + FRAME, true, (f) => raf.call(window, f));
     };
     window.cancelAnimationFrame = function cancelAnimationFrame(id) {
