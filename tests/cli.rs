@@ -253,47 +253,31 @@ async fn observe_shows_what_the_agent_sees_after_the_actions() {
     }
 
     // A failed action fails the command and says why; a bad one is refused up front.
-    let out = run(vec![
-        "observe".into(),
-        page.clone(),
-        "--act".into(),
-        "click(40)".into(),
-    ])
-    .await
-    .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out)
-            .1
-            .contains("click(40): failed: element 40 is not on the page"),
-        "{:?}",
-        text(&out)
-    );
-    let out = run(vec![
-        "observe".into(),
-        page,
-        "--act".into(),
-        "clik(1)".into(),
-    ])
-    .await
-    .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out)
-            .1
-            .contains("--act #1 \"clik(1)\" is not an action"),
-        "{:?}",
-        text(&out)
-    );
-    let out = run(vec!["observe".into(), "file:///etc/passwd".into()])
-        .await
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out).1.contains("only http and https"),
-        "{:?}",
-        text(&out)
-    );
+    let observe = |extra: &[&str]| {
+        let mut args = vec!["observe".to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let fails_saying = |args: Vec<String>, says: &'static str| {
+        let out = run(args);
+        async move {
+            let out = out.await.unwrap();
+            assert!(!out.status.success(), "{:?}", text(&out));
+            assert!(text(&out).1.contains(says), "{says:?} in {:?}", text(&out));
+            out
+        }
+    };
+    fails_saying(
+        observe(&[&page, "--act", "click(40)"]),
+        "click(40): failed: element 40 is not on the page",
+    )
+    .await;
+    fails_saying(
+        observe(&[&page, "--act", "clik(1)"]),
+        "--act #1 \"clik(1)\" is not an action",
+    )
+    .await;
+    let out = fails_saying(observe(&["file:///etc/passwd"]), "only http and https").await;
     assert!(
         !text(&out).1.contains(ENDLESS),
         "no warning without animations"

@@ -220,6 +220,26 @@ struct Mode {
     error: Option<String>,
 }
 
+/// An evaluation that awaits promises and returns the value itself, in `context` (an
+/// isolated world) or else the page's main world.
+fn by_value(expression: &str, context: Option<ExecutionContextId>) -> EvaluateParams {
+    let mut params = EvaluateParams::new(expression);
+    params.context_id = context;
+    params.return_by_value = Some(true);
+    params.await_promise = Some(true);
+    params
+}
+
+/// An evaluation's value, or the page's exception as text.
+fn value_of(
+    ret: chromiumoxide::cdp::js_protocol::runtime::EvaluateReturns,
+) -> Result<Value, String> {
+    match ret.exception_details {
+        Some(ex) => Err(ex.exception.and_then(|e| e.description).unwrap_or(ex.text)),
+        None => Ok(ret.result.value.unwrap_or(Value::Null)),
+    }
+}
+
 /// Once per process: a page with an endless animation renders flat out without the
 /// frame-rate limit.
 fn warn_endless_animation() {
@@ -536,9 +556,7 @@ impl Session {
         expression: &str,
         limit: Duration,
     ) -> Result<Result<Value, String>, PoolError> {
-        let mut params = EvaluateParams::new(expression);
-        params.return_by_value = Some(true);
-        params.await_promise = Some(true);
+        let mut params = by_value(expression, None);
         params.timeout = Some(chromiumoxide::cdp::js_protocol::runtime::TimeDelta::new(
             limit.as_millis() as f64,
         ));
@@ -578,15 +596,10 @@ impl Session {
         expression: &str,
         limit: Duration,
     ) -> Result<Result<Value, String>, PoolError> {
-        let mut params = EvaluateParams::new(expression);
-        params.return_by_value = Some(true);
-        params.await_promise = Some(true);
-        let ret = self.call_within("Runtime.evaluate", params, limit).await?;
-        if let Some(ex) = ret.exception_details {
-            let detail = ex.exception.and_then(|e| e.description).unwrap_or(ex.text);
-            return Ok(Err(detail));
-        }
-        Ok(Ok(ret.result.value.unwrap_or(Value::Null)))
+        let ret = self
+            .call_within("Runtime.evaluate", by_value(expression, None), limit)
+            .await?;
+        Ok(value_of(ret))
     }
 
     /// Evaluates one of our own snippets, retrying while a navigation replaces the document.
@@ -1278,14 +1291,8 @@ impl Session {
 
     async fn resolve(&self, target: &Target) -> Result<Result<Resolved, String>, PoolError> {
         if let Target::Point { x, y } = target {
-            let (w, h) = (
-                f64::from(self.cfg.viewport_width),
-                f64::from(self.cfg.viewport_height),
-            );
-            if *x >= w || *y >= h {
-                return Ok(Err(format!(
-                    "point ({x}, {y}) is outside the {w}x{h} viewport"
-                )));
+            if let Some(e) = self.outside_viewport(*x, *y) {
+                return Ok(Err(e));
             }
             return Ok(Ok(Resolved {
                 x: Some(*x),
@@ -1338,7 +1345,7 @@ impl Session {
                 Err(e) => return Ok(Err(e)),
             };
             let (x, y) = (r.x.unwrap_or_default() + ox, r.y.unwrap_or_default() + oy);
-            if !self.in_viewport(x, y) {
+            if x < 0.0 || y < 0.0 || self.outside_viewport(x, y).is_some() {
                 return Ok(Err(
                     "the element's frame cannot be scrolled into view".into()
                 ));
@@ -1348,12 +1355,14 @@ impl Session {
         Ok(Ok(r))
     }
 
-    fn in_viewport(&self, x: f64, y: f64) -> bool {
+    /// Why a point (action coordinates are never negative) cannot be acted at, if it
+    /// lies past the viewport's right or bottom edge.
+    fn outside_viewport(&self, x: f64, y: f64) -> Option<String> {
         let (w, h) = (
             f64::from(self.cfg.viewport_width),
             f64::from(self.cfg.viewport_height),
         );
-        (0.0..w).contains(&x) && (0.0..h).contains(&y)
+        (x >= w || y >= h).then(|| format!("point ({x}, {y}) is outside the {w}x{h} viewport"))
     }
 
     /// One mouse event with the button state spelled out: `buttons` is the bit field of
@@ -1639,14 +1648,8 @@ impl Session {
                 "null".into(),
             ),
             Target::Point { x, y } => {
-                let (w, h) = (
-                    f64::from(self.cfg.viewport_width),
-                    f64::from(self.cfg.viewport_height),
-                );
-                if *x >= w || *y >= h {
-                    return Ok(ActReport::failed(format!(
-                        "point ({x}, {y}) is outside the {w}x{h} viewport"
-                    )));
+                if let Some(e) = self.outside_viewport(*x, *y) {
+                    return Ok(ActReport::failed(e));
                 }
                 (
                     "null".to_string(),

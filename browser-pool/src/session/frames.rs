@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Instant;
 
-use super::{PROBE_WAIT, Probe, RESTLESS_MAX, SETTLE_POLL, Session};
+use super::{PROBE_WAIT, Probe, RESTLESS_MAX, SETTLE_POLL, Session, by_value, value_of};
 use crate::action::Target;
 use crate::error::PoolError;
 use crate::js;
@@ -418,15 +418,11 @@ impl Session {
         context: ExecutionContextId,
         expression: &str,
     ) -> Result<Result<Value, String>, PoolError> {
-        let mut params = EvaluateParams::new(expression);
-        params.context_id = Some(context);
-        params.return_by_value = Some(true);
-        params.await_promise = Some(true);
-        match self.call("Runtime.evaluate", params).await {
-            Ok(ret) => Ok(match ret.exception_details {
-                Some(ex) => Err(ex.exception.and_then(|e| e.description).unwrap_or(ex.text)),
-                None => Ok(ret.result.value.unwrap_or(Value::Null)),
-            }),
+        match self
+            .call("Runtime.evaluate", by_value(expression, Some(context)))
+            .await
+        {
+            Ok(ret) => Ok(value_of(ret)),
             Err(PoolError::Cdp { message, .. }) => Ok(Err(format!(
                 "the element's frame is gone ({message}); use the numbers of the latest observation"
             ))),
