@@ -33,3 +33,5 @@ trap cleanup EXIT
 
 echo "test: database ${DATABASE_URL%%@*}@…" >&2
 cargo test --workspace "$@"
+# The offline bundle (scripts/bundle.sh) runs from its own copies; only on a full run.
+if [ $# -eq 0 ]; then ./scripts/test-bundle.sh; fi
