@@ -39,7 +39,7 @@ pub struct RecordArgs {
     /// Where to write the set.
     #[arg(long)]
     pub out: PathBuf,
-    /// First port of the practice sites.
+    /// First port of the practice sites (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
     /// Screenshots kept per episode (the last ones), for model judges.

@@ -8,6 +8,7 @@ mod bench_rollout;
 mod bench_workers;
 mod browser_args;
 mod db;
+mod export;
 mod judge;
 mod models;
 mod observe;
@@ -97,6 +98,9 @@ enum Command {
     /// What an agent sees on a page (elements, tabs, events, accessibility tree,
     /// screenshots), after the actions given: for writing tasks and debugging policies.
     Observe(observe::ObserveArgs),
+    /// Finished episodes as JSON Lines (steps, raw outputs, per-token log-probabilities,
+    /// verdicts, splits), for training outside surfgym.
+    Export(export::ExportArgs),
     /// Judge calibration.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
@@ -159,6 +163,7 @@ fn main() -> ExitCode {
             Command::Bench(b) => bench::run(&cli.common, b).await,
             Command::ServePolicy(a) => models::serve_policy(&cli.common, a).await,
             Command::Observe(a) => observe::observe(&cli.common, a).await,
+            Command::Export(a) => export::export(&cli.common, a).await,
             Command::Judge(j) => judge::run(&cli.common, j).await,
             Command::Tasks(TasksCommand::Verify(a)) => run::verify(&cli.common, a).await,
             Command::Tasks(TasksCommand::Import(a)) => run::import(&cli.common, a).await,

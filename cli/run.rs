@@ -27,7 +27,7 @@ pub struct ServerArgs {
     /// Port of the API and dashboard (a free one is used when it is taken).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// First port of the practice sites (one port per site).
+    /// First port of the practice sites, one port per site (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
 }
@@ -110,7 +110,7 @@ pub struct RunArgs {
     /// Campaign name.
     #[arg(long)]
     pub name: Option<String>,
-    /// First port of the practice sites.
+    /// First port of the practice sites (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
 }
@@ -122,7 +122,7 @@ pub struct WorkerArgs {
     /// bundled tasks with those URLs; without it, tasks must be reachable as registered.
     #[arg(long)]
     pub serve_sites: bool,
-    /// First port of the practice sites, with --serve-sites.
+    /// First port of the practice sites, with --serve-sites (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
     /// Serve this worker's Prometheus metrics at http://ADDR/metrics (e.g. 0.0.0.0:9100;
@@ -160,7 +160,7 @@ pub enum CampaignCommand {
     Run {
         /// Campaign id.
         id: Uuid,
-        /// First port of the practice sites.
+        /// First port of the practice sites (0: any free ports).
         #[arg(long, default_value_t = 8701)]
         sites_port: u16,
     },
@@ -171,7 +171,7 @@ pub enum CampaignCommand {
 pub struct VerifyArgs {
     #[command(flatten)]
     pub tasks: TaskArgs,
-    /// First port of the practice sites.
+    /// First port of the practice sites (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
 }
@@ -276,7 +276,9 @@ async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
         .iter()
         .map(|d| ("miniwob".to_string(), d.clone()))
         .collect();
-    let sites = SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), Some(sites_port), extra)
+    // 0 asks for free ports, as a listener's port 0 does (not ports 0, 1, 2, ...).
+    let first_port = Some(sites_port).filter(|p| *p != 0);
+    let sites = SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), first_port, extra)
         .await
         .context("serving the practice sites")?;
     let engine = engine(common, &db)?;

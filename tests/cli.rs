@@ -1,7 +1,7 @@
 //! The `surfgym` binary itself: `tasks import --format ...` (MiniWoB++ task names and a
 //! WebArena array with a broken item) against a real database, `judge eval` on the
-//! bundled labelled set with the rule judge, and `observe` on a page with a cross-site
-//! frame in real Chromium.
+//! bundled labelled set with the rule judge, `observe` on a page with a cross-site frame
+//! in real Chromium, and `export` of a real scripted episode with its screenshots.
 
 use std::process::{Command, Output};
 
@@ -301,4 +301,85 @@ async fn observe_shows_what_the_agent_sees_after_the_actions() {
         assert!(!text(&out).1.contains(ENDLESS), "{page}: {:?}", text(&out));
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn export_writes_finished_episodes_and_their_screenshots(pool: PgPool) {
+    let db = database_url(&pool);
+    let ran = surfgym(
+        &[
+            "run",
+            "--policy",
+            "scripted",
+            "--task",
+            "shop-mug-capacity",
+            "--rollouts",
+            "1",
+            "--sites-port",
+            "0",
+        ],
+        &db,
+    );
+    assert!(ran.status.success(), "{:?}", text(&ran));
+
+    let dir = std::env::temp_dir().join(format!("surfgym-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("episodes.jsonl");
+    let shots = dir.join("shots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = surfgym(
+        &[
+            "export",
+            "--out",
+            file.to_str().unwrap(),
+            "--screenshots",
+            shots.to_str().unwrap(),
+        ],
+        &db,
+    );
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("wrote 1 episodes"), "{stderr}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<serde_json::Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    let e = &lines[0];
+    assert_eq!(e["task_id"], "shop-mug-capacity");
+    assert_eq!(e["split"], "train");
+    assert_eq!(e["success"], true);
+    let steps = e["steps"].as_array().unwrap();
+    assert_eq!(steps.len() as i64, e["step_count"].as_i64().unwrap());
+    assert!(steps.len() >= 3, "the reference solution's steps: {e}");
+    for step in steps.iter().chain(std::iter::once(e)) {
+        let key = if step.get("idx").is_some() {
+            "screenshot_file"
+        } else {
+            "final_screenshot_file"
+        };
+        let path = step[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key} in {step}"));
+        let bytes = std::fs::read(path).unwrap();
+        assert_eq!(&bytes[..2], [0xFF, 0xD8], "{path} is a JPEG");
+    }
+
+    // To standard output, without screenshots: the same episodes, hashes only.
+    let out = surfgym(&["export", "--success", "true"], &db);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let again: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(again["id"], e["id"]);
+    assert!(again["steps"][0].get("screenshot_file").is_none());
+    let none = surfgym(&["export", "--success", "false"], &db);
+    assert!(none.status.success());
+    assert!(none.stdout.is_empty(), "no unsuccessful episode to export");
+
+    let bad = surfgym(&["export", "--campaign", "xyz"], &db);
+    let (_, stderr) = text(&bad);
+    assert!(!bad.status.success());
+    assert!(stderr.contains("--campaign xyz"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

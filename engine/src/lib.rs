@@ -6,6 +6,7 @@
 //! - [`policy`] holds the [`policy::Policy`] seam and the built-in policies.
 //! - [`runner`] claims episodes (leases in Postgres), runs them, judges, stores.
 //! - [`sites`] serves the bundled practice websites.
+//! - [`export`] reads finished episodes out as a dataset for trainers.
 //!
 //! Data flows one way: task → campaign → episode → step → verdict. The engine knows
 //! nothing of HTTP handlers or the dashboard; `web` sits on top of it.
@@ -14,6 +15,7 @@ pub mod campaign;
 mod engine;
 pub mod environments;
 mod error;
+pub mod export;
 pub mod judge;
 pub mod metrics;
 pub mod policy;

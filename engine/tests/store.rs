@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
+use engine::export::ExportFilter;
 use engine::store::{
     Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictOutcome,
     VerdictRecord, blob_hash,
 };
+use futures::StreamExt;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -339,4 +341,118 @@ async fn facts_left_unchecked_are_stored_as_such_with_a_lower_bound_credit(pool:
         err.to_string().contains("verdicts_unchecked_is_bare"),
         "{err}"
     );
+}
+
+/// Everything the export yields: (task, rollout) of each episode, in order.
+async fn exported(store: &Store, filter: ExportFilter, page: i64) -> Vec<(String, Option<bool>)> {
+    engine::export::episodes_in_pages(store.clone(), filter, page)
+        .map(|e| {
+            let e = e.unwrap();
+            (e.summary.task_id, e.summary.success)
+        })
+        .collect()
+        .await
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn the_export_yields_each_finished_episode_once_with_its_token_logprobs(pool: PgPool) {
+    let (store, c) = setup(pool, 5).await;
+    sqlx::query("UPDATE tasks SET split = 'test' WHERE id IN ('t3', 't4')")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    // Claimed in an order of the store's choosing; finish all but two: one left pending,
+    // one failed on infrastructure.
+    let mut claimed = Vec::new();
+    while let Some(e) = store.claim_episode(c, "A", LEASE).await.unwrap() {
+        claimed.push(e.id);
+    }
+    assert_eq!(claimed.len(), 5);
+    let task_of = |id: Uuid| {
+        let store = store.clone();
+        async move {
+            store
+                .get_episode(id)
+                .await
+                .unwrap()
+                .unwrap()
+                .summary
+                .task_id
+        }
+    };
+    let mut by_task = std::collections::BTreeMap::new();
+    for id in &claimed {
+        by_task.insert(task_of(*id).await, *id);
+    }
+    for t in ["t0", "t2", "t3"] {
+        let mut r = record(by_task[t], 2);
+        r.success = t != "t2";
+        assert!(store.finish_episode("A", &r).await.unwrap());
+    }
+    assert!(
+        store
+            .release_episode(by_task["t1"], "A", "browser crashed", true)
+            .await
+            .unwrap()
+    );
+
+    let all = ExportFilter {
+        campaign: Some(c),
+        ..Default::default()
+    };
+    let want = vec![
+        ("t0".to_string(), Some(true)),
+        ("t2".to_string(), Some(false)),
+        ("t3".to_string(), Some(true)),
+    ];
+    assert_eq!(
+        exported(&store, all.clone(), 100).await,
+        want,
+        "finished ones only, in campaign order"
+    );
+    assert_eq!(
+        exported(&store, all.clone(), 1).await,
+        want,
+        "the same when read a key at a time"
+    );
+    assert_eq!(engine::export::count(&store, &all).await.unwrap(), 3);
+    let test_split = ExportFilter {
+        campaign: Some(c),
+        split: Some("test".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        exported(&store, test_split, 100).await,
+        vec![("t3".to_string(), Some(true))]
+    );
+    let failures = ExportFilter {
+        campaign: Some(c),
+        success: Some(false),
+        ..Default::default()
+    };
+    assert_eq!(
+        exported(&store, failures, 100).await,
+        vec![("t2".to_string(), Some(false))]
+    );
+
+    // Pages read while the campaign goes on: an episode finishing ahead of the reader is
+    // picked up, and none is read twice.
+    let mut stream = std::pin::pin!(engine::export::episodes_in_pages(
+        store.clone(),
+        all.clone(),
+        1
+    ));
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(first.summary.task_id, "t0");
+    assert_eq!(first.summary.split, "train");
+    assert_eq!(first.steps.len(), 2);
+    assert_eq!(first.steps[0].token_logprobs, Some(vec![-0.25, -0.25]));
+    assert!(
+        store
+            .finish_episode("A", &record(by_task["t4"], 1))
+            .await
+            .unwrap()
+    );
+    let rest: Vec<String> = stream.map(|e| e.unwrap().summary.task_id).collect().await;
+    assert_eq!(rest, ["t2", "t3", "t4"]);
 }

@@ -1,10 +1,15 @@
-//! `/api/campaigns`: create (202), list, read, pause, resume, cancel.
+//! `/api/campaigns`: create (202), list, read, pause, resume, cancel, export.
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use engine::CampaignSpec;
+use engine::export::ExportFilter;
 use engine::store::CampaignView;
+use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -72,6 +77,46 @@ async fn after(state: &AppState, id: Uuid) -> Result<Json<CampaignView>, ApiErro
     let c = state.engine.store().get_campaign(id).await?;
     c.map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("no campaign {id}")))
+}
+
+/// Filters of `GET /api/campaigns/{id}/export`.
+#[derive(Debug, Deserialize)]
+pub struct ExportQuery {
+    split: Option<String>,
+    success: Option<bool>,
+}
+
+/// `GET /api/campaigns/{id}/export`: the campaign's finished episodes as JSON Lines, one
+/// whole episode (the replay's schema) per line, streamed as they are read.
+pub async fn export(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ExportQuery>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let filter = ExportFilter {
+        campaign: Some(id),
+        split: crate::episodes::parse_split(q.split)?,
+        success: q.success,
+    };
+    let store = state.engine.store().clone();
+    if store.get_campaign(id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no campaign {id}")));
+    }
+    // A database error mid-stream ends the body early: the client sees a truncated
+    // response (no final newline), never a made-up line.
+    let lines = engine::export::episodes(store, filter).map(|e| {
+        e.map(|e| {
+            let mut line = serde_json::to_vec(&e).expect("episodes serialize");
+            line.push(b'\n');
+            line
+        })
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(lines),
+    )
+        .into_response())
 }
 
 /// `POST /api/campaigns/{id}/pause`.

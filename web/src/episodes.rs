@@ -20,6 +20,15 @@ pub struct EpisodeQuery {
     task: Option<String>,
     status: Option<String>,
     success: Option<bool>,
+    split: Option<String>,
+}
+
+/// A `split` query parameter, checked.
+pub(crate) fn parse_split(split: Option<String>) -> Result<Option<String>, ApiError> {
+    match split.as_deref() {
+        None | Some("train" | "test") => Ok(split),
+        Some(_) => Err(field("split", "must be train or test")),
+    }
 }
 
 /// `GET /api/episodes?campaign=…`.
@@ -48,6 +57,7 @@ pub async fn list(
         task: q.task,
         status: q.status,
         success: q.success,
+        split: parse_split(q.split)?,
     };
     let (items, total) = state
         .engine

@@ -76,6 +76,20 @@ pub fn document() -> Value {
             json!({"enum": ["pending", "running", "finished", "failed"]}),
         ),
         q("success", "judged successful", json!({"type": "boolean"})),
+        q(
+            "split",
+            "the task's split: train or test",
+            json!({"enum": ["train", "test"]}),
+        ),
+    ];
+    let export_params = vec![
+        id_param("campaign id"),
+        q("success", "judged successful", json!({"type": "boolean"})),
+        q(
+            "split",
+            "the task's split: train or test",
+            json!({"enum": ["train", "test"]}),
+        ),
     ];
     episode_params.extend(paging());
     let text_match = obj(
@@ -126,6 +140,9 @@ pub fn document() -> Value {
             "/api/campaigns/{id}/events": {"get": {"summary": "server-sent events: a `campaign` event with the campaign's JSON whenever it changes, until it ends",
                 "operationId": "campaignEvents", "parameters": [id_param("campaign id")],
                 "responses": {"200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}, "404": err("no such campaign")}}},
+            "/api/campaigns/{id}/export": {"get": {"summary": "the campaign's finished episodes as JSON Lines, one EpisodeDetail per line (steps with raw outputs and per-token log-probabilities, verdicts, split), streamed in campaign order",
+                "operationId": "exportCampaign", "parameters": export_params,
+                "responses": {"200": {"description": "JSON Lines", "content": {"application/x-ndjson": {"schema": r("EpisodeDetail")}}}, "400": err("bad id or filter"), "404": err("no such campaign")}}},
             "/metrics": {"get": {"summary": "Prometheus metrics: episodes, steps, retries, step latency split into policy / browser / judge / storage, queue depths, pool occupancy",
                 "operationId": "metrics", "responses": {"200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
             "/api/episodes": {"get": {"summary": "list episodes", "operationId": "listEpisodes", "parameters": episode_params,
@@ -183,7 +200,7 @@ pub fn document() -> Value {
                 "progress": {"type": "number"}, "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]}}),
                 &["id", "name", "status", "policy", "config", "total_episodes", "counts", "successes", "progress"]),
             "EpisodeSummary": obj(json!({"id": {"type": "string"}, "campaign_id": {"type": "string"}, "task_id": {"type": "string"}, "site": {"type": "string"},
-                "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": ["pending", "running", "finished", "failed"]},
+                "split": {"enum": ["train", "test"]}, "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": ["pending", "running", "finished", "failed"]},
                 "end_reason": {"type": ["string", "null"]}, "success": {"type": ["boolean", "null"]}, "score": {"type": ["number", "null"], "description": "partial credit; a lower bound when score_of_verified is set"},
                 "score_of_verified": {"type": ["number", "null"], "description": "partial credit over the verified facts when binary judging left facts unchecked"},
                 "final_answer": {"type": ["string", "null"]}, "step_count": {"type": "integer"}, "attempts": {"type": "integer"}, "last_error": {"type": ["string", "null"]},
@@ -195,7 +212,9 @@ pub fn document() -> Value {
                 "tabs": {"type": "array", "description": "Open tabs: {number, url, title, active}"},
                 "action": {"type": "string"}, "thought": {"type": ["string", "null"]}, "raw_output": {"type": ["string", "null"]},
                 "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},
-                "logprob": {"type": ["number", "null"]}, "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
+                "logprob": {"type": ["number", "null"]},
+                "token_logprobs": {"type": ["array", "null"], "items": {"type": "number"}, "description": "log-probability of each generated token of raw_output, when the policy reported them"},
+                "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
                 &["idx", "url", "action"]),
             "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},
                 "passed": {"type": ["boolean", "null"], "description": "null: not checked (binary judging stopped early)"}, "evidence": {"type": "string"}, "reason": {"type": "string"}}), &["judge", "fact_id", "passed"]),

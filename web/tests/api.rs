@@ -674,3 +674,159 @@ async fn the_dashboard_is_served(pool: PgPool) {
         );
     }
 }
+
+/// A finished episode as a runner would store it: one step with token log-probabilities.
+fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
+    use engine::store::{EndReason, EpisodeRecord, StepRecord};
+    EpisodeRecord {
+        id,
+        end_reason: EndReason::Answered,
+        instruction: None,
+        final_answer: Some("12.50".into()),
+        final_url: None,
+        final_screenshot: None,
+        final_page: None,
+        steps: vec![StepRecord {
+            url: "http://127.0.0.1:8701/".into(),
+            title: "Shop".into(),
+            screenshot: None,
+            elements: json!([]),
+            events: json!([]),
+            tabs: json!([]),
+            action: "answer(\"12.50\")".into(),
+            thought: None,
+            raw_output: Some("answer(\"12.50\")".into()),
+            action_error: None,
+            click: None,
+            logprob: Some(-0.75),
+            token_logprobs: vec![-0.5, -0.25],
+            observe_ms: 1,
+            policy_ms: 1,
+            act_ms: 1,
+        }],
+        verdicts: vec![],
+        blobs: vec![],
+        success,
+        credit: rubrics::Credit::Exact(if success { 1.0 } else { 0.0 }),
+        duration: std::time::Duration::from_millis(3),
+        judge_calls: 0,
+        judge_facts: 0,
+        judge_exhaustive_calls: 0,
+    }
+}
+
+/// The body of a JSON Lines response, a value per line.
+async fn lines(app: &axum::Router, uri: &str) -> (StatusCode, String, Vec<Value>) {
+    let resp = app
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let kind = resp.headers()["content-type"].to_str().unwrap().to_string();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let values = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (status, kind, values)
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_campaign_exports_its_finished_episodes_as_json_lines(pool: PgPool) {
+    let store = Store::from_pool(pool.clone());
+    let app = app(pool);
+    let mut test_task = task("b", "shop");
+    test_task["split"] = json!("test");
+    for t in [task("a", "shop"), test_task, task("c", "shop")] {
+        let (s, _) = call(&app, Method::POST, "/api/tasks", Some(&t.to_string())).await;
+        assert_eq!(s, StatusCode::CREATED);
+    }
+    let (s, created) = call(
+        &app,
+        Method::POST,
+        "/api/campaigns",
+        Some(r#"{"policy": "scripted", "rollouts_per_task": 1}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{created}");
+    let id = uuid::Uuid::parse_str(created["id"].as_str().unwrap()).unwrap();
+    // Tasks a and b finish (b unsuccessfully); c is claimed but never finishes.
+    let mut finished_n = 0;
+    while let Some(e) = store
+        .claim_episode(id, "test", std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+    {
+        let task = store
+            .get_episode(e.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .summary
+            .task_id;
+        if task == "c" {
+            continue;
+        }
+        assert!(
+            store
+                .finish_episode("test", &finished(e.id, task == "a"))
+                .await
+                .unwrap()
+        );
+        finished_n += 1;
+    }
+    assert_eq!(finished_n, 2);
+
+    let uri = format!("/api/campaigns/{id}/export");
+    let (s, kind, all) = lines(&app, &uri).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(kind, "application/x-ndjson");
+    let tasks: Vec<&str> = all.iter().map(|e| e["task_id"].as_str().unwrap()).collect();
+    assert_eq!(
+        tasks,
+        ["a", "b"],
+        "finished episodes only, in campaign order"
+    );
+    assert_eq!(all[0]["split"], "train");
+    assert_eq!(all[1]["split"], "test");
+    assert_eq!(all[0]["steps"][0]["token_logprobs"], json!([-0.5, -0.25]));
+    assert_eq!(all[0]["steps"][0]["raw_output"], "answer(\"12.50\")");
+    assert_eq!(all[0]["instruction"], "Find the price of the blue mug");
+
+    let (_, _, test) = lines(&app, &format!("{uri}?split=test")).await;
+    assert_eq!(test.len(), 1);
+    assert_eq!(test[0]["task_id"], "b");
+    let (_, _, wins) = lines(&app, &format!("{uri}?success=true")).await;
+    assert_eq!(wins.len(), 1);
+    assert_eq!(wins[0]["task_id"], "a");
+
+    let (s, body) = call(&app, Method::GET, &format!("{uri}?split=dev"), None).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(error_fields(&body), ["split"]);
+    let (s, body) = call(&app, Method::GET, "/api/campaigns/nope/export", None).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(error_fields(&body), ["id"]);
+    let other = uuid::Uuid::new_v4();
+    let (s, _) = call(
+        &app,
+        Method::GET,
+        &format!("/api/campaigns/{other}/export"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    // The episode list filters by split too.
+    let (_, listed) = call(
+        &app,
+        Method::GET,
+        &format!("/api/episodes?campaign={id}&split=test"),
+        None,
+    )
+    .await;
+    assert_eq!(listed["total"], 1);
+    assert_eq!(listed["items"][0]["split"], "test");
+}

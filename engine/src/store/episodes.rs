@@ -172,6 +172,8 @@ pub struct EpisodeFilter {
     pub status: Option<String>,
     /// Success.
     pub success: Option<bool>,
+    /// The task's split (`train` or `test`).
+    pub split: Option<String>,
 }
 
 impl EpisodeFilter {
@@ -195,6 +197,8 @@ pub struct EpisodeSummary {
     pub task_id: String,
     /// Website of the task.
     pub site: String,
+    /// The task's split: `train` or `test`.
+    pub split: String,
     /// Rollout index.
     pub rollout: i32,
     /// Seed.
@@ -258,6 +262,9 @@ pub struct StepView {
     pub click_y: Option<f32>,
     /// Action log-probability.
     pub logprob: Option<f64>,
+    /// Log-probability of each generated token of `raw_output`, when the policy reported
+    /// them (what a trainer needs for importance ratios).
+    pub token_logprobs: Option<Vec<f32>>,
     /// Observe time, ms.
     pub observe_ms: i32,
     /// Policy time, ms.
@@ -304,7 +311,38 @@ pub struct EpisodeDetail {
     pub verdicts: Vec<VerdictView>,
 }
 
-const SUMMARY: &str = "SELECT e.id, e.campaign_id, e.task_id, t.site, e.rollout, e.seed, e.status, e.end_reason,
+/// Where an episode sits in campaign order (task, rollout, id).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct EpisodeKey {
+    /// Task.
+    pub task_id: String,
+    /// Rollout index.
+    pub rollout: i32,
+    /// Identifier.
+    pub id: Uuid,
+}
+
+/// `WHERE` clauses of an [`EpisodeFilter`] over `episodes e JOIN tasks t`.
+fn push_filter(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
+    q.push(" WHERE true");
+    if let Some(c) = f.campaign {
+        q.push(" AND e.campaign_id = ").push_bind(c);
+    }
+    if let Some(t) = &f.task {
+        q.push(" AND e.task_id = ").push_bind(t.clone());
+    }
+    if let Some(s) = &f.status {
+        q.push(" AND e.status = ").push_bind(s.clone());
+    }
+    if let Some(s) = f.success {
+        q.push(" AND e.success = ").push_bind(s);
+    }
+    if let Some(s) = &f.split {
+        q.push(" AND t.split = ").push_bind(s.clone());
+    }
+}
+
+const SUMMARY: &str = "SELECT e.id, e.campaign_id, e.task_id, t.site, t.split, e.rollout, e.seed, e.status, e.end_reason,
         e.success, e.score, e.score_of_verified, e.final_answer, e.steps, e.attempts, e.last_error, e.duration_ms, e.started_at, e.finished_at
     FROM episodes e JOIN tasks t ON t.id = e.task_id";
 
@@ -516,32 +554,45 @@ impl Store {
         limit: i64,
         offset: i64,
     ) -> Result<(Vec<EpisodeSummary>, i64), StoreError> {
-        let push_where = |q: &mut QueryBuilder<'_, sqlx::Postgres>| {
-            q.push(" WHERE true");
-            if let Some(c) = f.campaign {
-                q.push(" AND e.campaign_id = ").push_bind(c);
-            }
-            if let Some(t) = &f.task {
-                q.push(" AND e.task_id = ").push_bind(t.clone());
-            }
-            if let Some(s) = &f.status {
-                q.push(" AND e.status = ").push_bind(s.clone());
-            }
-            if let Some(s) = f.success {
-                q.push(" AND e.success = ").push_bind(s);
-            }
-        };
         let mut q = QueryBuilder::new(SUMMARY);
-        push_where(&mut q);
+        push_filter(&mut q, f);
         q.push(" ORDER BY e.task_id, e.rollout, e.id LIMIT ")
             .push_bind(limit)
             .push(" OFFSET ")
             .push_bind(offset);
         let rows = q.build_query_as().fetch_all(&self.pool).await?;
-        let mut c = QueryBuilder::new("SELECT count(*) FROM episodes e");
-        push_where(&mut c);
+        let mut c =
+            QueryBuilder::new("SELECT count(*) FROM episodes e JOIN tasks t ON t.id = e.task_id");
+        push_filter(&mut c, f);
         let (total,): (i64,) = c.build_query_as().fetch_one(&self.pool).await?;
         Ok((rows, total))
+    }
+
+    /// The next `limit` episodes matching a filter after `after`, in campaign order. Pages
+    /// by key rather than offset, so that reading a campaign while it runs neither skips
+    /// nor repeats an episode as others finish.
+    pub async fn episodes_after(
+        &self,
+        f: &EpisodeFilter,
+        after: Option<&EpisodeKey>,
+        limit: i64,
+    ) -> Result<Vec<EpisodeKey>, StoreError> {
+        let mut q = QueryBuilder::new(
+            "SELECT e.task_id, e.rollout, e.id FROM episodes e JOIN tasks t ON t.id = e.task_id",
+        );
+        push_filter(&mut q, f);
+        if let Some(k) = after {
+            q.push(" AND (e.task_id, e.rollout, e.id) > (")
+                .push_bind(k.task_id.clone())
+                .push(", ")
+                .push_bind(k.rollout)
+                .push(", ")
+                .push_bind(k.id)
+                .push(")");
+        }
+        q.push(" ORDER BY e.task_id, e.rollout, e.id LIMIT ")
+            .push_bind(limit);
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
     /// An episode with its steps and verdicts.
@@ -564,7 +615,7 @@ impl Store {
             .await?;
         let steps = sqlx::query_as(
             "SELECT idx, url, title, screenshot, elements, events, tabs, action, thought, raw_output, action_error,
-                click_x, click_y, logprob, observe_ms, policy_ms, act_ms
+                click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms
              FROM steps WHERE episode_id = $1 ORDER BY idx",
         )
         .bind(id)

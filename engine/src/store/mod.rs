@@ -20,8 +20,8 @@ use sqlx::postgres::PgPoolOptions;
 pub use blobs::{Blob, hash as blob_hash};
 pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode};
 pub use episodes::{
-    ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeRecord, EpisodeSummary,
-    StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
+    ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
+    EpisodeSummary, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
 };
 pub use tasks::{TaskFilter, TaskView};
 
