@@ -184,6 +184,23 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     open(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
     let rows = js(&s, "document.body.innerText").await;
     assert!(rows.as_str().unwrap().contains(&longest.task_id));
+    // Its export link downloads every finished episode, a JSON line each.
+    let exported = js(
+        &s,
+        "fetch(document.getElementById('btn-export').href).then(r => r.text())
+            .then(t => t.trim().split('\\n').map(l => JSON.parse(l).id))",
+    )
+    .await;
+    let finished: Vec<String> = episodes
+        .iter()
+        .filter(|e| e.status == "finished")
+        .map(|e| e.id.to_string())
+        .collect();
+    let mut exported: Vec<String> = serde_json::from_value(exported).unwrap();
+    exported.sort();
+    let mut want = finished.clone();
+    want.sort();
+    assert_eq!(exported, want);
     s.close().await;
     engine.shutdown().await;
 }
