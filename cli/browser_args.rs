@@ -130,5 +130,8 @@ mod tests {
         let bad = Cli::parse_from(["x", "--remote-browser", "10.0.0.2:9222"]);
         let err = bad.browser.apply(&mut cfg).unwrap_err().to_string();
         assert!(err.contains("ws:// DevTools URL"), "{err}");
+        let tls = Cli::parse_from(["x", "--remote-browser", "wss://browsers.example/x"]);
+        let err = tls.browser.apply(&mut cfg).unwrap_err().to_string();
+        assert!(err.contains("TLS") && err.contains("ssh -L"), "{err}");
     }
 }

@@ -171,10 +171,14 @@ impl PoolConfig {
             return Err("recycle_after must be at least 1 (or none)".into());
         }
         for url in &self.remote {
-            let ok = ["ws://", "wss://", "http://", "https://"]
-                .iter()
-                .any(|s| url.starts_with(s));
-            if !ok {
+            // The CDP client is built without TLS: a wss:// or https:// address would only
+            // fail later, at connection time, with a less helpful message.
+            if url.starts_with("wss://") || url.starts_with("https://") {
+                return Err(format!(
+                    "remote browser {url:?}: TLS (wss://, https://) is not supported; reach it over ws:// or http://, through an SSH tunnel (ssh -L 9222:localhost:9222 HOST) on untrusted networks"
+                ));
+            }
+            if !(url.starts_with("ws://") || url.starts_with("http://")) {
                 return Err(format!(
                     "remote browser {url:?} must be a ws:// DevTools URL or an http:// endpoint"
                 ));

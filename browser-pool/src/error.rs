@@ -21,6 +21,19 @@ pub enum PoolError {
         /// What went wrong.
         message: String,
     },
+    /// A remote browser (`PoolConfig::remote`) could not be reached.
+    #[error(
+        "cannot reach the remote browser at {url}: {message} (is Chrome running there with --remote-debugging-port, and can this machine reach it?)"
+    )]
+    Remote {
+        /// The address that was tried.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The pool's configuration is invalid; nothing was launched.
+    #[error("invalid browser pool configuration: {0}")]
+    Config(String),
     /// A CDP call did not answer in time; the browser or tab is probably hung.
     #[error("CDP call `{op}` timed out after {after:?}")]
     Timeout {
@@ -75,6 +88,8 @@ impl PoolError {
     pub fn kind(&self) -> &'static str {
         match self {
             PoolError::Launch { .. } => "launch",
+            PoolError::Remote { .. } => "remote_unreachable",
+            PoolError::Config(_) => "config",
             PoolError::Timeout { .. } => "cdp_timeout",
             PoolError::BrowserGone { .. } => "browser_gone",
             PoolError::Cdp { .. } => "cdp",

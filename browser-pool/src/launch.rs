@@ -154,13 +154,13 @@ impl LiveBrowser {
             Browser::connect_with_config(url, config),
         )
         .await
-        .map_err(|_| PoolError::Launch {
-            path: url.to_string(),
-            message: "no answer from the remote browser after 20 s".into(),
+        .map_err(|_| PoolError::Remote {
+            url: url.to_string(),
+            message: "no answer after 20 s".into(),
         })?
-        .map_err(|e| PoolError::Launch {
-            path: url.to_string(),
-            message: format!("cannot connect to the remote browser: {e}"),
+        .map_err(|e| PoolError::Remote {
+            url: url.to_string(),
+            message: e.to_string(),
         })?;
         tracing::info!(url, "connected to a remote browser");
         let live = LiveBrowser::watch(browser, handler, None, Some(url.to_string()), None);

@@ -92,10 +92,7 @@ impl BrowserPool {
     /// Launches every local browser and connects to every remote one up front, so that no
     /// episode waits for a launch.
     pub async fn launch(cfg: PoolConfig) -> Result<BrowserPool, PoolError> {
-        cfg.validate().map_err(|message| PoolError::Launch {
-            path: cfg.chromium.display().to_string(),
-            message: format!("invalid pool configuration: {message}"),
-        })?;
+        cfg.validate().map_err(PoolError::Config)?;
         let cfg = Arc::new(cfg);
         let locals = if cfg.browsers == 0 && !cfg.remote.is_empty() {
             0

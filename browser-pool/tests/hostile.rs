@@ -662,7 +662,7 @@ async fn a_remote_browser_is_driven_by_its_cdp_address_and_left_running() {
 
     let mut cfg = config();
     cfg.browsers = 0;
-    cfg.remote = vec![ws];
+    cfg.remote = vec![ws.clone()];
     let pool = BrowserPool::launch(cfg).await.unwrap();
     assert_eq!(pool.stats().browsers, 1);
     let mut a = pool.lease().await.unwrap();
@@ -699,6 +699,18 @@ async fn a_remote_browser_is_driven_by_its_cdp_address_and_left_running() {
     );
     chrome.kill().unwrap();
     chrome.wait().unwrap();
+
+    // Gone, its address is an error about reaching it, not about installing Chromium.
+    let mut cfg = config();
+    cfg.browsers = 0;
+    cfg.remote = vec![ws];
+    let err = BrowserPool::launch(cfg)
+        .await
+        .err()
+        .expect("nothing to connect to");
+    assert!(matches!(err, PoolError::Remote { .. }), "{err:?}");
+    assert_eq!(err.kind(), "remote_unreachable");
+    assert!(err.to_string().contains("--remote-debugging-port"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
