@@ -59,6 +59,9 @@ struct Row {
     policy_share: f64,
     idle_share: f64,
     success_rate: f64,
+    /// Episodes finished between the 10th and 90th percentile of finish times, per hour:
+    /// the rate a campaign of many more episodes would keep, without start-up and tail.
+    steady_trajectories_per_hour: Option<f64>,
 }
 
 /// Runs the benchmark and prints a table.
@@ -120,6 +123,7 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
                 .await?
                 .context("campaign vanished")?;
             let (steps, observe, policy, act) = db.store.campaign_step_times(id).await?;
+            let finish = db.store.finish_offsets(id).await?;
             let slot_ms = wall * 1000.0 * c as f64;
             let row = Row {
                 concurrency: c,
@@ -133,6 +137,7 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
                 policy_share: policy as f64 / slot_ms,
                 idle_share: 1.0 - (observe + act + policy) as f64 / slot_ms,
                 success_rate: v.success_rate.unwrap_or(0.0),
+                steady_trajectories_per_hour: crate::bench_workers::steady_per_hour(&finish),
             };
             println!(
                 "  c={c:<3} {mode:<8} {status:<9} {:>4} episodes {:>5} steps in {:>6.1} s: {:>7.0} traj/h {:>6.2} steps/s",
@@ -143,19 +148,29 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
     }
     println!();
     println!(
-        "| concurrency | mode | episodes | wall s | traj/h | steps/s | browser | policy | idle | async/lockstep |"
+        "| concurrency | mode | episodes | wall s | traj/h | steps/s | browser | policy | idle | async/lockstep | steady traj/h | steady ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for pair in rows.chunks(2) {
         let ratio = pair[0].trajectories_per_hour / pair[1].trajectories_per_hour.max(1e-9);
+        let steady = match (
+            pair[0].steady_trajectories_per_hour,
+            pair[1].steady_trajectories_per_hour,
+        ) {
+            (Some(a), Some(l)) if l > 0.0 => format!("{:.2}x", a / l),
+            _ => "-".into(),
+        };
         for (i, r) in pair.iter().enumerate() {
-            let ratio_cell = if i == 0 {
-                format!("**{ratio:.2}x**")
+            let (ratio_cell, steady_cell) = if i == 0 {
+                (format!("**{ratio:.2}x**"), steady.clone())
             } else {
-                String::new()
+                (String::new(), String::new())
             };
+            let steady_rate = r
+                .steady_trajectories_per_hour
+                .map_or("-".into(), |s| format!("{s:.0}"));
             println!(
-                "| {} | {} | {} | {:.1} | {:.0} | {:.2} | {:.0}% | {:.0}% | {:.0}% | {} |",
+                "| {} | {} | {} | {:.1} | {:.0} | {:.2} | {:.0}% | {:.0}% | {:.0}% | {} | {} | {} |",
                 r.concurrency,
                 r.mode,
                 r.episodes,
@@ -165,10 +180,15 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
                 r.browser_share * 100.0,
                 r.policy_share * 100.0,
                 r.idle_share * 100.0,
-                ratio_cell
+                ratio_cell,
+                steady_rate,
+                steady_cell
             );
         }
     }
+    println!(
+        "\nasync/lockstep compares whole runs (start-up and tail included); the steady ratio compares the rates between the 10th and 90th percentile of finish times, which a much longer campaign approaches (--episodes-per-slot sets the run's length)."
+    );
     if let Some(path) = args.json {
         std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
         println!("\nwrote {}", path.display());

@@ -92,7 +92,7 @@ impl Worker {
 
 /// Steady throughput: episodes finished between the 10th and 90th percentile of finish
 /// times, per hour (start-up and the last stragglers left out).
-fn steady_per_hour(finish: &[f64]) -> Option<f64> {
+pub(crate) fn steady_per_hour(finish: &[f64]) -> Option<f64> {
     if finish.len() < 5 {
         return None;
     }
