@@ -6,7 +6,7 @@
 # MiniWoB++'s pages, the generated models and ONNX Runtime. Nothing is downloaded.
 #
 #   scripts/bundle.sh [--out DIR] [--debug] [--no-build] [--features F] [--ort-dylib PATH]
-#                     [--no-postgres] [--archive] [--split MB]
+#                     [--no-postgres] [--archive] [--compress xz|zstd|gzip] [--split MB]
 #
 #   --out DIR        where to write the bundle (default target/bundle; replaced if present)
 #   --debug          bundle target/debug/surfgym instead of a release build
@@ -14,8 +14,9 @@
 #   --features F     cargo features of the build (e.g. cuda)
 #   --ort-dylib P    the libonnxruntime.so to carry (default: $ORT_DYLIB_PATH, else the venv's)
 #   --no-postgres    leave the database server out (workers that reach a remote one)
-#   --archive        also write DIR.tar.zst (zstd -19; gzip if zstd is missing)
-#   --split MB       and cut the archive into parts of MB megabytes (DIR.tar.zst.part-aa, ...)
+#   --archive        also write DIR.tar.xz (xz is on every Debian and Ubuntu install; zstd
+#                    is not always: pick it with --compress zstd for DIR.tar.zst)
+#   --split MB       and cut the archive into parts of MB megabytes (DIR.tar.xz.part-aa, ...)
 #
 # On the target: `DIR/surfgym ...` runs with the bundle's environment (see DIR/env.sh).
 # Needs there: Linux on the same architecture with glibc at least as new as this machine's.
@@ -27,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=target/bundle profile=release build=1 features="" ort="${ORT_DYLIB_PATH:-}" postgres=1
-archive=0 split=""
+archive=0 split="" compress=xz
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -38,12 +39,14 @@ while [ $# -gt 0 ]; do
     --no-postgres) postgres=0; shift ;;
     --archive) archive=1; shift ;;
     --split) archive=1; split="$2"; shift 2 ;;
+    --compress) archive=1; compress="$2"; shift 2 ;;
     -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bundle: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 say() { echo "bundle: $*" >&2; }
 die() { say "$*"; exit 1; }
+case "$compress" in xz|zstd|gzip) ;; *) echo "bundle: --compress $compress: use xz, zstd or gzip" >&2; exit 2 ;; esac
 
 data="${SURFGYM_DATA_DIR:-.surfgym}"
 case "$data" in /*) ;; *) data="$PWD/$data" ;; esac
@@ -198,16 +201,20 @@ say "wrote $out ($(du -sh "$out" | cut -f1)); run $out/surfgym --help"
 
 if [ "$archive" = 1 ]; then
   parent="$(dirname "$out")" name="$(basename "$out")"
-  if command -v zstd >/dev/null; then
-    tar -C "$parent" -cf - "$name" | zstd -q -19 -T0 -o "$out.tar.zst" -f; file="$out.tar.zst"
-  else
-    tar -C "$parent" -czf "$out.tar.gz" "$name"; file="$out.tar.gz"
-  fi
+  case "$compress" in
+    xz) tool=(xz -T0 -6) ext=xz ;;
+    zstd) tool=(zstd -q -19 -T0) ext=zst ;;
+    gzip) tool=(gzip -6) ext=gz ;;
+  esac
+  command -v "${tool[0]}" >/dev/null || die "${tool[0]} is not installed (pick another --compress)"
+  file="$out.tar.$ext"
+  say "compressing with ${tool[*]} (a few minutes)"
+  tar -C "$parent" -cf - "$name" | "${tool[@]}" >"$file"
   if [ -n "$split" ]; then
     rm -f "$file".part-*
     split -b "${split}M" "$file" "$file.part-"
     rm "$file"
-    say "wrote $(ls "$file".part-* | wc -l) parts: $file.part-* (cat them together, then tar -xf)"
+    say "wrote $(ls "$file".part-* | wc -l) parts: $file.part-* (on the target: cat $(basename "$file").part-* >$(basename "$file") && tar -xf $(basename "$file"))"
   else
     say "wrote $file ($(du -sh "$file" | cut -f1))"
   fi

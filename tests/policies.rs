@@ -132,6 +132,13 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             detail.steps.iter().all(|s| s.raw_output.is_some()),
             "{policy}: the model's text is kept"
         );
+        assert!(
+            detail.steps.iter().all(|s| s
+                .prompt
+                .as_deref()
+                .is_some_and(|p| p.contains(&detail.instruction))),
+            "{policy}: and the prompt it answered"
+        );
         // A random-weight model writes nonsense, so whether a step acted depends on the
         // weights; what must hold is that every step's outcome is the shared parser's verdict
         // on the text the model wrote (engine/tests/http.rs checks a valid completion through

@@ -1,7 +1,7 @@
 //! Finished episodes as a dataset: what a trainer outside surfgym reads (one JSON object
-//! per episode, the replay's schema: steps with actions, raw model outputs and per-token
-//! log-probabilities, verdicts, the task's split). The CLI writes it as JSON Lines, the
-//! API streams it.
+//! per episode, the replay's schema: steps with actions, the prompts model policies were
+//! given, their raw outputs and per-token log-probabilities, verdicts, the task's split).
+//! The CLI writes it as JSON Lines, the API streams it.
 
 use futures::Stream;
 use uuid::Uuid;

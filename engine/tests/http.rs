@@ -294,4 +294,9 @@ async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
         prompt.contains("Task: Open the cart") && prompt.contains("[2] button \"Button 2\""),
         "{prompt}"
     );
+    assert_eq!(
+        d.prompt.as_deref(),
+        Some(prompt),
+        "the decision keeps the text sent"
+    );
 }

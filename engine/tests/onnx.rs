@@ -264,6 +264,14 @@ async fn decisions_carry_text_and_consistent_logprobs() {
         // The stored per-token values are the model's: the options are greedy, so the same
         // prompt alone gives the same tokens, which a teacher-forced pass rescores.
         let p = backend.prompt_for(input).unwrap();
+        // The stored prompt is the one generated from, before its images were expanded.
+        assert_eq!(d.prompt.as_deref(), Some(p.rendered.as_str()));
+        assert!(
+            p.rendered.contains("Press the third button"),
+            "{}",
+            p.rendered
+        );
+        assert!(p.text.len() > p.rendered.len(), "image tokens expanded");
         let mut m = model.lock().unwrap();
         let alone = m
             .generate(std::slice::from_ref(&p), &options().generation, &[0])

@@ -101,6 +101,7 @@ fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {
         }
         // ... and decodes to the same tokens with the same log-probabilities.
         let p = Prompt {
+            rendered: want.clone(),
             text: want,
             images: vec![],
             grammar: None,

@@ -59,6 +59,7 @@ impl Policy for Scripted {
                 thought,
                 logprob: None,
                 token_logprobs: Vec::new(),
+                prompt: None,
             })
         }
         .boxed()

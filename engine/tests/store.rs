@@ -56,6 +56,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         click: Some((1.0, 2.0)),
         logprob: Some(-0.5),
         token_logprobs: vec![-0.25, -0.25],
+        prompt: Some("Task: x\nElements: [1] link".into()),
         observe_ms: 1,
         policy_ms: 2,
         act_ms: 3,
@@ -255,6 +256,9 @@ async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool)
     rec.steps[0].raw_output = Some("Action: click(\0 3)".into());
     rec.steps[1].title = "Tab\0Title".into();
     rec.steps[1].elements = json!([{"label": "a\0b"}]);
+    rec.steps[1].tabs = json!([{"title": "t\0"}]);
+    rec.steps[1].events = json!([{"kind": "dialog", "message": "m\0"}]);
+    rec.steps[1].prompt = Some("[1] a\0b".into());
     rec.final_answer = Some("x\0".into());
     assert!(store.finish_episode("A", &rec).await.unwrap());
     let d = store.get_episode(a.id).await.unwrap().unwrap();
@@ -264,6 +268,9 @@ async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool)
     );
     assert_eq!(d.steps[1].title, "Tab\u{FFFD}Title");
     assert_eq!(d.steps[1].elements, json!([{"label": "a\u{FFFD}b"}]));
+    assert_eq!(d.steps[1].tabs, json!([{"title": "t\u{FFFD}"}]));
+    assert_eq!(d.steps[1].events[0]["message"], "m\u{FFFD}");
+    assert_eq!(d.steps[1].prompt.as_deref(), Some("[1] a\u{FFFD}b"));
     assert_eq!(d.summary.final_answer.as_deref(), Some("x\u{FFFD}"));
     assert_eq!(
         blob_count(&store).await,
@@ -447,6 +454,10 @@ async fn the_export_yields_each_finished_episode_once_with_its_token_logprobs(po
     assert_eq!(first.summary.split, "train");
     assert_eq!(first.steps.len(), 2);
     assert_eq!(first.steps[0].token_logprobs, Some(vec![-0.25, -0.25]));
+    assert_eq!(
+        first.steps[0].prompt.as_deref(),
+        Some("Task: x\nElements: [1] link")
+    );
     assert!(
         store
             .finish_episode("A", &record(by_task["t4"], 1))

@@ -1078,6 +1078,8 @@
           s.logprob != null ? field('Log-prob', h('span', { class: 'mono' }, Number(s.logprob).toFixed(3))) : null,
           s.raw_output != null && s.raw_output !== '' ? h('details', { class: 'raw' },
             h('summary', null, 'Raw model output'), h('pre', { class: 'pre' }, String(s.raw_output))) : null,
+          s.prompt != null && s.prompt !== '' ? h('details', { class: 'raw', id: 'step-prompt' },
+            h('summary', null, 'Prompt the model was given'), h('pre', { class: 'pre' }, String(s.prompt))) : null,
           Array.isArray(s.elements) && s.elements.length ? h('details', { class: 'raw' },
             h('summary', null, `Elements (${s.elements.length})`),
             h('pre', { class: 'pre' }, s.elements.map(elementLine).join('\n'))) : null,

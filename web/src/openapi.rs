@@ -214,6 +214,7 @@ pub fn document() -> Value {
                 "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},
                 "logprob": {"type": ["number", "null"]},
                 "token_logprobs": {"type": ["array", "null"], "items": {"type": "number"}, "description": "log-probability of each generated token of raw_output, when the policy reported them"},
+                "prompt": {"type": ["string", "null"], "description": "the text a model policy was given (ONNX: the rendered chat template, one placeholder per image; HTTP: the user message's text)"},
                 "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
                 &["idx", "url", "action"]),
             "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},

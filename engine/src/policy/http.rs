@@ -223,7 +223,8 @@ impl HttpPolicy {
         })
     }
 
-    fn content(&self, input: &StepInput) -> Result<Vec<Value>, PolicyError> {
+    /// The user message's parts, and its text (stored with the step).
+    fn content(&self, input: &StepInput) -> Result<(Vec<Value>, String), PolicyError> {
         let built = prompt::build(input, &self.chat.opts.prompt, true);
         let mut content = Vec::new();
         for img in &built.images {
@@ -234,7 +235,7 @@ impl HttpPolicy {
             content.push(image_part(&jpeg));
         }
         content.push(json!({"type": "text", "text": built.text}));
-        Ok(content)
+        Ok((content, built.text))
     }
 }
 
@@ -250,7 +251,7 @@ impl Policy for HttpPolicy {
 
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async move {
-            let content = self.content(&input)?;
+            let (content, prompt) = self.content(&input)?;
             let seed = input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let opts = &self.chat.opts;
             let regex = opts
@@ -265,6 +266,7 @@ impl Policy for HttpPolicy {
                     .then(|| token_logprobs.iter().map(|l| f64::from(*l)).sum()),
                 token_logprobs,
                 raw_output: text,
+                prompt: Some(prompt),
             })
         }
         .boxed()

@@ -78,6 +78,10 @@ pub struct Decision {
     pub logprob: Option<f64>,
     /// Per-token log-probabilities of the generated action.
     pub token_logprobs: Vec<f32>,
+    /// What a model policy was given, as text: ONNX policies the chat-template-rendered
+    /// prompt with one placeholder per image, HTTP policies the user message's text (the
+    /// server applies its own template). What `token_logprobs` are conditioned on.
+    pub prompt: Option<String>,
 }
 
 impl Decision {
@@ -89,6 +93,7 @@ impl Decision {
             thought: Some(thought.into()),
             logprob: None,
             token_logprobs: Vec::new(),
+            prompt: None,
         }
     }
 }

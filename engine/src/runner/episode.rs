@@ -270,6 +270,7 @@ impl Episode {
                 thought: Some(format!("policy failed: {msg}")),
                 logprob: None,
                 token_logprobs: Vec::new(),
+                prompt: None,
             },
         };
         let obs = &pending.observation;
@@ -287,6 +288,7 @@ impl Episode {
             click: None,
             logprob: decision.logprob,
             token_logprobs: decision.token_logprobs.clone(),
+            prompt: decision.prompt.clone(),
             observe_ms: ms(pending.observe),
             policy_ms: ms(policy_time),
             act_ms: 0,

@@ -87,6 +87,8 @@ pub struct StepRecord {
     pub logprob: Option<f64>,
     /// Per-token log-probabilities.
     pub token_logprobs: Vec<f32>,
+    /// The model's prompt text (see `policy::Decision::prompt`).
+    pub prompt: Option<String>,
     /// Time to observe, ms.
     pub observe_ms: i32,
     /// Time the policy took, ms.
@@ -265,6 +267,8 @@ pub struct StepView {
     /// Log-probability of each generated token of `raw_output`, when the policy reported
     /// them (what a trainer needs for importance ratios).
     pub token_logprobs: Option<Vec<f32>>,
+    /// The text a model policy was given (template applied, a placeholder per image).
+    pub prompt: Option<String>,
     /// Observe time, ms.
     pub observe_ms: i32,
     /// Policy time, ms.
@@ -469,7 +473,7 @@ impl Store {
             let mut q = QueryBuilder::new(
                 "INSERT INTO steps (episode_id, idx, url, title, screenshot, elements, action, thought, raw_output,
                     action_error, click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms,
-                    events, tabs) ",
+                    events, tabs, prompt) ",
             );
             q.push_values(rec.steps.iter().enumerate(), |mut b, (i, s)| {
                 b.push_bind(rec.id)
@@ -490,7 +494,8 @@ impl Store {
                     .push_bind(s.policy_ms)
                     .push_bind(s.act_ms)
                     .push_bind(&s.events)
-                    .push_bind(&s.tabs);
+                    .push_bind(&s.tabs)
+                    .push_bind(&s.prompt);
             });
             q.build().execute(&mut *tx).await?;
         }
@@ -615,7 +620,7 @@ impl Store {
             .await?;
         let steps = sqlx::query_as(
             "SELECT idx, url, title, screenshot, elements, events, tabs, action, thought, raw_output, action_error,
-                click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms
+                click_x, click_y, logprob, token_logprobs, prompt, observe_ms, policy_ms, act_ms
              FROM steps WHERE episode_id = $1 ORDER BY idx",
         )
         .bind(id)

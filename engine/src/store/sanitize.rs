@@ -66,7 +66,10 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
                 || nul_opt(&s.thought)
                 || nul_opt(&s.raw_output)
                 || nul_opt(&s.action_error)
+                || nul_opt(&s.prompt)
                 || has_nul_json(&s.elements)
+                || has_nul_json(&s.events)
+                || has_nul_json(&s.tabs)
         })
         || r.verdicts.iter().any(|v| {
             let texts = match &v.outcome {
@@ -112,7 +115,10 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         clean_opt(&mut s.thought);
         clean_opt(&mut s.raw_output);
         clean_opt(&mut s.action_error);
+        clean_opt(&mut s.prompt);
         clean_json(&mut s.elements);
+        clean_json(&mut s.events);
+        clean_json(&mut s.tabs);
     }
     for v in &mut c.verdicts {
         if let VerdictOutcome::Checked {

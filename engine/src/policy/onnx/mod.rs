@@ -210,7 +210,8 @@ impl OnnxBackend {
         let grounding = self.grounding();
         Ok(outputs
             .into_iter()
-            .map(|g| {
+            .zip(prompts)
+            .map(|(g, p)| {
                 let output = format!("{}{}", self.opts.answer_prefix, g.text);
                 let (thought, action) = parse_output(&output, grounding, self.opts.viewport);
                 Ok(Decision {
@@ -219,6 +220,7 @@ impl OnnxBackend {
                     logprob: Some(g.logprobs.iter().map(|l| f64::from(*l)).sum()),
                     token_logprobs: g.logprobs,
                     raw_output: output,
+                    prompt: Some(p.rendered),
                 })
             })
             .collect())
@@ -259,6 +261,7 @@ pub fn expand_images(
     }
     Ok(Prompt {
         text: out,
+        rendered: text.to_string(),
         images: prepared,
         grammar: None,
     })

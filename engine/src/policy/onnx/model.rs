@@ -39,6 +39,9 @@ pub enum Device {
 pub struct Prompt {
     /// The text, image tokens included.
     pub text: String,
+    /// The text as the template rendered it, one placeholder per image (what is stored
+    /// with the step: the expanded image tokens are derived from it).
+    pub rendered: String,
     /// The images, in the order their tokens appear.
     pub images: Vec<Pixels>,
     /// Constrained decoding: the output must be an action of this grammar.
