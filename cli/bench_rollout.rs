@@ -137,7 +137,7 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
                 policy_share: policy as f64 / slot_ms,
                 idle_share: 1.0 - (observe + act + policy) as f64 / slot_ms,
                 success_rate: v.success_rate.unwrap_or(0.0),
-                steady_trajectories_per_hour: crate::bench_workers::steady_per_hour(&finish),
+                steady_trajectories_per_hour: crate::bench::steady_per_hour(&finish),
             };
             println!(
                 "  c={c:<3} {mode:<8} {status:<9} {:>4} episodes {:>5} steps in {:>6.1} s: {:>7.0} traj/h {:>6.2} steps/s",

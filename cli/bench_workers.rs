@@ -90,18 +90,6 @@ impl Worker {
     }
 }
 
-/// Steady throughput: episodes finished between the 10th and 90th percentile of finish
-/// times, per hour (start-up and the last stragglers left out).
-pub(crate) fn steady_per_hour(finish: &[f64]) -> Option<f64> {
-    if finish.len() < 5 {
-        return None;
-    }
-    let at = |q: f64| finish[((finish.len() - 1) as f64 * q).round() as usize];
-    let (lo, hi) = (at(0.1), at(0.9));
-    let n = finish.iter().filter(|&&t| t > lo && t <= hi).count();
-    (hi > lo).then(|| n as f64 / (hi - lo) * 3600.0)
-}
-
 /// Runs the benchmark and prints a table.
 pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode> {
     let db = db::open(common).await?;
@@ -171,7 +159,7 @@ pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode>
             w.stop().await;
         }
         let finish = db.store.finish_offsets(id).await?;
-        let rate = steady_per_hour(&finish).unwrap_or(0.0);
+        let rate = crate::bench::steady_per_hour(&finish).unwrap_or(0.0);
         println!(
             "  {n} worker(s): {} episodes ({} failed) in {:.1} s, steady {:.0} traj/h",
             done.counts.finished,
@@ -202,19 +190,4 @@ pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode>
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::steady_per_hour;
-
-    #[test]
-    fn steady_rate_leaves_out_start_up_and_tail() {
-        // One episode a second from t=10 s, with a slow start and a long straggler.
-        let mut t: Vec<f64> = (0..100).map(|i| 10.0 + i as f64).collect();
-        t.push(500.0);
-        let rate = steady_per_hour(&t).unwrap();
-        assert!((rate - 3600.0).abs() < 100.0, "{rate}");
-        assert_eq!(steady_per_hour(&[1.0, 2.0]), None);
-    }
 }

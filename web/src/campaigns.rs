@@ -96,7 +96,7 @@ pub async fn export(
     let id = parse_id(&id)?;
     let filter = ExportFilter {
         campaign: Some(id),
-        split: crate::episodes::parse_split(q.split)?,
+        split: crate::tasks::checked_split(q.split)?,
         success: q.success,
     };
     let store = state.engine.store().clone();

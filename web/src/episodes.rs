@@ -23,14 +23,6 @@ pub struct EpisodeQuery {
     split: Option<String>,
 }
 
-/// A `split` query parameter, checked.
-pub(crate) fn parse_split(split: Option<String>) -> Result<Option<String>, ApiError> {
-    match split.as_deref() {
-        None | Some("train" | "test") => Ok(split),
-        Some(_) => Err(field("split", "must be train or test")),
-    }
-}
-
 /// `GET /api/episodes?campaign=…`.
 pub async fn list(
     State(state): State<AppState>,
@@ -57,7 +49,7 @@ pub async fn list(
         task: q.task,
         status: q.status,
         success: q.success,
-        split: parse_split(q.split)?,
+        split: crate::tasks::checked_split(q.split)?,
     };
     let (items, total) = state
         .engine

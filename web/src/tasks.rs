@@ -27,17 +27,22 @@ impl TaskQuery {
             Difficulty::parse(d)
                 .ok_or_else(|| field("difficulty", "must be easy, medium or hard"))?;
         }
-        if let Some(s) = &self.split {
-            Split::parse(s).ok_or_else(|| field("split", "must be train or test"))?;
-        }
         Ok(TaskFilter {
+            split: checked_split(self.split)?,
             site: self.site,
             tag: self.tag,
             difficulty: self.difficulty,
-            split: self.split,
             ids: Vec::new(),
         })
     }
+}
+
+/// A `split` query parameter (tasks, episodes, exports), checked.
+pub(crate) fn checked_split(split: Option<String>) -> Result<Option<String>, ApiError> {
+    if let Some(s) = &split {
+        Split::parse(s).ok_or_else(|| field("split", "must be train or test"))?;
+    }
+    Ok(split)
 }
 
 fn validate(body: serde_json::Value) -> Result<Task, ApiError> {
