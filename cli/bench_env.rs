@@ -49,6 +49,9 @@ const BROWSERGYM_TASKS: &[&str] = &[
     "focus-text",
 ];
 
+/// BrowserGym's MiniWoB++ viewport and device scale (its screenshots are 498x321).
+const BROWSERGYM_SCREEN: (u32, u32, f64) = (332, 214, 1.5);
+
 /// BrowserGym's step limit for its random policy.
 const RANDOM_MAX_STEPS: u32 = 10;
 
@@ -1014,6 +1017,8 @@ struct Report {
     chromium: String,
     chromium_args: Vec<String>,
     settle_quiet_ms: u64,
+    viewport: (u32, u32),
+    device_scale: f64,
     loop_policy: String,
     reuse_contexts: bool,
     miniwob_tasks: Vec<String>,
@@ -1097,12 +1102,15 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
         .iter()
         .map(|t| (t.name().to_string(), t.driver))
         .collect();
-    let settle_quiet = pool_config(common, &args)?.settle_quiet;
+    let base = pool_config(common, &args)?;
     println!(
-        "bench env: {cpus} CPUs, {} (extra switches: {:?}), settle quiet {} ms, {} MiniWoB++ tasks x {} episodes, {} bundled tasks",
+        "bench env: {cpus} CPUs, {} (extra switches: {:?}), viewport {}x{} at scale {}, settle quiet {} ms, {} MiniWoB++ tasks x {} episodes, {} bundled tasks",
         common.chromium.display(),
         args.chromium_args,
-        settle_quiet.as_millis(),
+        base.viewport_width,
+        base.viewport_height,
+        base.device_scale_factor,
+        base.settle_quiet.as_millis(),
         mw.len(),
         args.episodes,
         bundled.len()
@@ -1128,6 +1136,17 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
             Some(p) => println!("BrowserGym figures from {p}"),
             None => println!("BrowserGym figures: recorded constants (no results.json found)"),
         }
+    }
+    let (w, h, scale) = BROWSERGYM_SCREEN;
+    if (
+        base.viewport_width,
+        base.viewport_height,
+        base.device_scale_factor,
+    ) != (w, h, scale)
+    {
+        println!(
+            "note: BrowserGym renders MiniWoB++ at {w}x{h} with device scale {scale}; pass --viewport {w}x{h} --device-scale {scale} to compare on the same screen"
+        );
     }
 
     // ---- phase 1: latency, one context at a time ----
@@ -1423,7 +1442,9 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
             cpus,
             chromium: common.chromium.display().to_string(),
             chromium_args: args.chromium_args.clone(),
-            settle_quiet_ms: settle_quiet.as_millis() as u64,
+            settle_quiet_ms: base.settle_quiet.as_millis() as u64,
+            viewport: (base.viewport_width, base.viewport_height),
+            device_scale: base.device_scale_factor,
             loop_policy: args.loop_policy.clone(),
             reuse_contexts: args.reuse_contexts,
             miniwob_tasks: mw.iter().map(|t| t.name().to_string()).collect(),

@@ -35,9 +35,19 @@ pub struct BrowserArgs {
     /// Screenshot encoding.
     #[arg(long, value_enum, default_value_t = ShotFormat::Jpeg, global = true)]
     pub screenshot_format: ShotFormat,
+    /// Page size in CSS pixels, WIDTHxHEIGHT (BrowserGym's MiniWoB++ default is 332x214
+    /// at `--device-scale 1.5`).
+    #[arg(long, default_value = "1280x720", value_parser = parse_viewport, global = true)]
+    pub viewport: (u32, u32),
     /// Device pixels per CSS pixel (2 renders like a high-DPI screen).
     #[arg(long, default_value_t = 1.0, global = true)]
     pub device_scale: f64,
+    /// Screenshots are taken at this fraction of the rendered size (0.5 halves both sides).
+    #[arg(long, default_value_t = 1.0, global = true)]
+    pub screenshot_scale: f64,
+    /// JPEG quality of screenshots, 1-100.
+    #[arg(long, default_value_t = 80, global = true)]
+    pub jpeg_quality: u8,
     /// Read the accessibility tree every step (text-only policies use it).
     #[arg(long, global = true)]
     pub ax_tree: bool,
@@ -80,7 +90,10 @@ impl BrowserArgs {
             ShotFormat::Jpeg => ImageFormat::Jpeg,
             ShotFormat::Png => ImageFormat::Png,
         };
+        (cfg.viewport_width, cfg.viewport_height) = self.viewport;
         cfg.device_scale_factor = self.device_scale;
+        cfg.screenshot_scale = self.screenshot_scale;
+        cfg.jpeg_quality = self.jpeg_quality;
         cfg.accessibility_tree = self.ax_tree;
         cfg.settle_max = Duration::from_millis(self.settle_max_ms);
         cfg.frame_rate_limit = self.frame_rate_limit;
@@ -89,6 +102,16 @@ impl BrowserArgs {
         }
         Ok(())
     }
+}
+
+/// `--viewport WIDTHxHEIGHT`; the pool checks the range, this only the shape.
+fn parse_viewport(s: &str) -> Result<(u32, u32), String> {
+    let shape = || format!("{s:?} is not WIDTHxHEIGHT in CSS pixels (e.g. 1280x720)");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(shape)?;
+    Ok((
+        w.trim().parse().map_err(|_| shape())?,
+        h.trim().parse().map_err(|_| shape())?,
+    ))
 }
 
 #[cfg(test)]
@@ -117,6 +140,14 @@ mod tests {
             "--screenshot-format",
             "png",
             "--ax-tree",
+            "--viewport",
+            "332x214",
+            "--device-scale",
+            "1.5",
+            "--screenshot-scale",
+            "0.5",
+            "--jpeg-quality",
+            "60",
         ]);
         let mut cfg = PoolConfig::new("/usr/bin/chromium");
         cli.browser.apply(&mut cfg).unwrap();
@@ -126,6 +157,30 @@ mod tests {
         assert_eq!(cfg.recycle_after, None);
         assert_eq!(cfg.screenshot_format, ImageFormat::Png);
         assert!(cfg.accessibility_tree);
+        assert_eq!((cfg.viewport_width, cfg.viewport_height), (332, 214));
+        assert_eq!(cfg.device_scale_factor, 1.5);
+        assert_eq!(cfg.screenshot_scale, 0.5);
+        assert_eq!(cfg.jpeg_quality, 60);
+
+        for shape in ["1280", "1280x", "wide x 720", "0.5x720"] {
+            let err = Cli::try_parse_from(["x", "--viewport", shape])
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                err.contains("--viewport") && err.contains("WIDTHxHEIGHT"),
+                "{err}"
+            );
+        }
+        let small = Cli::parse_from(["x", "--viewport", "50x720"]);
+        let err = small.browser.apply(&mut cfg).unwrap_err().to_string();
+        assert!(
+            err.contains("viewport width must be between 100 and 8192"),
+            "{err}"
+        );
+        let quality = Cli::parse_from(["x", "--jpeg-quality", "0"]);
+        let err = quality.browser.apply(&mut cfg).unwrap_err().to_string();
+        assert!(err.contains("jpeg_quality"), "{err}");
 
         let bad = Cli::parse_from(["x", "--remote-browser", "10.0.0.2:9222"]);
         let err = bad.browser.apply(&mut cfg).unwrap_err().to_string();

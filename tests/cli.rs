@@ -317,10 +317,19 @@ async fn export_writes_finished_episodes_and_their_screenshots(pool: PgPool) {
             "1",
             "--sites-port",
             "0",
+            "--viewport",
+            "800x600",
         ],
         &db,
     );
     assert!(ran.status.success(), "{:?}", text(&ran));
+    // `run` records the screen it rendered at with the campaign, for workers that join it.
+    let config: serde_json::Value = sqlx::query_scalar("SELECT config FROM campaigns")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(config["screen"]["width"], 800, "{config}");
+    assert_eq!(config["screen"]["height"], 600, "{config}");
 
     let dir = std::env::temp_dir().join(format!("surfgym-export-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -364,6 +373,12 @@ async fn export_writes_finished_episodes_and_their_screenshots(pool: PgPool) {
             .unwrap_or_else(|| panic!("{key} in {step}"));
         let bytes = std::fs::read(path).unwrap();
         assert_eq!(&bytes[..2], [0xFF, 0xD8], "{path} is a JPEG");
+        let img = image::load_from_memory(&bytes).unwrap();
+        assert_eq!(
+            (img.width(), img.height()),
+            (800, 600),
+            "{path}: --viewport"
+        );
     }
 
     // To standard output, without screenshots: the same episodes, hashes only.

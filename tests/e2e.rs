@@ -75,6 +75,13 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
         .create_campaign(CampaignSpec {
             policy: Some("scripted".into()),
             max_steps: Some(60),
+            // Half-size screenshots: the page lays out as usual, the panel shows the screen.
+            screen: Some(browser_pool::Screen {
+                width: 1280,
+                height: 720,
+                device_scale: 1.0,
+                screenshot_scale: 0.5,
+            }),
             ..Default::default()
         })
         .await
@@ -164,8 +171,8 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
         const done = () => r(i.naturalWidth); if (i.complete) done(); else { i.onload = done; i.onerror = () => r(0); } })";
     assert_eq!(
         js(&s, shot).await,
-        json!(1280),
-        "the step's screenshot loaded from /api/blobs"
+        json!(640),
+        "the step's screenshot loaded from /api/blobs, at the campaign's half scale"
     );
     let first_clicks = detail.steps[0].click_x.is_some();
     assert_eq!(
@@ -184,6 +191,14 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     open(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
     let rows = js(&s, "document.body.innerText").await;
     assert!(rows.as_str().unwrap().contains(&longest.task_id));
+    let config = js(&s, "document.getElementById('campaign-config').innerText").await;
+    assert!(
+        config
+            .as_str()
+            .unwrap()
+            .contains("1280×720, screenshots at 0.5"),
+        "{config}"
+    );
     // Its export link downloads every finished episode, a JSON line each.
     let exported = js(
         &s,

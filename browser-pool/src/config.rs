@@ -155,14 +155,15 @@ impl PoolConfig {
 
     /// Checks values that would otherwise fail later and obscurely.
     pub fn validate(&self) -> Result<(), String> {
-        if self.viewport_width < 100 || self.viewport_height < 100 {
-            return Err("viewport must be at least 100x100".into());
-        }
-        if !(0.25..=4.0).contains(&self.device_scale_factor) {
-            return Err("device_scale_factor must be between 0.25 and 4".into());
-        }
-        if !(0.05..=1.0).contains(&self.screenshot_scale) {
-            return Err("screenshot_scale must be between 0.05 and 1".into());
+        let screen = crate::screen::Screen::of(self);
+        if let Some((field, message)) = screen.problems().into_iter().next() {
+            let name = match field {
+                "width" => "viewport width",
+                "height" => "viewport height",
+                "device_scale" => "device_scale_factor",
+                other => other,
+            };
+            return Err(format!("{name} {message}"));
         }
         if !(1..=100).contains(&self.jpeg_quality) {
             return Err("jpeg_quality must be between 1 and 100".into());

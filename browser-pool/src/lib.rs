@@ -2,7 +2,8 @@
 //!
 //! [`BrowserPool`] keeps warm Chromium processes (local, or remote by CDP address) and
 //! leases [`Session`]s: each an isolated browser context (own cookies, storage, cache) with
-//! one 1280x720 page to start with; pages may open more tabs. A session
+//! one page to start with (1280x720 unless the pool or the lease sets another
+//! [`Screen`]); pages may open more tabs. A session
 //! [`observe`](Session::observe)s the active tab (screenshot, optional set-of-marks and
 //! accessibility tree, URL, title, numbered interactive [`Element`]s, open tabs, and the
 //! [`PageEvent`]s since the last step) and [`act`](Session::act)s: every [`Action`] of the
@@ -31,6 +32,7 @@ pub mod marks;
 mod memory;
 mod observation;
 mod pool;
+mod screen;
 mod session;
 mod standby;
 mod tab;
@@ -44,5 +46,6 @@ pub use keys::{KeyCombo, Modifiers};
 pub use memory::TreeMemory;
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
+pub use screen::Screen;
 pub use session::{ActReport, ElementState, Session};
 pub use url_policy::UrlPolicy;

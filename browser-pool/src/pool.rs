@@ -16,6 +16,7 @@ use tokio::sync::{Mutex, Semaphore};
 use crate::config::PoolConfig;
 use crate::error::PoolError;
 use crate::launch::LiveBrowser;
+use crate::screen::Screen;
 use crate::session::Session;
 use crate::standby::Standby;
 
@@ -160,7 +161,25 @@ impl BrowserPool {
     ///
     /// Waits up to the configured lease timeout for a free slot.
     pub async fn lease(&self) -> Result<Session, PoolError> {
+        self.lease_with(None).await
+    }
+
+    /// [`lease`](Self::lease), with the session's pages (popups included) rendered at
+    /// `screen` instead of the pool's own: a campaign pins what its policy sees, whichever
+    /// worker runs its episodes.
+    pub async fn lease_with(&self, screen: Option<&Screen>) -> Result<Session, PoolError> {
         let inner = &self.inner;
+        let (cfg, emulate) = match screen {
+            Some(s) if *s != Screen::of(&inner.cfg) => {
+                if let Some((field, message)) = s.problems().into_iter().next() {
+                    return Err(PoolError::Config(format!("screen {field} {message}")));
+                }
+                let mut cfg = (*inner.cfg).clone();
+                s.apply(&mut cfg);
+                (Arc::new(cfg), true)
+            }
+            _ => (inner.cfg.clone(), false),
+        };
         if inner.closed.load(Ordering::SeqCst) {
             return Err(PoolError::Closed);
         }
@@ -191,7 +210,7 @@ impl BrowserPool {
                     browser.served.fetch_add(1, Ordering::Relaxed);
                     let (b, ctx) = (browser.clone(), context.clone());
                     let session =
-                        Session::new(page, context, browser, inner.cfg.clone(), permit).await;
+                        Session::new(page, context, browser, cfg.clone(), emulate, permit).await;
                     if session.is_err() {
                         let guard = b.browser.read().await;
                         let _ = tokio::time::timeout(

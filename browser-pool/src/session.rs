@@ -94,6 +94,8 @@ pub struct Session {
     context: Option<BrowserContextId>,
     browser: Arc<LiveBrowser>,
     cfg: Arc<PoolConfig>,
+    /// Pages render at a lease's own screen, not the browser's default.
+    emulate: bool,
     permit: Option<OwnedSemaphorePermit>,
     action_seq: u64,
     /// An action whose document mark (`js::prepare`) rides along with its target's
@@ -284,10 +286,11 @@ impl Session {
         context: BrowserContextId,
         browser: Arc<LiveBrowser>,
         cfg: Arc<PoolConfig>,
+        emulate: bool,
         permit: OwnedSemaphorePermit,
     ) -> Result<Session, PoolError> {
         let events = EventLog::default();
-        let first = Tab::attach(page.clone(), &cfg, &events).await?;
+        let first = Tab::attach(page.clone(), &cfg, &events, emulate).await?;
         let signals = Arc::new(Mutex::new(TabSignals::default()));
         signals
             .lock()
@@ -326,6 +329,7 @@ impl Session {
             context: Some(context),
             browser,
             cfg,
+            emulate,
             permit: Some(permit),
             action_seq: 0,
             pending_prepare: AtomicU64::new(0),
@@ -339,6 +343,11 @@ impl Session {
 
     fn tab(&self) -> &Tab {
         &self.tabs[self.active]
+    }
+
+    /// What this session's pages render at (the lease's screen, else the pool's).
+    pub fn screen(&self) -> crate::Screen {
+        crate::Screen::of(&self.cfg)
     }
 
     /// The process id of the browser this session runs in.
@@ -1082,7 +1091,7 @@ impl Session {
                 tracing::debug!(?target, "a new tab closed before it could be attached");
                 continue;
             };
-            let tab = Tab::attach(page, &self.cfg, &self.events).await?;
+            let tab = Tab::attach(page, &self.cfg, &self.events, self.emulate).await?;
             self.adopt(tab);
             self.active = self.tabs.len() - 1;
             self.events.push(PageEvent::TabOpened {
@@ -1093,7 +1102,7 @@ impl Session {
         if self.tabs.is_empty() {
             // Every tab closed itself: carry on in a blank one, as a browser window would.
             let page = self.open_blank_tab().await?;
-            let tab = Tab::attach(page, &self.cfg, &self.events).await?;
+            let tab = Tab::attach(page, &self.cfg, &self.events, self.emulate).await?;
             self.adopt(tab);
             self.active = 0;
         }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::log::EventEntryAdded;
 use chromiumoxide::cdp::browser_protocol::network::{
@@ -82,13 +83,36 @@ pub(crate) struct Tab {
 
 impl Tab {
     /// Starts the watchers on `page`. Fails only when the page's connection is gone.
+    /// `emulate`: the session renders at another screen than the browser's default (a
+    /// lease's [`Screen`](crate::Screen)), which every tab must be told.
     pub(crate) async fn attach(
         page: Page,
         cfg: &PoolConfig,
         events: &EventLog,
+        emulate: bool,
     ) -> Result<Tab, PoolError> {
         let gone = |e: chromiumoxide::error::CdpError| PoolError::from_cdp("event listener", e);
         let target = page.target_id().clone();
+        if emulate {
+            let metrics = SetDeviceMetricsOverrideParams::new(
+                cfg.viewport_width,
+                cfg.viewport_height,
+                cfg.device_scale_factor,
+                false,
+            );
+            match tokio::time::timeout(cfg.cdp_timeout, page.execute(metrics)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    return Err(PoolError::from_cdp("Emulation.setDeviceMetricsOverride", e));
+                }
+                Err(_) => {
+                    return Err(PoolError::Timeout {
+                        op: "Emulation.setDeviceMetricsOverride",
+                        after: cfg.cdp_timeout,
+                    });
+                }
+            }
+        }
         let mut tasks = Vec::new();
 
         let dialogs = page

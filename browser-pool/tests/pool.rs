@@ -637,3 +637,60 @@ async fn the_frame_rate_limit_paces_endless_animations() {
     assert!(paced <= 40, "60 frames a second at most: {paced} in 0.5 s");
     assert!(unpaced > 2 * paced, "flat out: {unpaced} against {paced}");
 }
+
+const SCREEN_PAGE: &str = r#"<!doctype html><html><head><title>Screen</title></head><body>
+<button id="pop" onclick="window.open('/screen.html', '_blank')">Open another</button></body></html>"#;
+
+const MEASURE: &str = "[innerWidth, innerHeight, devicePixelRatio]";
+
+/// A lease's own screen: its pages (a popup included) render at it and its screenshots have
+/// its size, while the pool's other leases keep the pool's; an out-of-range one is refused
+/// before it takes a slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_renders_at_its_own_screen() {
+    let base = common::serve(vec![html("/screen.html", SCREEN_PAGE)]).await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let small = browser_pool::Screen {
+        width: 400,
+        height: 300,
+        device_scale: 2.0,
+        screenshot_scale: 0.5,
+    };
+    let mut s = pool.lease_with(Some(&small)).await.unwrap();
+    assert_eq!(s.screen(), small);
+    ok(&mut s, &format!(r#"goto("{base}/screen.html")"#)).await;
+    let measured = s.evaluate(MEASURE).await.unwrap().unwrap();
+    assert_eq!(measured, serde_json::json!([400, 300, 2]));
+    let obs = s.observe().await.unwrap();
+    // 400x300 CSS pixels at 2 device pixels each, captured at half size.
+    assert_eq!((obs.screenshot.width, obs.screenshot.height), (400, 300));
+    let img = image::load_from_memory(&obs.screenshot.bytes).unwrap();
+    assert_eq!((img.width(), img.height()), (400, 300));
+    ok(&mut s, r##"click(css="#pop")"##).await;
+    assert_eq!(
+        s.observe().await.unwrap().tabs.len(),
+        2,
+        "the popup is a tab"
+    );
+    let measured = s.evaluate(MEASURE).await.unwrap().unwrap();
+    assert_eq!(measured, serde_json::json!([400, 300, 2]), "the popup too");
+
+    // Another lease beside it, on the pool's own screen.
+    let mut plain = pool.lease().await.unwrap();
+    ok(&mut plain, &format!(r#"goto("{base}/screen.html")"#)).await;
+    let measured = plain.evaluate(MEASURE).await.unwrap().unwrap();
+    assert_eq!(measured, serde_json::json!([1280, 720, 1]));
+    let shot = plain.screenshot().await.unwrap();
+    let img = image::load_from_memory(&shot.bytes).unwrap();
+    assert_eq!((img.width(), img.height()), (1280, 720));
+    plain.close().await;
+    s.close().await;
+
+    let tiny = browser_pool::Screen { width: 40, ..small };
+    match pool.lease_with(Some(&tiny)).await {
+        Err(PoolError::Config(m)) => assert!(m.contains("width"), "{m}"),
+        other => panic!("a 40 px wide screen was not refused: {:?}", other.err()),
+    }
+    assert_eq!(pool.stats().leases, 2, "the refused lease took no context");
+    pool.shutdown().await;
+}

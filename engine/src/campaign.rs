@@ -1,5 +1,6 @@
 //! Campaign requests: raw (what the API and CLI receive) and validated.
 
+use browser_pool::Screen;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tasks::{Difficulty, FieldError, MAX_STEPS_LIMIT, Split};
@@ -53,6 +54,10 @@ pub struct CampaignSpec {
     /// Order model facts by a critic's guess of the likeliest failures (default true).
     #[serde(default)]
     pub critic: Option<bool>,
+    /// What the pages render at, e.g. `{"width": 332, "height": 214, "device_scale": 1.5}`
+    /// (default: the creating process's browser options).
+    #[serde(default)]
+    pub screen: Option<Screen>,
 }
 
 /// How a campaign schedules its episodes.
@@ -106,6 +111,10 @@ pub struct CampaignConfig {
     /// Model facts ordered by the critic.
     #[serde(default = "yes")]
     pub critic: bool,
+    /// The screen every episode's pages render at, whichever worker runs it (set at
+    /// creation; `None` only in campaigns stored before it was: each worker's own options).
+    #[serde(default)]
+    pub screen: Option<Screen>,
 }
 
 fn yes() -> bool {
@@ -227,6 +236,11 @@ impl CampaignSpec {
                 false
             }
         };
+        if let Some(screen) = &self.screen {
+            for (field, message) in screen.problems() {
+                errors.push(err(&format!("screen.{field}"), message));
+            }
+        }
         let tasks = self.tasks.unwrap_or_default();
         if let Some(d) = &tasks.difficulty
             && Difficulty::parse(d).is_none()
@@ -269,6 +283,7 @@ impl CampaignSpec {
             stragglers,
             binary_judge,
             critic: self.critic.unwrap_or(true),
+            screen: self.screen,
         })
     }
 }

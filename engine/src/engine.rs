@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use browser_pool::{BrowserPool, PoolConfig};
+use browser_pool::{BrowserPool, PoolConfig, Screen};
 use tokio::sync::{Mutex, OnceCell, broadcast, mpsc};
 use uuid::Uuid;
 
@@ -124,9 +124,14 @@ impl Engine {
     /// Validates a campaign request, plans its episodes (tasks × rollouts, each with its
     /// seed) and stores it as `queued`; the scheduler, if started, picks it up.
     pub async fn create_campaign(&self, spec: CampaignSpec) -> Result<Uuid, EngineError> {
-        let config = spec
+        let mut config = spec
             .validate(&self.policy_names())
             .map_err(EngineError::Invalid)?;
+        // Every campaign records the screen its episodes render at, so that workers started
+        // with other browser options, and replays, agree on what the policy saw.
+        config
+            .screen
+            .get_or_insert_with(|| Screen::of(&self.inner.pool_cfg));
         let tasks = self.inner.store.load_tasks(&config.tasks).await?;
         if tasks.is_empty() {
             return Err(EngineError::Invalid(vec![tasks::FieldError {

@@ -571,3 +571,52 @@ async fn the_watchdog_takes_back_a_stuck_episode_which_is_then_rerun(pool: PgPoo
     assert!(why.starts_with("watchdog"), "{why}");
     engine.shutdown().await;
 }
+
+/// A campaign that pins a screen gets it on a pool launched with another, and stores it
+/// with its configuration; every stored screenshot has its size.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let screen = browser_pool::Screen {
+        width: 640,
+        height: 400,
+        device_scale: 1.0,
+        screenshot_scale: 0.5,
+    };
+    let id = engine
+        .create_campaign(CampaignSpec {
+            screen: Some(screen),
+            ..wiki_easy("scripted")
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let view = engine.store().get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(view.success_rate, Some(1.0));
+    assert_eq!(
+        view.config["screen"],
+        serde_json::json!({"width": 640, "height": 400, "device_scale": 1.0, "screenshot_scale": 0.5})
+    );
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap();
+    let mut shots = 0;
+    for e in &eps {
+        let detail = engine.store().get_episode(e.id).await.unwrap().unwrap();
+        assert_eq!(detail.screen, Some(screen), "the replay's coordinate frame");
+        let hashes = detail.steps.iter().filter_map(|s| s.screenshot.clone());
+        for hash in hashes.chain(detail.final_screenshot.clone()) {
+            let (_, bytes) = engine.store().get_blob(&hash).await.unwrap().unwrap();
+            let img = image::load_from_memory(&bytes).unwrap();
+            assert_eq!((img.width(), img.height()), (320, 200), "episode {}", e.id);
+            shots += 1;
+        }
+    }
+    assert!(
+        shots > eps.len(),
+        "steps and final pages were checked: {shots}"
+    );
+    engine.shutdown().await;
+}

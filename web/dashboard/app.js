@@ -16,8 +16,8 @@
   const CAMPAIGN_PAGE = 50;
   const EPISODE_PAGE = 100;
   const TASK_PAGE = 100;
-  const VIEWPORT_W = 1280;
-  const VIEWPORT_H = 720;
+  // Episodes of campaigns stored before campaigns recorded their screen rendered at this.
+  const DEFAULT_VIEWPORT = { width: 1280, height: 720 };
   const ACTIVE = new Set(['queued', 'running']);
   const app = document.getElementById('app');
   const banner = document.getElementById('banner');
@@ -199,6 +199,15 @@
       parts.push('ids=' + shown + (t.ids.length > 3 ? ` +${t.ids.length - 3} more` : ''));
     }
     return parts.length ? parts.join(' · ') : 'all tasks';
+  }
+
+  // What a campaign's pages render at; campaigns without one follow each worker's options.
+  function describeScreen(s) {
+    if (!s || typeof s !== 'object') return "each worker's own";
+    let out = `${s.width}×${s.height}`;
+    if (s.device_scale != null && Number(s.device_scale) !== 1) out += ` @${s.device_scale}x`;
+    if (s.screenshot_scale != null && Number(s.screenshot_scale) !== 1) out += `, screenshots at ${s.screenshot_scale}`;
+    return out;
   }
 
   // ---------------------------------------------------------------- API
@@ -662,6 +671,7 @@
               dt('Seed', cfg.seed == null ? '—' : String(cfg.seed)),
               dt('Concurrency', cfg.concurrency === 0 ? 'auto' : fmtInt(cfg.concurrency)),
               dt('Max attempts', fmtInt(cfg.max_attempts)),
+              dt('Screen', describeScreen(cfg.screen)),
               dt('Tasks', describeTaskFilter(cfg.tasks)),
               dt('Episodes', fmtInt(c.total_episodes))))));
     };
@@ -929,7 +939,11 @@
       shot.classList.add('broken');
     });
     shot.addEventListener('load', () => { shotMsg.hidden = true; shot.classList.remove('broken'); });
-    const stage = h('div', { class: 'shot-wrap', id: 'shot-wrap' }, shot, overlay, shotMsg);
+    // Element boxes and clicks are in the page's CSS pixels; the screenshot may be scaled.
+    const screen = ep.screen && Number(ep.screen.width) > 0 && Number(ep.screen.height) > 0 ? ep.screen : DEFAULT_VIEWPORT;
+    const VIEWPORT_W = Number(screen.width);
+    const VIEWPORT_H = Number(screen.height);
+    const stage = h('div', { class: 'shot-wrap', id: 'shot-wrap', style: { aspectRatio: `${VIEWPORT_W} / ${VIEWPORT_H}` } }, shot, overlay, shotMsg);
     const details = h('div', { class: 'step-details', id: 'step-details' });
 
     const replay = h('section', { class: 'panel replay' },

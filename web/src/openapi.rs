@@ -182,12 +182,17 @@ pub fn document() -> Value {
                 "line": {"type": "integer"}, "status": {"enum": ["imported", "error"]}, "id": {"type": "string"},
                 "errors": {"type": "array", "items": obj(json!({"field": {"type": "string"}, "message": {"type": "string"}}), &["field", "message"])}}), &["line", "status"])}}),
                 &["imported", "failed", "lines"]),
+            "Screen": obj(json!({"width": {"type": "integer", "minimum": 100, "maximum": 8192, "description": "viewport, CSS pixels"}, "height": {"type": "integer", "minimum": 100, "maximum": 8192},
+                "device_scale": {"type": "number", "minimum": 0.25, "maximum": 4}, "screenshot_scale": {"type": "number", "minimum": 0.05, "maximum": 1}}), &["width", "height"]),
             "CampaignSpec": obj(json!({
                 "name": {"type": "string"},
                 "tasks": obj(json!({"site": {"type": "string"}, "tag": {"type": "string"}, "difficulty": {"type": "string"}, "split": {"type": "string"}, "ids": {"type": "array", "items": {"type": "string"}}}), &[]),
                 "policy": {"type": "string", "description": "see /api/policies (default random)"},
                 "rollouts_per_task": {"type": "integer", "minimum": 1}, "max_steps": {"type": "integer", "minimum": 1},
-                "concurrency": {"type": "integer", "minimum": 0}, "seed": {"type": "integer", "minimum": 0}, "max_attempts": {"type": "integer", "minimum": 1}
+                "concurrency": {"type": "integer", "minimum": 0}, "seed": {"type": "integer", "minimum": 0}, "max_attempts": {"type": "integer", "minimum": 1},
+                "mode": {"enum": ["async", "lockstep"]}, "straggler_cutoff": {"type": "number", "description": "fraction of episodes done, e.g. 0.95"},
+                "straggler_grace_secs": {"type": "integer", "minimum": 0}, "judge": {"enum": ["exhaustive", "binary"]}, "critic": {"type": "boolean"},
+                "screen": r("Screen")
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": ["queued", "running", "paused", "completed", "cancelled", "failed"]}, "policy": {"type": "string"}, "config": {"type": "object"},
@@ -220,7 +225,7 @@ pub fn document() -> Value {
             "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},
                 "passed": {"type": ["boolean", "null"], "description": "null: not checked (binary judging stopped early)"}, "evidence": {"type": "string"}, "reason": {"type": "string"}}), &["judge", "fact_id", "passed"]),
             "EpisodeDetail": {"allOf": [r("EpisodeSummary"), obj(json!({"instruction": {"type": "string"}, "final_url": {"type": ["string", "null"]},
-                "final_screenshot": {"type": ["string", "null"]}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
+                "final_screenshot": {"type": ["string", "null"]}, "screen": {"oneOf": [r("Screen"), {"type": "null"}], "description": "the campaign's screen: element boxes and clicks are in its CSS pixels"}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
                 &["instruction", "steps", "verdicts"])]}
         }}
     })

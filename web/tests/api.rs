@@ -401,6 +401,19 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
         (json!({"rollouts_per_task": "two"}), "rollouts_per_task"),
         (json!({"colour": "red"}), "colour"),
         (json!({"name": ""}), "name"),
+        (
+            json!({"screen": {"width": 50, "height": 720}}),
+            "screen.width",
+        ),
+        (
+            json!({"screen": {"width": 800, "height": 600, "device_scale": 9}}),
+            "screen.device_scale",
+        ),
+        (json!({"screen": {"width": 800}}), "screen"),
+        (
+            json!({"screen": {"width": 800, "height": 600, "dpi": 2}}),
+            "screen.dpi",
+        ),
     ];
     for (body, field) in cases {
         let (s, resp) = call(
@@ -423,7 +436,9 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
         &app,
         Method::POST,
         "/api/campaigns",
-        Some(r#"{"policy": "scripted", "rollouts_per_task": 2, "name": "two each"}"#),
+        Some(
+            r#"{"policy": "scripted", "rollouts_per_task": 2, "name": "two each", "screen": {"width": 332, "height": 214, "device_scale": 1.5}}"#,
+        ),
     )
     .await;
     assert_eq!(s, StatusCode::ACCEPTED, "{created}");
@@ -439,6 +454,10 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
         (Some("queued"), Some(6), Some(6))
     );
     assert_eq!(c["config"]["rollouts_per_task"], 2);
+    assert_eq!(
+        c["config"]["screen"],
+        json!({"width": 332, "height": 214, "device_scale": 1.5, "screenshot_scale": 1.0})
+    );
     assert_eq!(c["progress"], 0.0);
 
     let (_, eps) = call(
@@ -798,6 +817,11 @@ async fn a_campaign_exports_its_finished_episodes_as_json_lines(pool: PgPool) {
     assert_eq!(all[0]["steps"][0]["raw_output"], "answer(\"12.50\")");
     assert_eq!(all[0]["steps"][0]["prompt"], "Task: find the price");
     assert_eq!(all[0]["instruction"], "Find the price of the blue mug");
+    // Created without a screen: the server's browser options, recorded with the campaign.
+    assert_eq!(
+        all[0]["screen"],
+        json!({"width": 1280, "height": 720, "device_scale": 1.0, "screenshot_scale": 1.0})
+    );
 
     let (_, _, test) = lines(&app, &format!("{uri}?split=test")).await;
     assert_eq!(test.len(), 1);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, BrowserPool, Observation, PoolError, Session};
+use browser_pool::{Action, BrowserPool, Observation, PoolError, Screen, Session};
 use tasks::{Setup, Task};
 use uuid::Uuid;
 
@@ -90,6 +90,8 @@ pub struct EpisodeRun {
     pub max_steps: u32,
     /// Policy seed.
     pub seed: u64,
+    /// The campaign's screen, if it pins one.
+    pub screen: Option<Screen>,
 }
 
 /// An observation waiting for the policy's decision.
@@ -165,7 +167,7 @@ impl Episode {
     /// Leases a browser context and loads the task's start page.
     pub async fn open(pool: &BrowserPool, run: EpisodeRun) -> Result<Episode, InfraError> {
         let started = Instant::now();
-        let mut session = pool.lease().await?;
+        let mut session = pool.lease_with(run.screen.as_ref()).await?;
         let url = run.task.start_url.to_string();
         let opened = match session.act(&Action::Goto(url.clone())).await {
             Ok(r) => r,

@@ -395,6 +395,7 @@ impl Runner {
             task,
             policy: run.policy.clone(),
             seed: ep.seed as u64,
+            screen: run.config.screen,
         }))
     }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use browser_pool::Screen;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::QueryBuilder;
@@ -309,6 +310,9 @@ pub struct EpisodeDetail {
     pub final_url: Option<String>,
     /// Final page screenshot.
     pub final_screenshot: Option<String>,
+    /// What the pages rendered at (the campaign's screen; `None` for campaigns stored
+    /// before campaigns recorded it). Element boxes and clicks are in its CSS pixels.
+    pub screen: Option<Screen>,
     /// Steps in order.
     pub steps: Vec<StepView>,
     /// Verdicts in rubric order, unchecked facts included.
@@ -610,14 +614,21 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (instruction, final_url, final_screenshot): (String, Option<String>, Option<String>) =
-            sqlx::query_as(
-                "SELECT coalesce(e.instruction, t.instruction), e.final_url, e.final_screenshot
-             FROM episodes e JOIN tasks t ON t.id = e.task_id WHERE e.id = $1",
-            )
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await?;
+        type Head = (
+            String,
+            Option<String>,
+            Option<String>,
+            Option<sqlx::types::Json<Screen>>,
+        );
+        let (instruction, final_url, final_screenshot, screen): Head = sqlx::query_as(
+            "SELECT coalesce(e.instruction, t.instruction), e.final_url, e.final_screenshot,
+                nullif(c.config->'screen', 'null'::jsonb)
+             FROM episodes e JOIN tasks t ON t.id = e.task_id JOIN campaigns c ON c.id = e.campaign_id
+             WHERE e.id = $1",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
         let steps = sqlx::query_as(
             "SELECT idx, url, title, screenshot, elements, events, tabs, action, thought, raw_output, action_error,
                 click_x, click_y, logprob, token_logprobs, prompt, observe_ms, policy_ms, act_ms
@@ -642,6 +653,7 @@ impl Store {
             instruction,
             final_url,
             final_screenshot,
+            screen: screen.map(|s| s.0),
             steps,
             verdicts,
         }))
