@@ -169,3 +169,88 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
     );
     engine.shutdown().await;
 }
+
+/// Settling gives up at its maximum wait (on a busy machine); a MiniWoB++ page whose `onload`
+/// has not run yet (it builds the canvas the start draws on) is waited for, not started
+/// half-loaded. Here an image that takes 1.5 s keeps `onload` back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_episode_starts_only_once_its_page_has_loaded() {
+    use axum::extract::Path as UrlPath;
+    use axum::response::Html;
+    use axum::routing::get;
+
+    let dir = miniwob_dir();
+    let page = std::fs::read_to_string(dir.join("miniwob/click-test.html"))
+        .unwrap()
+        .replace("<body>", "<body><img src=\"/slow.png\" alt=\"\">");
+    let files = dir.clone();
+    let app = axum::Router::new()
+        .route(
+            "/miniwob/click-test.html",
+            get(move || async move { Html(page) }),
+        )
+        .route(
+            "/slow.png",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+                ([("content-type", "image/png")], Vec::<u8>::new())
+            }),
+        )
+        .route(
+            "/{*path}",
+            get(move |UrlPath(path): UrlPath<String>| {
+                let file = files.join(&path);
+                async move {
+                    let kind = if path.ends_with(".js") {
+                        "text/javascript"
+                    } else if path.ends_with(".css") {
+                        "text/css"
+                    } else {
+                        "application/octet-stream"
+                    };
+                    (
+                        [("content-type", kind)],
+                        std::fs::read(file).unwrap_or_default(),
+                    )
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let pool = browser_pool::BrowserPool::launch(PoolConfig::new(PoolConfig::default_chromium()))
+        .await
+        .unwrap();
+    let s = pool.lease().await.unwrap();
+    // Navigated by the page itself, so that nothing waits: MiniWoB's core is there, its
+    // `onload` not yet.
+    let url = format!("http://{addr}/miniwob/click-test.html");
+    s.evaluate(&format!("location.href = '{url}'; null"))
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let state = s
+            .evaluate("typeof core !== 'undefined' && document.readyState")
+            .await
+            .unwrap();
+        if state == Ok(serde_json::json!("interactive")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page never got to its core without loading: {state:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let utterance = engine::environments::miniwob_start(&s, 7).await.unwrap();
+    assert!(utterance.contains("Click"), "{utterance}");
+    let done = engine::environments::miniwob_done(&s).await.unwrap();
+    assert!(!done, "the episode runs");
+    s.close().await;
+    pool.shutdown().await;
+}

@@ -9,47 +9,64 @@ use serde_json::Value;
 
 use crate::runner::InfraError;
 
+/// The episode's instruction as MiniWoB++ states it; some tasks answer an object with the
+/// utterance and its fields.
+const UTTERANCE: &str = "(() => { const u = core.getUtterance(); \
+    return typeof u === 'string' ? u : (u && u.utterance) || JSON.stringify(u); })()";
+
+const TASK_READY: &str = "typeof WOB_TASK_READY !== 'undefined' && WOB_TASK_READY === true";
+
 /// Starts a MiniWoB++ episode with `seed` and returns its utterance.
 pub async fn miniwob_start(session: &Session, seed: u64) -> Result<String, InfraError> {
     // Seeds above 2^53 would not survive JavaScript's numbers.
     let seed = seed % (1 << 53);
     let deadline = Instant::now() + Duration::from_secs(10);
+    // One round trip in the usual case: start, wait in the page for the task to be ready
+    // (briefly: a page call must stay well under the pool's script limit), read the
+    // utterance. Each round trip right after the start costs 5-20 ms while the page redraws.
     // Settling gives up after its maximum wait; on a machine that busy the page may still be
-    // loading, and starting then fails inside MiniWoB's code (its canvas is not there yet).
-    wait_until(
-        session,
-        "document.readyState === 'complete'",
-        deadline,
-        "the MiniWoB++ page never finished loading",
-    )
-    .await?;
-    let start = format!(
-        "(() => {{ if (typeof core === 'undefined') return 'no MiniWoB++ core on this page'; \
-         Math.seedrandom({seed}); core.EPISODE_MAX_TIME = 1e6; core.startEpisodeReal(); return null; }})()"
+    // loading, and starting then fails inside MiniWoB's code (its onload builds the canvas
+    // the start draws on), so a page still loading is waited for first.
+    let script = format!(
+        "(async () => {{ if (document.readyState !== 'complete') return {{loading: true}}; \
+         if (typeof core === 'undefined') return {{error: 'no MiniWoB++ core on this page'}}; \
+         Math.seedrandom({seed}); core.EPISODE_MAX_TIME = 1e6; core.startEpisodeReal(); \
+         for (let i = 0; !({TASK_READY}); i++) {{ \
+           if (i >= 100) return {{pending: true}}; await new Promise(r => setTimeout(r, 10)); }} \
+         return {{utterance: {UTTERANCE}}}; }})()"
     );
-    match session.evaluate(&start).await? {
-        Ok(Value::Null) => {}
-        Ok(v) => {
+    let started = loop {
+        let answer = session.evaluate(&script).await?.map_err(|e| {
+            InfraError::Setup(format!("starting the MiniWoB++ episode failed: {e}"))
+        })?;
+        if answer.get("loading").is_none() {
+            break answer;
+        }
+        if Instant::now() > deadline {
             return Err(InfraError::Setup(
-                v.as_str().unwrap_or("unexpected answer").to_string(),
+                "the MiniWoB++ page never finished loading".into(),
             ));
         }
-        Err(e) => {
-            return Err(InfraError::Setup(format!(
-                "starting the MiniWoB++ episode failed: {e}"
-            )));
-        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    if let Some(e) = started.get("error") {
+        return Err(InfraError::Setup(
+            e.as_str().unwrap_or("unexpected answer").to_string(),
+        ));
     }
+    if let Some(u) = started.get("utterance") {
+        return Ok(u.as_str().unwrap_or_default().to_string());
+    }
+    // Started, but the task is still getting ready (loading its assets).
     wait_until(
         session,
-        "typeof WOB_TASK_READY !== 'undefined' && WOB_TASK_READY === true",
+        TASK_READY,
         deadline,
         "the MiniWoB++ task never became ready",
     )
     .await?;
-    // Some tasks answer an object with the utterance and its fields.
     let utterance = session
-        .evaluate("(() => { const u = core.getUtterance(); return typeof u === 'string' ? u : (u && u.utterance) || JSON.stringify(u); })()")
+        .evaluate(UTTERANCE)
         .await?
         .map_err(|e| InfraError::Setup(format!("reading the utterance failed: {e}")))?;
     Ok(utterance.as_str().unwrap_or_default().to_string())
