@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use browser_pool::{Action, BrowserPool, PoolConfig, Session, TreeMemory};
+use browser_pool::{Action, BrowserPool, PoolConfig, Screen, Session, TreeMemory};
 use clap::Args;
 use engine::environments::{miniwob_done, miniwob_start};
 use engine::policy::miniwob::{MiniWobSolver, SOLVED};
@@ -49,8 +49,13 @@ const BROWSERGYM_TASKS: &[&str] = &[
     "focus-text",
 ];
 
-/// BrowserGym's MiniWoB++ viewport and device scale (its screenshots are 498x321).
-const BROWSERGYM_SCREEN: (u32, u32, f64) = (332, 214, 1.5);
+/// BrowserGym's MiniWoB++ screen (its screenshots are 498x321).
+const BROWSERGYM_SCREEN: Screen = Screen {
+    width: 332,
+    height: 214,
+    device_scale: 1.5,
+    screenshot_scale: 1.0,
+};
 
 /// BrowserGym's step limit for its random policy.
 const RANDOM_MAX_STEPS: u32 = 10;
@@ -1017,8 +1022,7 @@ struct Report {
     chromium: String,
     chromium_args: Vec<String>,
     settle_quiet_ms: u64,
-    viewport: (u32, u32),
-    device_scale: f64,
+    screen: Screen,
     loop_policy: String,
     reuse_contexts: bool,
     miniwob_tasks: Vec<String>,
@@ -1104,12 +1108,10 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
         .collect();
     let base = pool_config(common, &args)?;
     println!(
-        "bench env: {cpus} CPUs, {} (extra switches: {:?}), viewport {}x{} at scale {}, settle quiet {} ms, {} MiniWoB++ tasks x {} episodes, {} bundled tasks",
+        "bench env: {cpus} CPUs, {} (extra switches: {:?}), screen {}, settle quiet {} ms, {} MiniWoB++ tasks x {} episodes, {} bundled tasks",
         common.chromium.display(),
         args.chromium_args,
-        base.viewport_width,
-        base.viewport_height,
-        base.device_scale_factor,
+        Screen::of(&base).label(),
         base.settle_quiet.as_millis(),
         mw.len(),
         args.episodes,
@@ -1137,13 +1139,14 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
             None => println!("BrowserGym figures: recorded constants (no results.json found)"),
         }
     }
-    let (w, h, scale) = BROWSERGYM_SCREEN;
-    if (
-        base.viewport_width,
-        base.viewport_height,
-        base.device_scale_factor,
-    ) != (w, h, scale)
-    {
+    let screen = Screen::of(&base);
+    if screen != BROWSERGYM_SCREEN {
+        let Screen {
+            width: w,
+            height: h,
+            device_scale: scale,
+            ..
+        } = BROWSERGYM_SCREEN;
         println!(
             "note: BrowserGym renders MiniWoB++ at {w}x{h} with device scale {scale}; pass --viewport {w}x{h} --device-scale {scale} to compare on the same screen"
         );
@@ -1443,8 +1446,7 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
             chromium: common.chromium.display().to_string(),
             chromium_args: args.chromium_args.clone(),
             settle_quiet_ms: base.settle_quiet.as_millis() as u64,
-            viewport: (base.viewport_width, base.viewport_height),
-            device_scale: base.device_scale_factor,
+            screen,
             loop_policy: args.loop_policy.clone(),
             reuse_contexts: args.reuse_contexts,
             miniwob_tasks: mw.iter().map(|t| t.name().to_string()).collect(),
