@@ -686,11 +686,26 @@ async fn a_lease_renders_at_its_own_screen() {
     plain.close().await;
     s.close().await;
 
+    // Larger than the launched window: emulated, nothing clipped.
+    let large = browser_pool::Screen {
+        width: 1920,
+        height: 1080,
+        device_scale: 1.0,
+        screenshot_scale: 1.0,
+    };
+    let mut big = pool.lease_with(Some(&large)).await.unwrap();
+    ok(&mut big, &format!(r#"goto("{base}/screen.html")"#)).await;
+    let measured = big.evaluate(MEASURE).await.unwrap().unwrap();
+    assert_eq!(measured, serde_json::json!([1920, 1080, 1]));
+    let img = image::load_from_memory(&big.observe().await.unwrap().screenshot.bytes).unwrap();
+    assert_eq!((img.width(), img.height()), (1920, 1080));
+    big.close().await;
+
     let tiny = browser_pool::Screen { width: 40, ..small };
     match pool.lease_with(Some(&tiny)).await {
         Err(PoolError::Config(m)) => assert!(m.contains("width"), "{m}"),
         other => panic!("a 40 px wide screen was not refused: {:?}", other.err()),
     }
-    assert_eq!(pool.stats().leases, 2, "the refused lease took no context");
+    assert_eq!(pool.stats().leases, 3, "the refused lease took no context");
     pool.shutdown().await;
 }
