@@ -78,6 +78,17 @@ pub struct Screenshot {
     pub scale: f64,
 }
 
+impl Screenshot {
+    /// The viewport it shows, in CSS pixels (the frame of element boxes and action
+    /// coordinates); `None` for an empty screenshot.
+    pub fn viewport(&self) -> Option<(u32, u32)> {
+        (self.width > 0 && self.height > 0 && self.scale > 0.0).then(|| {
+            let css = |px: u32| (f64::from(px) / self.scale).round() as u32;
+            (css(self.width), css(self.height))
+        })
+    }
+}
+
 impl Default for Screenshot {
     fn default() -> Self {
         Screenshot {

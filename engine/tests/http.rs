@@ -15,6 +15,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use browser_pool::{Action, Element, Observation, Rect, Screenshot, Target};
 use engine::policy::http::{ChatClient, HttpOptions, HttpPolicy};
+use engine::policy::output::Grounding;
 use engine::policy::{Policy, PolicyError, StepInput};
 use serde_json::{Value, json};
 
@@ -299,4 +300,46 @@ async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
         Some(prompt),
         "the decision keeps the text sent"
     );
+}
+
+/// A coordinates agent's 0-1000 grid maps onto the viewport the observation shows (a
+/// campaign's screen can be any size), not a fixed 1280x720.
+#[tokio::test]
+async fn grid_coordinates_map_onto_the_observed_viewport() {
+    let (server, base) = start(&[]).await;
+    *server.reply.lock().unwrap() = "click(500, 250)".into();
+    let mut o = HttpOptions::new(base, "scripted");
+    o.prompt.grounding = Grounding::Coordinates;
+    let policy = HttpPolicy::new("http", o).unwrap();
+    let task = Arc::new(
+        tasks::parse_task(
+            r#"{"id": "t", "instruction": "Click", "start_url": "http://127.0.0.1:1/",
+                "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
+        )
+        .unwrap(),
+    );
+    // 64x36 CSS pixels, captured at 1x and at 2x (a high-DPI screen): the same viewport.
+    for scale in [1.0, 2.0] {
+        let mut obs = observation();
+        obs.screenshot.width = (64.0 * scale) as u32;
+        obs.screenshot.height = (36.0 * scale) as u32;
+        obs.screenshot.scale = scale;
+        let d = policy
+            .decide(StepInput {
+                instruction: "Click".into(),
+                task: task.clone(),
+                observation: Arc::new(obs),
+                history: Arc::from(Vec::new()),
+                step: 0,
+                max_steps: 5,
+                seed: 3,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            d.action,
+            Ok(Action::Click(Target::Point { x: 32.0, y: 9.0 })),
+            "scale {scale}"
+        );
+    }
 }

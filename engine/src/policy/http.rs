@@ -44,7 +44,8 @@ pub struct HttpOptions {
     pub top_p: f32,
     /// Prompting.
     pub prompt: PromptConfig,
-    /// Viewport the coordinates grid maps to.
+    /// Viewport the coordinates grid maps to when an observation has no screenshot to
+    /// tell its own (a campaign's screen can be any size).
     pub viewport: (u32, u32),
     /// Guided decoding: each request carries the output grammar for its observation as
     /// `guided_regex` (vLLM's parameter; `serve-policy` honours it too), so the model can
@@ -258,7 +259,12 @@ impl Policy for HttpPolicy {
                 .constrained
                 .map(|c| output_regex(&input.observation, opts.prompt.grounding, c));
             let (text, token_logprobs) = self.chat.complete_guided(content, seed, regex).await?;
-            let (thought, action) = parse_output(&text, opts.prompt.grounding, opts.viewport);
+            let viewport = input.observation.screenshot.viewport();
+            let (thought, action) = parse_output(
+                &text,
+                opts.prompt.grounding,
+                viewport.unwrap_or(opts.viewport),
+            );
             Ok(Decision {
                 action,
                 thought,

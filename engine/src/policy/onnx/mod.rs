@@ -55,7 +55,8 @@ pub struct OnnxOptions {
     pub generation: GenParams,
     /// Prompting.
     pub prompt: PromptConfig,
-    /// Viewport the coordinates grid maps to.
+    /// Viewport the coordinates grid maps to when an observation has no screenshot to
+    /// tell its own (a campaign's screen can be any size).
     pub viewport: (u32, u32),
     /// Text the model's answer starts with, written into the prompt after the template's
     /// generation prompt (e.g. `Action:`): a small model that will not follow the
@@ -211,9 +212,12 @@ impl OnnxBackend {
         Ok(outputs
             .into_iter()
             .zip(prompts)
-            .map(|(g, p)| {
+            .zip(inputs)
+            .map(|((g, p), input)| {
                 let output = format!("{}{}", self.opts.answer_prefix, g.text);
-                let (thought, action) = parse_output(&output, grounding, self.opts.viewport);
+                let viewport = input.observation.screenshot.viewport();
+                let (thought, action) =
+                    parse_output(&output, grounding, viewport.unwrap_or(self.opts.viewport));
                 Ok(Decision {
                     action,
                     thought,
