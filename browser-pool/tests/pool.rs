@@ -643,6 +643,22 @@ const SCREEN_PAGE: &str = r#"<!doctype html><html><head><title>Screen</title></h
 
 const MEASURE: &str = "[innerWidth, innerHeight, devicePixelRatio]";
 
+/// A session leased at `screen` (the pool's when `None`) on the test page: the session,
+/// what the page measures (`MEASURE`) and the size of its screenshot.
+async fn open_at(
+    pool: &BrowserPool,
+    screen: Option<&browser_pool::Screen>,
+    base: &str,
+) -> (browser_pool::Session, serde_json::Value, (u32, u32)) {
+    let mut s = pool.lease_with(screen).await.unwrap();
+    ok(&mut s, &format!(r#"goto("{base}/screen.html")"#)).await;
+    let measured = s.evaluate(MEASURE).await.unwrap().unwrap();
+    let shot = s.observe().await.unwrap().screenshot;
+    let img = image::load_from_memory(&shot.bytes).unwrap();
+    assert_eq!((shot.width, shot.height), (img.width(), img.height()));
+    (s, measured, (img.width(), img.height()))
+}
+
 /// A lease's own screen: its pages (a popup included) render at it and its screenshots have
 /// its size, while the pool's other leases keep the pool's; an out-of-range one is refused
 /// before it takes a slot.
@@ -656,16 +672,11 @@ async fn a_lease_renders_at_its_own_screen() {
         device_scale: 2.0,
         screenshot_scale: 0.5,
     };
-    let mut s = pool.lease_with(Some(&small)).await.unwrap();
+    let (mut s, measured, shot) = open_at(&pool, Some(&small), &base).await;
     assert_eq!(s.screen(), small);
-    ok(&mut s, &format!(r#"goto("{base}/screen.html")"#)).await;
-    let measured = s.evaluate(MEASURE).await.unwrap().unwrap();
     assert_eq!(measured, serde_json::json!([400, 300, 2]));
-    let obs = s.observe().await.unwrap();
     // 400x300 CSS pixels at 2 device pixels each, captured at half size.
-    assert_eq!((obs.screenshot.width, obs.screenshot.height), (400, 300));
-    let img = image::load_from_memory(&obs.screenshot.bytes).unwrap();
-    assert_eq!((img.width(), img.height()), (400, 300));
+    assert_eq!(shot, (400, 300));
     ok(&mut s, r##"click(css="#pop")"##).await;
     assert_eq!(
         s.observe().await.unwrap().tabs.len(),
@@ -676,13 +687,9 @@ async fn a_lease_renders_at_its_own_screen() {
     assert_eq!(measured, serde_json::json!([400, 300, 2]), "the popup too");
 
     // Another lease beside it, on the pool's own screen.
-    let mut plain = pool.lease().await.unwrap();
-    ok(&mut plain, &format!(r#"goto("{base}/screen.html")"#)).await;
-    let measured = plain.evaluate(MEASURE).await.unwrap().unwrap();
+    let (plain, measured, shot) = open_at(&pool, None, &base).await;
     assert_eq!(measured, serde_json::json!([1280, 720, 1]));
-    let shot = plain.screenshot().await.unwrap();
-    let img = image::load_from_memory(&shot.bytes).unwrap();
-    assert_eq!((img.width(), img.height()), (1280, 720));
+    assert_eq!(shot, (1280, 720));
     plain.close().await;
     s.close().await;
 
@@ -693,12 +700,9 @@ async fn a_lease_renders_at_its_own_screen() {
         device_scale: 1.0,
         screenshot_scale: 1.0,
     };
-    let mut big = pool.lease_with(Some(&large)).await.unwrap();
-    ok(&mut big, &format!(r#"goto("{base}/screen.html")"#)).await;
-    let measured = big.evaluate(MEASURE).await.unwrap().unwrap();
+    let (big, measured, shot) = open_at(&pool, Some(&large), &base).await;
     assert_eq!(measured, serde_json::json!([1920, 1080, 1]));
-    let img = image::load_from_memory(&big.observe().await.unwrap().screenshot.bytes).unwrap();
-    assert_eq!((img.width(), img.height()), (1920, 1080));
+    assert_eq!(shot, (1920, 1080));
     big.close().await;
 
     let tiny = browser_pool::Screen { width: 40, ..small };

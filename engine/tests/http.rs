@@ -233,6 +233,21 @@ fn observation() -> Observation {
     }
 }
 
+/// The first step of a one-fact task asking `instruction`, on `observation`.
+fn first_step(instruction: &str, observation: Observation) -> StepInput {
+    let spec = json!({"id": "t", "instruction": instruction, "start_url": "http://127.0.0.1:1/",
+        "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}});
+    StepInput {
+        instruction: instruction.into(),
+        task: Arc::new(tasks::parse_task(&spec.to_string()).unwrap()),
+        observation: Arc::new(observation),
+        history: Arc::from(Vec::new()),
+        step: 0,
+        max_steps: 5,
+        seed: 3,
+    }
+}
+
 #[tokio::test]
 async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
     let (server, base) = start(&[(503, 0)]).await;
@@ -250,21 +265,8 @@ async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
     // The client retried the 503 itself (the first reply below); the episode must not
     // retry on top.
     assert!(policy.retries_own_calls());
-    let task = tasks::parse_task(
-        r#"{"id": "t", "instruction": "Open the cart", "start_url": "http://127.0.0.1:1/",
-            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
-    )
-    .unwrap();
     let d = policy
-        .decide(StepInput {
-            instruction: "Open the cart".into(),
-            task: Arc::new(task),
-            observation: Arc::new(observation()),
-            history: Arc::from(Vec::new()),
-            step: 0,
-            max_steps: 5,
-            seed: 3,
-        })
+        .decide(first_step("Open the cart", observation()))
         .await
         .unwrap();
     assert_eq!(d.action, Ok(Action::Click(Target::Element(2))));
@@ -311,31 +313,13 @@ async fn grid_coordinates_map_onto_the_observed_viewport() {
     let mut o = HttpOptions::new(base, "scripted");
     o.prompt.grounding = Grounding::Coordinates;
     let policy = HttpPolicy::new("http", o).unwrap();
-    let task = Arc::new(
-        tasks::parse_task(
-            r#"{"id": "t", "instruction": "Click", "start_url": "http://127.0.0.1:1/",
-                "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
-        )
-        .unwrap(),
-    );
     // 64x36 CSS pixels, captured at 1x and at 2x (a high-DPI screen): the same viewport.
     for scale in [1.0, 2.0] {
         let mut obs = observation();
         obs.screenshot.width = (64.0 * scale) as u32;
         obs.screenshot.height = (36.0 * scale) as u32;
         obs.screenshot.scale = scale;
-        let d = policy
-            .decide(StepInput {
-                instruction: "Click".into(),
-                task: task.clone(),
-                observation: Arc::new(obs),
-                history: Arc::from(Vec::new()),
-                step: 0,
-                max_steps: 5,
-                seed: 3,
-            })
-            .await
-            .unwrap();
+        let d = policy.decide(first_step("Click", obs)).await.unwrap();
         assert_eq!(
             d.action,
             Ok(Action::Click(Target::Point { x: 32.0, y: 9.0 })),
