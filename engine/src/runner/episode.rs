@@ -90,7 +90,8 @@ pub struct EpisodeRun {
     pub max_steps: u32,
     /// Policy seed.
     pub seed: u64,
-    /// The campaign's screen, if it pins one.
+    /// The campaign's screen (`None` only for campaigns stored before campaigns recorded
+    /// one: the pool's own).
     pub screen: Option<Screen>,
 }
 
