@@ -32,9 +32,12 @@ fn onnx_options() -> OnnxOptions {
     o
 }
 
-async fn steps_with_logprobs(store: &Store, campaign: Uuid) -> (i64, i64, i64) {
+/// Steps of a campaign: all, with a logprob, with token logprobs, with token ids paired
+/// one to one with them.
+async fn steps_with_logprobs(store: &Store, campaign: Uuid) -> (i64, i64, i64, i64) {
     sqlx::query_as(
-        "SELECT count(*), count(s.logprob), count(*) FILTER (WHERE cardinality(s.token_logprobs) > 0)
+        "SELECT count(*), count(s.logprob), count(*) FILTER (WHERE cardinality(s.token_logprobs) > 0),
+            count(*) FILTER (WHERE cardinality(s.token_ids) = cardinality(s.token_logprobs))
          FROM steps s JOIN episodes e ON e.id = s.episode_id WHERE e.campaign_id = $1",
     )
     .bind(campaign)
@@ -51,6 +54,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
 
     // serve-policy over the tiny model.
     let server_backend = OnnxBackend::load(onnx_options()).unwrap();
+    let server_model = server_backend.model();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server =
@@ -110,12 +114,13 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             (v.total_episodes, 0),
             "{policy}: every episode ran and was judged"
         );
-        let (steps, with_logprob, with_tokens) = steps_with_logprobs(engine.store(), id).await;
+        let (steps, with_logprob, with_tokens, with_ids) =
+            steps_with_logprobs(engine.store(), id).await;
         assert!(steps > 0);
         assert_eq!(
-            (with_logprob, with_tokens),
-            (steps, steps),
-            "{policy}: every step stores the action's log-probabilities"
+            (with_logprob, with_tokens, with_ids),
+            (steps, steps, steps),
+            "{policy}: every step stores the action's log-probabilities and token ids"
         );
         let (eps, _) = engine
             .store()
@@ -237,6 +242,48 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             .iter()
             .all(|l| l["logprob"].as_f64().is_some_and(|v| v <= 0.0))
     );
+    // Tokens are reported by their text (OpenAI's form), or as `token_id:<id>` when asked
+    // (vLLM's `return_tokens_as_token_ids`): the same greedy generation both ways.
+    let greedy = |ids: bool| {
+        serde_json::json!({"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 6,
+            "temperature": 0.0, "logprobs": true, "return_tokens_as_token_ids": ids})
+    };
+    let tokens = |v: &serde_json::Value| -> Vec<String> {
+        v["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["token"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let as_text: serde_json::Value = client
+        .post(&url)
+        .json(&greedy(false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let as_ids: serde_json::Value = client
+        .post(&url)
+        .json(&greedy(true))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<u32> = tokens(&as_ids)
+        .iter()
+        .map(|t| t.strip_prefix("token_id:").unwrap().parse().unwrap())
+        .collect();
+    assert!(!ids.is_empty());
+    let texts: Vec<String> = {
+        let model = server_model.lock().unwrap();
+        ids.iter().map(|&id| model.token_text(id)).collect()
+    };
+    assert_eq!(tokens(&as_text), texts, "each token's own text");
     engine.shutdown().await;
 }
 

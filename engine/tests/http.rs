@@ -1,10 +1,11 @@
 //! The OpenAI-compatible HTTP client and policy against a real local axum server that
 //! speaks the chat-completions protocol with scripted status codes and delays: retries with
 //! backoff on 429 and 5xx, no retry on other refusals, timeouts, the limit on requests in
-//! flight, and a completion's action and log-probabilities reaching the decision.
+//! flight, and a completion's action, log-probabilities and token ids reaching the decision
+//! (and a server that refuses the token-id parameter, as hosted APIs do).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,9 @@ struct Server {
     bodies: Arc<Mutex<Vec<Value>>>,
     in_flight: Arc<AtomicUsize>,
     most_in_flight: Arc<AtomicUsize>,
+    /// Answers a request carrying `return_tokens_as_token_ids` with 400, the way hosted
+    /// APIs refuse fields they do not know.
+    refuse_ids: Arc<AtomicBool>,
 }
 
 /// Counts a request out even when the client gave up on it and the handler was dropped.
@@ -43,10 +47,19 @@ impl Drop for InFlight {
 
 async fn chat(State(s): State<Server>, Json(body): Json<Value>) -> Response {
     s.arrivals.lock().unwrap().push(Instant::now());
+    let ids = body["return_tokens_as_token_ids"] == true;
     s.bodies.lock().unwrap().push(body);
     let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let _guard = InFlight(s.in_flight.clone());
     s.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    if ids && s.refuse_ids.load(Ordering::SeqCst) {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"message": "Unrecognized request argument supplied: return_tokens_as_token_ids",
+                "type": "invalid_request_error", "param": null}})),
+        )
+            .into_response();
+    }
     let (status, delay) = s.script.lock().unwrap().pop_front().unwrap_or((200, 0));
     tokio::time::sleep(Duration::from_millis(delay)).await;
     if status != 200 {
@@ -64,7 +77,15 @@ async fn chat(State(s): State<Server>, Json(body): Json<Value>) -> Response {
         .unwrap()
         .iter()
         .enumerate()
-        .map(|(i, l)| json!({"token": format!("t{i}"), "logprob": l, "top_logprobs": []}))
+        .map(|(i, l)| {
+            // vLLM's spelling when asked for ids; the token's text otherwise.
+            let token = if ids {
+                format!("token_id:{}", 100 + i)
+            } else {
+                format!("t{i}")
+            };
+            json!({"token": token, "logprob": l, "top_logprobs": []})
+        })
         .collect();
     Json(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "scripted",
@@ -103,11 +124,11 @@ fn text(t: &str) -> Vec<Value> {
 #[tokio::test]
 async fn overload_and_server_errors_are_retried_with_growing_backoff() {
     let (server, base) = start(&[(429, 0), (503, 0), (500, 0)]).await;
-    let (reply, _) = client(&base, 3, 5000, 4)
+    let reply = client(&base, 3, 5000, 4)
         .complete(text("hi"), 1)
         .await
         .unwrap();
-    assert_eq!(reply, "ok");
+    assert_eq!(reply.text, "ok");
     let t = server.arrivals.lock().unwrap().clone();
     assert_eq!(t.len(), 4, "three refusals, then the answer");
     let gaps: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
@@ -275,14 +296,17 @@ async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
         Some("The second button opens the cart.")
     );
     assert_eq!(d.token_logprobs, vec![-0.5, -0.25, -0.125]);
+    assert_eq!(d.token_ids, vec![100, 101, 102]);
     assert_eq!(d.logprob, Some(-0.875));
 
-    // What went over the wire: the screenshot as a JPEG data URL, the prompt, logprobs asked.
+    // What went over the wire: the screenshot as a JPEG data URL, the prompt, logprobs and
+    // token ids asked.
     let bodies = server.bodies.lock().unwrap().clone();
     assert_eq!(bodies.len(), 2, "the 503 was retried");
     let body = &bodies[1];
     assert_eq!(body["model"], "scripted");
     assert_eq!(body["logprobs"], true);
+    assert_eq!(body["return_tokens_as_token_ids"], true);
     let parts = body["messages"][0]["content"].as_array().unwrap();
     let url = parts[0]["image_url"]["url"].as_str().unwrap();
     let jpeg = base64::Engine::decode(
@@ -301,6 +325,71 @@ async fn the_policy_parses_the_completion_and_keeps_its_logprobs() {
         d.prompt.as_deref(),
         Some(prompt),
         "the decision keeps the text sent"
+    );
+}
+
+/// A server that refuses `return_tokens_as_token_ids` (hosted APIs reject unknown fields) is
+/// asked again without it and not asked again; the step keeps its log-probabilities. A
+/// judge never asks for ids.
+#[tokio::test]
+async fn a_server_refusing_token_ids_is_asked_without_them() {
+    let (server, base) = start(&[]).await;
+    server.refuse_ids.store(true, Ordering::SeqCst);
+    *server.reply.lock().unwrap() = "Action: click(2)".into();
+    *server.logprobs.lock().unwrap() = vec![-0.5, -0.25];
+    let mut o = HttpOptions::new(base.clone(), "scripted");
+    o.retries = 0;
+    let policy = HttpPolicy::new("http", o).unwrap();
+    for round in 0..2 {
+        let d = policy
+            .decide(first_step("Open the cart", observation()))
+            .await
+            .unwrap();
+        assert_eq!(d.action, Ok(Action::Click(Target::Element(2))), "{round}");
+        assert_eq!(d.token_logprobs, vec![-0.5, -0.25], "{round}");
+        assert!(
+            d.token_ids.is_empty(),
+            "{round}: no ids without the parameter"
+        );
+    }
+    let asked: Vec<bool> = server
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| b.get("return_tokens_as_token_ids").is_some())
+        .collect();
+    assert_eq!(
+        asked,
+        [true, false, false],
+        "refused once, asked again without, then never asked"
+    );
+
+    // Other 400s stay errors, not silently retried without the parameter.
+    let (server, base) = start(&[(400, 0)]).await;
+    let mut o = HttpOptions::new(base, "scripted");
+    o.retries = 0;
+    let err = HttpPolicy::new("http", o)
+        .unwrap()
+        .decide(first_step("Open the cart", observation()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, PolicyError::Failed(m) if m.contains("400")),
+        "{err:?}"
+    );
+    assert_eq!(server.arrivals.lock().unwrap().len(), 1);
+
+    // A judge's (plain) completion does not ask.
+    let (server, base) = start(&[]).await;
+    client(&base, 0, 5000, 1)
+        .complete(text("hi"), 1)
+        .await
+        .unwrap();
+    assert!(
+        server.bodies.lock().unwrap()[0]
+            .get("return_tokens_as_token_ids")
+            .is_none()
     );
 }
 

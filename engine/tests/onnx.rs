@@ -278,7 +278,12 @@ async fn decisions_carry_text_and_consistent_logprobs() {
             .unwrap()
             .remove(0);
         assert_eq!(alone.text, d.raw_output);
-        assert_scores_match(&mut m, &p, &alone.tokens, &d.token_logprobs);
+        assert_eq!(
+            d.token_ids, alone.tokens,
+            "the decision keeps the sampled ids"
+        );
+        // What a trainer does with a stored step: rescore its prompt and token ids.
+        assert_scores_match(&mut m, &p, &d.token_ids, &d.token_logprobs);
         // A random-weight model writes nonsense: that must be an error message, not a panic.
         if let Err(e) = &d.action {
             assert!(!e.is_empty());
@@ -335,6 +340,10 @@ async fn an_answer_prefix_starts_the_answer_and_is_parsed_with_it() {
         .remove(0);
     assert_eq!(format!("Action: click(2)\n{}", alone.text), d.raw_output);
     assert_eq!(d.token_logprobs, alone.logprobs);
+    assert_eq!(
+        d.token_ids, alone.tokens,
+        "the prefix's tokens are not sampled ones"
+    );
 }
 
 /// Collects what the tracing subscriber writes.

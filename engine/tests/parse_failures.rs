@@ -1,7 +1,8 @@
 //! Malformed model output through a real episode (Chromium, Postgres, the bundled wiki):
 //! no action, an unknown action, an element number the observation does not list and an
 //! over-long output each become an error the next observation shows and one counted
-//! parse failure, never a panic or an action tried in the page.
+//! parse failure, never a panic or an action tried in the page; token ids that do not pair
+//! with the log-probabilities are not stored.
 //!
 //! Its own test binary so the process-wide parse-failure counter moves only for this test.
 
@@ -58,7 +59,10 @@ impl Policy for Scripted {
                 raw_output: text,
                 thought,
                 logprob: None,
-                token_logprobs: Vec::new(),
+                // Two tokens, and two ids on even steps but three on odd ones: a backend
+                // whose ids do not pair with its log-probabilities.
+                token_logprobs: vec![-0.5, -0.5],
+                token_ids: (0..2 + input.step % 2).collect(),
                 prompt: None,
             })
         }
@@ -133,6 +137,11 @@ async fn malformed_outputs_are_error_observations_and_counted_parse_failures(poo
     }
     for step in [1, 3, 5, 7] {
         assert_eq!(errors[step], None, "step {step} was valid");
+    }
+    for (step, s) in detail.steps.iter().enumerate() {
+        let want = (step % 2 == 0).then(|| vec![0, 1]);
+        assert_eq!(s.token_ids, want, "step {step}: stored only when paired");
+        assert_eq!(s.token_logprobs, Some(vec![-0.5, -0.5]), "step {step}");
     }
 
     // The step after each malformed output shows the model what was wrong.

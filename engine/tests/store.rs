@@ -56,6 +56,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         click: Some((1.0, 2.0)),
         logprob: Some(-0.5),
         token_logprobs: vec![-0.25, -0.25],
+        token_ids: vec![7, 40_000],
         prompt: Some("Task: x\nElements: [1] link".into()),
         observe_ms: 1,
         policy_ms: 2,
@@ -454,6 +455,7 @@ async fn the_export_yields_each_finished_episode_once_with_its_token_logprobs(po
     assert_eq!(first.summary.split, "train");
     assert_eq!(first.steps.len(), 2);
     assert_eq!(first.steps[0].token_logprobs, Some(vec![-0.25, -0.25]));
+    assert_eq!(first.steps[0].token_ids, Some(vec![7, 40_000]));
     assert_eq!(
         first.steps[0].prompt.as_deref(),
         Some("Task: x\nElements: [1] link")

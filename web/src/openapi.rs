@@ -219,6 +219,7 @@ pub fn document() -> Value {
                 "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},
                 "logprob": {"type": ["number", "null"]},
                 "token_logprobs": {"type": ["array", "null"], "items": {"type": "number"}, "description": "log-probability of each generated token of raw_output, when the policy reported them"},
+                "token_ids": {"type": ["array", "null"], "items": {"type": "integer"}, "description": "the generated tokens' ids in the policy model's vocabulary, paired with token_logprobs, when the policy reported them (ONNX policies; HTTP servers that honour return_tokens_as_token_ids)"},
                 "prompt": {"type": ["string", "null"], "description": "the text a model policy was given (ONNX: the rendered chat template, one placeholder per image; HTTP: the user message's text)"},
                 "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
                 &["idx", "url", "action"]),

@@ -67,6 +67,9 @@ struct ChatRequest {
     stop: Option<Value>,
     #[serde(default)]
     logprobs: Option<bool>,
+    /// vLLM's: each `logprobs.content[].token` as `token_id:<id>`.
+    #[serde(default)]
+    return_tokens_as_token_ids: Option<bool>,
     /// vLLM's guided decoding by a regular expression (the whole output must match).
     #[serde(default)]
     guided_regex: Option<String>,
@@ -250,8 +253,12 @@ async fn chat(
                 .into_response();
         }
     };
-    let (generation, prompt_tokens) = match waiting.await {
-        Ok(Ok(out)) => out,
+    let batch::Done {
+        generation,
+        prompt_tokens,
+        pieces,
+    } = match waiting.await {
+        Ok(Ok(done)) => done,
         Ok(Err(batch::JobError::Request(e))) => return bad("messages", e),
         Ok(Err(batch::JobError::Model(e))) => return server_error(e),
         Err(_) => return server_error("the generation thread stopped".into()),
@@ -260,8 +267,24 @@ async fn chat(
         engine::policy::onnx::Finish::Length => "length",
         _ => "stop",
     };
+    let as_ids = req.return_tokens_as_token_ids.unwrap_or(false);
     let logprobs = req.logprobs.unwrap_or(false).then(|| {
-        json!({"content": generation.tokens.iter().zip(&generation.logprobs).map(|(t, l)| json!({"token": t.to_string(), "logprob": l})).collect::<Vec<_>>()})
+        let content: Vec<Value> = generation
+            .tokens
+            .iter()
+            .zip(&pieces)
+            .zip(&generation.logprobs)
+            .map(|((id, piece), l)| {
+                // vLLM's spelling of a token by id; its text otherwise, as OpenAI's.
+                let token = if as_ids {
+                    format!("token_id:{id}")
+                } else {
+                    piece.clone()
+                };
+                json!({"token": token, "logprob": l})
+            })
+            .collect();
+        json!({ "content": content })
     });
     let created = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

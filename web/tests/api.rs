@@ -719,6 +719,7 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
             click: None,
             logprob: Some(-0.75),
             token_logprobs: vec![-0.5, -0.25],
+            token_ids: vec![151_643, 12],
             prompt: Some("Task: find the price".into()),
             observe_ms: 1,
             policy_ms: 1,
@@ -814,6 +815,7 @@ async fn a_campaign_exports_its_finished_episodes_as_json_lines(pool: PgPool) {
     assert_eq!(all[0]["split"], "train");
     assert_eq!(all[1]["split"], "test");
     assert_eq!(all[0]["steps"][0]["token_logprobs"], json!([-0.5, -0.25]));
+    assert_eq!(all[0]["steps"][0]["token_ids"], json!([151_643, 12]));
     assert_eq!(all[0]["steps"][0]["raw_output"], "answer(\"12.50\")");
     assert_eq!(all[0]["steps"][0]["prompt"], "Task: find the price");
     assert_eq!(all[0]["instruction"], "Find the price of the blue mug");

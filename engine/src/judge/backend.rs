@@ -130,7 +130,7 @@ impl JudgeBackend for HttpJudge {
             let mut content: Vec<serde_json::Value> =
                 images.iter().map(|i| image_part(i)).collect();
             content.push(json!({"type": "text", "text": question}));
-            Ok(self.chat.complete(content, seed).await?.0)
+            Ok(self.chat.complete(content, seed).await?.text)
         }
         .boxed()
     }

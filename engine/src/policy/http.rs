@@ -1,13 +1,15 @@
 //! A policy served over HTTP by any OpenAI-compatible chat-completions server (vLLM,
 //! SGLang, hosted APIs, or `surfgym serve-policy`): screenshots go as base64 JPEG data URLs;
 //! requests have a timeout, are retried with backoff when the server is unreachable or
-//! overloaded, and are limited in number; log-probabilities are kept when returned.
+//! overloaded, and are limited in number; log-probabilities are kept when returned, and the
+//! generated token ids when the server reports them (vLLM's `return_tokens_as_token_ids`).
 //!
 //! Every episode sends its own request: a serving engine batches them continuously, so
 //! nothing is gained by batching here.
 
 use std::io::Cursor;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -51,6 +53,11 @@ pub struct HttpOptions {
     /// `guided_regex` (vLLM's parameter; `serve-policy` honours it too), so the model can
     /// only answer with one action (alone, or after its reasoning).
     pub constrained: Option<Constraint>,
+    /// Ask for the generated tokens' ids (`return_tokens_as_token_ids`, vLLM's parameter;
+    /// `serve-policy` honours it too), stored with each step so a trainer rescores exactly
+    /// what was sampled. A server that refuses the parameter (hosted APIs reject unknown
+    /// fields) is asked again without it, and not asked for ids again.
+    pub token_ids: bool,
 }
 
 impl HttpOptions {
@@ -69,6 +76,7 @@ impl HttpOptions {
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
             constrained: None,
+            token_ids: true,
         }
     }
 }
@@ -79,6 +87,60 @@ pub struct ChatClient {
     client: reqwest::Client,
     opts: HttpOptions,
     slots: Arc<Semaphore>,
+    /// Cleared when the server refuses `return_tokens_as_token_ids`.
+    ids_accepted: AtomicBool,
+}
+
+/// A reply: its text and, per generated token, what the server reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    /// `choices[0].message.content`.
+    pub text: String,
+    /// Log-probability of each generated token (empty when the server sent none).
+    pub token_logprobs: Vec<f32>,
+    /// Each generated token's id, paired with `token_logprobs`: empty unless the server
+    /// reported an id and a log-probability for every token.
+    pub token_ids: Vec<u32>,
+}
+
+impl Completion {
+    /// Reads `choices[0]` of a chat-completions response.
+    fn of(resp: &Value) -> Result<Completion, PolicyError> {
+        let choice = &resp["choices"][0];
+        let text = choice["message"]["content"]
+            .as_str()
+            .ok_or_else(|| {
+                PolicyError::Failed("the response has no choices[0].message.content".into())
+            })?
+            .to_string();
+        let tokens = choice["logprobs"]["content"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let token_logprobs: Vec<f32> = tokens
+            .iter()
+            .filter_map(|t| t["logprob"].as_f64())
+            .map(|l| l as f32)
+            .collect();
+        // vLLM writes each token as `token_id:<id>` when asked; anything else (the token's
+        // text) carries no id. Ids are kept only when every token has both, so the two lists
+        // stay aligned.
+        let ids: Option<Vec<u32>> = tokens
+            .iter()
+            .map(|t| {
+                t["logprob"].as_f64()?;
+                t["token"].as_str()?.strip_prefix("token_id:")?.parse().ok()
+            })
+            .collect();
+        let token_ids = ids
+            .filter(|ids| ids.len() == token_logprobs.len())
+            .unwrap_or_default();
+        Ok(Completion {
+            text,
+            token_logprobs,
+            token_ids,
+        })
+    }
 }
 
 /// A JPEG as an image content part (a base64 data URL).
@@ -99,6 +161,7 @@ impl ChatClient {
             .map_err(|e| PolicyError::Failed(format!("HTTP client: {e}")))?;
         Ok(ChatClient {
             slots: Arc::new(Semaphore::new(opts.concurrency.max(1))),
+            ids_accepted: AtomicBool::new(opts.token_ids),
             client,
             opts,
         })
@@ -110,21 +173,33 @@ impl ChatClient {
     }
 
     /// One user turn (content parts) → the reply's text and per-token log-probabilities.
+    /// Never asks for token ids (a judge has no use for them).
     pub async fn complete(
         &self,
         content: Vec<Value>,
         seed: u64,
-    ) -> Result<(String, Vec<f32>), PolicyError> {
-        self.complete_guided(content, seed, None).await
+    ) -> Result<Completion, PolicyError> {
+        self.request(content, seed, None, false).await
     }
 
-    /// [`ChatClient::complete`], the output held to `regex` by the server when given.
+    /// [`ChatClient::complete`] for a policy: the output held to `regex` by the server
+    /// when given, and the token ids asked for when the options say so.
     pub async fn complete_guided(
         &self,
         content: Vec<Value>,
         seed: u64,
         regex: Option<String>,
-    ) -> Result<(String, Vec<f32>), PolicyError> {
+    ) -> Result<Completion, PolicyError> {
+        self.request(content, seed, regex, true).await
+    }
+
+    async fn request(
+        &self,
+        content: Vec<Value>,
+        seed: u64,
+        regex: Option<String>,
+        want_ids: bool,
+    ) -> Result<Completion, PolicyError> {
         let mut body = json!({
             "model": self.opts.model,
             "messages": [{"role": "user", "content": content}],
@@ -137,32 +212,32 @@ impl ChatClient {
         if let Some(re) = regex {
             body["guided_regex"] = json!(re);
         }
+        let ask_ids = want_ids && self.ids_accepted.load(Ordering::Relaxed);
+        if ask_ids {
+            body[IDS_PARAM] = json!(true);
+        }
         let _slot = self
             .slots
             .acquire()
             .await
             .map_err(|_| PolicyError::Unavailable("client closed".into()))?;
-        let resp = self.call(&body).await?;
-        let choice = &resp["choices"][0];
-        let text = choice["message"]["content"]
-            .as_str()
-            .ok_or_else(|| {
-                PolicyError::Failed("the response has no choices[0].message.content".into())
-            })?
-            .to_string();
-        let logprobs = choice["logprobs"]["content"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|t| t["logprob"].as_f64())
-                    .map(|l| l as f32)
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok((text, logprobs))
+        let resp = match self.call(&body).await {
+            Err(CallError::Refused { status: 400, body: text }) if ask_ids && text.contains(IDS_PARAM) => {
+                // A server that does not know vLLM's parameter (hosted APIs reject unknown
+                // fields): ask again without it, and stop asking.
+                if self.ids_accepted.swap(false, Ordering::Relaxed) {
+                    tracing::warn!(url = %self.opts.base_url, "the server refuses {IDS_PARAM}: steps will store no token ids");
+                }
+                body.as_object_mut().map(|b| b.remove(IDS_PARAM));
+                self.call(&body).await
+            }
+            other => other,
+        }
+        .map_err(PolicyError::from)?;
+        Completion::of(&resp)
     }
 
-    async fn call(&self, body: &Value) -> Result<Value, PolicyError> {
+    async fn call(&self, body: &Value) -> Result<Value, CallError> {
         let url = format!(
             "{}/v1/chat/completions",
             self.opts.base_url.trim_end_matches('/')
@@ -183,17 +258,18 @@ impl ChatClient {
                     return resp
                         .json()
                         .await
-                        .map_err(|e| PolicyError::Failed(format!("unreadable response: {e}")));
+                        .map_err(|e| CallError::Unreadable(e.to_string()));
                 }
                 Ok(resp) => {
                     let status = resp.status();
                     let text = resp.text().await.unwrap_or_default();
-                    last = format!("{status}: {}", text.chars().take(300).collect::<String>());
                     if !(status.is_server_error() || status.as_u16() == 429) {
-                        return Err(PolicyError::Failed(format!(
-                            "the server refused the request: {last}"
-                        )));
+                        return Err(CallError::Refused {
+                            status: status.as_u16(),
+                            body: text,
+                        });
                     }
+                    last = format!("{status}: {}", excerpt(&text));
                 }
                 Err(e) if e.is_timeout() => {
                     last = format!("timed out after {:?}", self.opts.timeout);
@@ -202,10 +278,43 @@ impl ChatClient {
             }
             tracing::debug!(attempt, error = %last, "chat request failed");
         }
-        Err(PolicyError::Unavailable(format!(
+        Err(CallError::Unavailable(format!(
             "{url} after {} tries: {last}",
             self.opts.retries + 1
         )))
+    }
+}
+
+/// vLLM's request field asking for tokens as `token_id:<id>`.
+const IDS_PARAM: &str = "return_tokens_as_token_ids";
+
+/// The first 300 characters of a response body, for error messages.
+fn excerpt(text: &str) -> String {
+    text.chars().take(300).collect()
+}
+
+/// Why one chat request got no reply to read.
+enum CallError {
+    /// A 4xx other than 429: the request itself is wrong; retrying cannot help.
+    Refused { status: u16, body: String },
+    /// Unreachable, overloaded or timing out after every retry.
+    Unavailable(String),
+    /// A success status whose body is not JSON.
+    Unreadable(String),
+}
+
+impl From<CallError> for PolicyError {
+    fn from(e: CallError) -> PolicyError {
+        match e {
+            CallError::Refused { status, body } => PolicyError::Failed(format!(
+                "the server refused the request: {status}: {}",
+                excerpt(&body)
+            )),
+            CallError::Unavailable(why) => PolicyError::Unavailable(why),
+            CallError::Unreadable(why) => {
+                PolicyError::Failed(format!("unreadable response: {why}"))
+            }
+        }
     }
 }
 
@@ -258,20 +367,21 @@ impl Policy for HttpPolicy {
             let regex = opts
                 .constrained
                 .map(|c| output_regex(&input.observation, opts.prompt.grounding, c));
-            let (text, token_logprobs) = self.chat.complete_guided(content, seed, regex).await?;
+            let reply = self.chat.complete_guided(content, seed, regex).await?;
             let viewport = input.observation.screenshot.viewport();
             let (thought, action) = parse_output(
-                &text,
+                &reply.text,
                 opts.prompt.grounding,
                 viewport.unwrap_or(opts.viewport),
             );
             Ok(Decision {
                 action,
                 thought,
-                logprob: (!token_logprobs.is_empty())
-                    .then(|| token_logprobs.iter().map(|l| f64::from(*l)).sum()),
-                token_logprobs,
-                raw_output: text,
+                logprob: (!reply.token_logprobs.is_empty())
+                    .then(|| reply.token_logprobs.iter().map(|l| f64::from(*l)).sum()),
+                token_logprobs: reply.token_logprobs,
+                token_ids: reply.token_ids,
+                raw_output: reply.text,
                 prompt: Some(prompt),
             })
         }

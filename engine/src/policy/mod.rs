@@ -78,6 +78,11 @@ pub struct Decision {
     pub logprob: Option<f64>,
     /// Per-token log-probabilities of the generated action.
     pub token_logprobs: Vec<f32>,
+    /// The generated tokens' ids in the model's vocabulary, paired with `token_logprobs`
+    /// (same length) when the backend reports them, else empty. With `prompt`, what a
+    /// trainer rescores exactly, where re-tokenizing `raw_output` may not give back the
+    /// sampled tokens.
+    pub token_ids: Vec<u32>,
     /// What a model policy was given, as text: ONNX policies the chat-template-rendered
     /// prompt with one placeholder per image, HTTP policies the user message's text (the
     /// server applies its own template). What `token_logprobs` are conditioned on.
@@ -93,6 +98,7 @@ impl Decision {
             thought: Some(thought.into()),
             logprob: None,
             token_logprobs: Vec::new(),
+            token_ids: Vec::new(),
             prompt: None,
         }
     }

@@ -273,6 +273,7 @@ impl Episode {
                 thought: Some(format!("policy failed: {msg}")),
                 logprob: None,
                 token_logprobs: Vec::new(),
+                token_ids: Vec::new(),
                 prompt: None,
             },
         };
@@ -291,6 +292,7 @@ impl Episode {
             click: None,
             logprob: decision.logprob,
             token_logprobs: decision.token_logprobs.clone(),
+            token_ids: paired_ids(&decision),
             prompt: decision.prompt.clone(),
             observe_ms: ms(pending.observe),
             policy_ms: ms(policy_time),
@@ -485,4 +487,20 @@ pub async fn run_alone(
         }
     }
     ep.finish().await
+}
+
+/// The decision's token ids when they pair one to one with its log-probabilities: a policy
+/// backend that reports a different number is not trusted with either alignment, and its
+/// ids are dropped rather than stored misaligned.
+fn paired_ids(decision: &Decision) -> Vec<u32> {
+    if decision.token_ids.len() == decision.token_logprobs.len() {
+        decision.token_ids.clone()
+    } else {
+        tracing::warn!(
+            ids = decision.token_ids.len(),
+            logprobs = decision.token_logprobs.len(),
+            "the policy's token ids do not pair with its log-probabilities; not stored"
+        );
+        Vec::new()
+    }
 }

@@ -88,6 +88,8 @@ pub struct StepRecord {
     pub logprob: Option<f64>,
     /// Per-token log-probabilities.
     pub token_logprobs: Vec<f32>,
+    /// The generated tokens' ids, paired with `token_logprobs` (or empty).
+    pub token_ids: Vec<u32>,
     /// The model's prompt text (see `policy::Decision::prompt`).
     pub prompt: Option<String>,
     /// Time to observe, ms.
@@ -268,6 +270,9 @@ pub struct StepView {
     /// Log-probability of each generated token of `raw_output`, when the policy reported
     /// them (what a trainer needs for importance ratios).
     pub token_logprobs: Option<Vec<f32>>,
+    /// The id of each generated token of `raw_output` in the model's vocabulary, paired
+    /// with `token_logprobs`, when the policy reported them.
+    pub token_ids: Option<Vec<i32>>,
     /// The text a model policy was given (template applied, a placeholder per image).
     pub prompt: Option<String>,
     /// Observe time, ms.
@@ -477,7 +482,7 @@ impl Store {
             let mut q = QueryBuilder::new(
                 "INSERT INTO steps (episode_id, idx, url, title, screenshot, elements, action, thought, raw_output,
                     action_error, click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms,
-                    events, tabs, prompt) ",
+                    events, tabs, prompt, token_ids) ",
             );
             q.push_values(rec.steps.iter().enumerate(), |mut b, (i, s)| {
                 b.push_bind(rec.id)
@@ -499,7 +504,8 @@ impl Store {
                     .push_bind(s.act_ms)
                     .push_bind(&s.events)
                     .push_bind(&s.tabs)
-                    .push_bind(&s.prompt);
+                    .push_bind(&s.prompt)
+                    .push_bind(ids_column(&s.token_ids));
             });
             q.build().execute(&mut *tx).await?;
         }
@@ -631,7 +637,7 @@ impl Store {
         .await?;
         let steps = sqlx::query_as(
             "SELECT idx, url, title, screenshot, elements, events, tabs, action, thought, raw_output, action_error,
-                click_x, click_y, logprob, token_logprobs, prompt, observe_ms, policy_ms, act_ms
+                click_x, click_y, logprob, token_logprobs, token_ids, prompt, observe_ms, policy_ms, act_ms
              FROM steps WHERE episode_id = $1 ORDER BY idx",
         )
         .bind(id)
@@ -805,4 +811,13 @@ impl Store {
             urls.into_iter().map(|(u,)| u).collect(),
         )))
     }
+}
+
+/// Token ids as an `integer[]` value: NULL when there are none, or when one does not fit
+/// (no vocabulary comes near 2^31; ids are never stored truncated).
+fn ids_column(ids: &[u32]) -> Option<Vec<i32>> {
+    if ids.is_empty() {
+        return None;
+    }
+    ids.iter().map(|&id| i32::try_from(id).ok()).collect()
 }

@@ -53,8 +53,18 @@ pub struct Job {
     pub grammar: Option<ActionGrammar>,
 }
 
-/// The generation and the prompt's length in tokens.
-pub type JobResult = Result<(Generation, usize), JobError>;
+/// A finished job.
+pub struct Done {
+    /// What the model generated.
+    pub generation: Generation,
+    /// The prompt's length in tokens.
+    pub prompt_tokens: usize,
+    /// Each generated token alone as text (what `logprobs.content[].token` reports).
+    pub pieces: Vec<String>,
+}
+
+/// A finished job, or why there is none.
+pub type JobResult = Result<Done, JobError>;
 
 /// Why a job produced nothing, in words for the client.
 #[derive(Debug, Clone)]
@@ -213,7 +223,12 @@ fn generate(model: &Mutex<Model>, params: &GenParams, batch: Vec<Queued>, stats:
     match m.generate(&prompts, params, &seeds) {
         Ok(out) => {
             for ((reply, n), g) in waiting.into_iter().zip(out) {
-                let _ = reply.send(Ok((g, n)));
+                let pieces = g.tokens.iter().map(|&t| m.token_text(t)).collect();
+                let _ = reply.send(Ok(Done {
+                    generation: g,
+                    prompt_tokens: n,
+                    pieces,
+                }));
             }
         }
         Err(e) => {

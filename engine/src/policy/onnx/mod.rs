@@ -223,6 +223,7 @@ impl OnnxBackend {
                     thought,
                     logprob: Some(g.logprobs.iter().map(|l| f64::from(*l)).sum()),
                     token_logprobs: g.logprobs,
+                    token_ids: g.tokens,
                     raw_output: output,
                     prompt: Some(p.rendered),
                 })

@@ -279,6 +279,12 @@ impl Model {
         self.vision.is_some() && self.cfg.image_token_id.is_some()
     }
 
+    /// One token alone as text (special tokens included; a token holding part of a
+    /// character decodes to a replacement character, as servers report it).
+    pub fn token_text(&self, id: u32) -> String {
+        self.tokenizer.decode(&[id], false).unwrap_or_default()
+    }
+
     /// Token ids of a text (special tokens in the text are recognised).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, OnnxError> {
         Ok(self
