@@ -1148,7 +1148,7 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
             ..
         } = BROWSERGYM_SCREEN;
         println!(
-            "note: BrowserGym renders MiniWoB++ at {w}x{h} with device scale {scale}; pass --viewport {w}x{h} --device-scale {scale} to compare on the same screen"
+            "note: BrowserGym renders MiniWoB++ at {w}x{h} with device scale {scale} (so do surfgym's campaigns: the tasks carry that screen); this bench renders every task at its one screen: pass --viewport {w}x{h} --device-scale {scale} to compare on the same screen"
         );
     }
 

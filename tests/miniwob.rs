@@ -4,7 +4,8 @@
 //! tasks and seeds, scores clearly lower. This checks the MiniWoB++ integration end to end
 //! (seeded episode start, utterance as instruction, `WOB_DONE_GLOBAL` ending the episode,
 //! the reward read by the rubric) and every action kind the solvers use: clicks, typing,
-//! selects, key presses, drags and scrolling an element. `scripts/setup-python.sh`
+//! selects, key presses, drags and scrolling an element, at the small screen MiniWoB++'s
+//! tasks carry (BrowserGym's). `scripts/setup-python.sh`
 //! installs MiniWoB++.
 
 use std::collections::BTreeMap;
@@ -22,6 +23,12 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 const ROLLOUTS: u32 = 3;
+const BROWSERGYM_SCREEN: browser_pool::Screen = browser_pool::Screen {
+    width: 332,
+    height: 214,
+    device_scale: 1.5,
+    screenshot_scale: 1.0,
+};
 const SEED: u64 = 2026;
 
 fn miniwob_dir() -> PathBuf {
@@ -101,6 +108,13 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
     let mut problems = Vec::new();
     for e in &solved {
         let detail = engine.store().get_episode(e.id).await.unwrap().unwrap();
+        // MiniWoB++'s tasks carry BrowserGym's screen: a 332x214 viewport at 1.5x, so a
+        // 498x321 screenshot of the task rather than a mostly blank 1280x720 page.
+        assert_eq!(detail.screen, Some(BROWSERGYM_SCREEN), "{}", e.task_id);
+        let shot = detail.steps[0].screenshot.clone().unwrap();
+        let (_, bytes) = engine.store().get_blob(&shot).await.unwrap().unwrap();
+        let img = image::load_from_memory(&bytes).unwrap();
+        assert_eq!((img.width(), img.height()), (498, 321), "{}", e.task_id);
         let raw = detail
             .verdicts
             .iter()

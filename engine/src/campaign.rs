@@ -54,8 +54,9 @@ pub struct CampaignSpec {
     /// Order model facts by a critic's guess of the likeliest failures (default true).
     #[serde(default)]
     pub critic: Option<bool>,
-    /// What the pages render at, e.g. `{"width": 332, "height": 214, "device_scale": 1.5}`
-    /// (default: the creating process's browser options).
+    /// What the pages of tasks without their own screen render at, e.g. `{"width": 332,
+    /// "height": 214, "device_scale": 1.5}` (default: the creating process's browser
+    /// options).
     #[serde(default)]
     pub screen: Option<Screen>,
 }
@@ -111,8 +112,9 @@ pub struct CampaignConfig {
     /// Model facts ordered by the critic.
     #[serde(default = "yes")]
     pub critic: bool,
-    /// The screen every episode's pages render at, whichever worker runs it (set at
-    /// creation; `None` only in campaigns stored before it was: each worker's own options).
+    /// The screen episodes render at, whichever worker runs them, unless their task has
+    /// its own (set at creation; `None` only in campaigns stored before it was: each
+    /// worker's own options).
     #[serde(default)]
     pub screen: Option<Screen>,
 }

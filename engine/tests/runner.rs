@@ -620,3 +620,68 @@ async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
     );
     engine.shutdown().await;
 }
+
+/// A task made for a screen (as MiniWoB++'s tasks are) renders at it in any campaign, and
+/// its episodes record it; the campaign's screen applies to the other tasks.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_task_renders_at_its_own_screen_whatever_the_campaign(pool: PgPool) {
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let filter = wiki_easy("scripted").tasks.unwrap();
+    let mut tasks = engine.store().load_tasks(&filter).await.unwrap();
+    assert!(tasks.len() >= 2, "{} wiki tasks", tasks.len());
+    let own = browser_pool::Screen {
+        width: 400,
+        height: 300,
+        device_scale: 2.0,
+        screenshot_scale: 0.25,
+    };
+    tasks[0].screen = Some(own);
+    engine.store().upsert_task(&tasks[0]).await.unwrap();
+    let special = tasks[0].id.to_string();
+    let campaign = browser_pool::Screen {
+        width: 640,
+        height: 400,
+        device_scale: 1.0,
+        screenshot_scale: 0.5,
+    };
+    let id = engine
+        .create_campaign(CampaignSpec {
+            screen: Some(campaign),
+            ..wiki_easy("scripted")
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap();
+    assert_eq!(eps.len(), tasks.len());
+    for e in &eps {
+        assert_eq!(e.success, Some(true), "{}", e.task_id);
+        let detail = engine.store().get_episode(e.id).await.unwrap().unwrap();
+        // 400x300 CSS pixels at 2x, captured at a quarter: 200x150; the others 320x200.
+        let (screen, size) = if e.task_id == special {
+            (own, (200, 150))
+        } else {
+            (campaign, (320, 200))
+        };
+        assert_eq!(detail.screen, Some(screen), "{}", e.task_id);
+        let hash = detail.steps[0].screenshot.clone().unwrap();
+        let (_, bytes) = engine.store().get_blob(&hash).await.unwrap().unwrap();
+        let img = image::load_from_memory(&bytes).unwrap();
+        assert_eq!((img.width(), img.height()), size, "{}", e.task_id);
+    }
+    // The task keeps its screen through the store (its spec round-trips).
+    let stored = engine.store().load_tasks(&filter).await.unwrap();
+    assert_eq!(
+        stored
+            .iter()
+            .find(|t| t.id.to_string() == special)
+            .unwrap()
+            .screen,
+        Some(own)
+    );
+    engine.shutdown().await;
+}

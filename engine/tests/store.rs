@@ -92,6 +92,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,
+        screen: None,
     }
 }
 

@@ -47,6 +47,9 @@ pub fn miniwob_task(name: &str, base: &str) -> Result<Task, Vec<FieldError>> {
         "split": "test",
         "max_steps": 20,
         "setup": {"type": "miniwob"},
+        // BrowserGym's screen for MiniWoB++: the 160x210 task area with a margin, so a
+        // screenshot is the task, not a mostly blank 1280x720 page.
+        "screen": {"width": 332, "height": 214, "device_scale": 1.5},
         "rubric": {"groups": [{"id": "reward", "facts": [{"id": "miniwob.reward",
             "description": "MiniWoB++ reports a positive reward", "check": {"type": "miniwob"}}]}]}
     });

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use browser_pool::Action;
+use browser_pool::{Action, Screen};
 use rubrics::{Rubric, RubricSpec};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -175,6 +175,11 @@ pub struct TaskSpec {
     /// MiniWoB++ episode, whose utterance becomes the instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<serde_json::Value>,
+    /// What the task's pages render at, e.g. `{"width": 332, "height": 214,
+    /// "device_scale": 1.5}` (MiniWoB++'s, as BrowserGym renders it); default: the
+    /// campaign's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen: Option<Screen>,
 }
 
 /// What the runner starts on the start page before the first observation.
@@ -213,6 +218,9 @@ pub struct Task {
     pub reference_answer: Option<String>,
     /// Environment started on the start page.
     pub setup: Option<Setup>,
+    /// The screen the task is made for: its episodes render at it whatever the campaign's
+    /// screen (a task's page layout, like its step limit, is part of the task).
+    pub screen: Option<Screen>,
 }
 
 /// A problem with one field of a task.
@@ -384,6 +392,11 @@ impl TryFrom<TaskSpec> for Task {
                 format!("must be between 1 and {MAX_STEPS_LIMIT}"),
             ));
         }
+        if let Some(screen) = &spec.screen {
+            for (field, message) in screen.problems() {
+                errors.push(FieldError::new(format!("screen.{field}"), message));
+            }
+        }
         let mut solution = Vec::new();
         for (i, line) in spec.reference_solution.iter().enumerate() {
             match browser_pool::parse_action(line) {
@@ -484,6 +497,7 @@ impl TryFrom<TaskSpec> for Task {
             reference_solution: solution,
             reference_answer: spec.reference_answer,
             setup,
+            screen: spec.screen,
         })
     }
 }
@@ -524,6 +538,7 @@ impl Task {
             setup: self.setup.map(|s| match s {
                 Setup::MiniWob => serde_json::json!({"type": "miniwob"}),
             }),
+            screen: self.screen,
         }
     }
 

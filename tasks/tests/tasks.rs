@@ -58,6 +58,17 @@ fn specs_round_trip() {
     let back =
         Task::try_from(TaskSpec::from_json(serde_json::to_value(&spec).unwrap()).unwrap()).unwrap();
     assert_eq!(back.to_spec(), spec);
+    assert_eq!(t.screen, None, "no screen: the campaign's");
+
+    let small = json!({"width": 332, "height": 214, "device_scale": 1.5});
+    let t = parse_task(&with("screen", small).to_string()).unwrap();
+    let screen = t.screen.expect("the task's own screen");
+    assert_eq!((screen.width, screen.height), (332, 214));
+    assert_eq!((screen.device_scale, screen.screenshot_scale), (1.5, 1.0));
+    let back =
+        Task::try_from(TaskSpec::from_json(serde_json::to_value(t.to_spec()).unwrap()).unwrap())
+            .unwrap();
+    assert_eq!(back.screen, Some(screen));
 }
 
 #[test]
@@ -100,6 +111,26 @@ fn every_bad_field_is_named() {
             "reference_solution",
         ),
         (with("colour", json!("blue")), "colour"),
+        (
+            with("screen", json!({"width": 50, "height": 300})),
+            "screen.width",
+        ),
+        (
+            with(
+                "screen",
+                json!({"width": 400, "height": 300, "device_scale": 9}),
+            ),
+            "screen.device_scale",
+        ),
+        (
+            with("screen", json!({"width": "big", "height": 300})),
+            "screen.width",
+        ),
+        (with("screen", json!({"height": 300})), "screen"),
+        (
+            with("screen", json!({"width": 400, "height": 300, "depth": 24})),
+            "screen.depth",
+        ),
     ];
     for (v, field) in cases {
         let got = fields(v.clone());

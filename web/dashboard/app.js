@@ -671,7 +671,7 @@
               dt('Seed', cfg.seed == null ? '—' : String(cfg.seed)),
               dt('Concurrency', cfg.concurrency === 0 ? 'auto' : fmtInt(cfg.concurrency)),
               dt('Max attempts', fmtInt(cfg.max_attempts)),
-              dt('Screen', describeScreen(cfg.screen)),
+              dt('Screen', cfg.screen ? `${describeScreen(cfg.screen)} (tasks with their own: theirs)` : describeScreen(cfg.screen)),
               dt('Tasks', describeTaskFilter(cfg.tasks)),
               dt('Episodes', fmtInt(c.total_episodes))))));
     };
@@ -894,6 +894,7 @@
             'site ', h('strong', null, String(ep.site == null ? '' : ep.site)),
             h('span', { class: 'sep' }, '·'), 'seed ', h('span', { class: 'mono' }, String(ep.seed)),
             h('span', { class: 'sep' }, '·'), 'attempts ', String(ep.attempts),
+            ep.screen ? [h('span', { class: 'sep' }, '·'), 'screen ', h('span', { id: 'episode-screen' }, describeScreen(ep.screen))] : null,
             ep.started_at ? [h('span', { class: 'sep' }, '·'), 'started ', timeEl(ep.started_at, true)] : null,
             h('span', { class: 'sep' }, '·'), h('span', { class: 'mono muted id-text', title: 'episode id' }, String(ep.id))))),
       h('section', { class: 'panel instruction-panel' },

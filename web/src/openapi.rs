@@ -173,7 +173,9 @@ pub fn document() -> Value {
                 "id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string", "format": "uri"},
                 "rubric": r("Rubric"), "difficulty": {"enum": ["easy", "medium", "hard"]}, "tags": {"type": "array", "items": {"type": "string"}},
                 "split": {"enum": ["train", "test"]}, "max_steps": {"type": "integer"}, "reference_solution": {"type": "array", "items": {"type": "string"}},
-                "reference_answer": {"type": "string"}
+                "reference_answer": {"type": "string"},
+                "setup": {"type": "object", "description": "`{\"type\": \"miniwob\"}` starts a seeded MiniWoB++ episode"},
+                "screen": r("Screen")
             }), &["instruction", "start_url", "rubric"]),
             "Task": obj(json!({"id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string"},
                 "difficulty": {"type": "string"}, "split": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}, "spec": r("TaskSpec"),
@@ -226,7 +228,7 @@ pub fn document() -> Value {
             "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},
                 "passed": {"type": ["boolean", "null"], "description": "null: not checked (binary judging stopped early)"}, "evidence": {"type": "string"}, "reason": {"type": "string"}}), &["judge", "fact_id", "passed"]),
             "EpisodeDetail": {"allOf": [r("EpisodeSummary"), obj(json!({"instruction": {"type": "string"}, "final_url": {"type": ["string", "null"]},
-                "final_screenshot": {"type": ["string", "null"]}, "screen": {"oneOf": [r("Screen"), {"type": "null"}], "description": "the campaign's screen: element boxes and clicks are in its CSS pixels"}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
+                "final_screenshot": {"type": ["string", "null"]}, "screen": {"oneOf": [r("Screen"), {"type": "null"}], "description": "what the pages rendered at (the task's own screen, else the campaign's): element boxes and clicks are in its CSS pixels"}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
                 &["instruction", "steps", "verdicts"])]}
         }}
     })

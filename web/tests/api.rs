@@ -203,6 +203,13 @@ async fn bad_tasks_get_a_400_naming_the_field_and_nothing_is_stored(pool: PgPool
         (with("tags", json!("not-a-list")), "tags"),
         (with("max_steps", json!(100000)), "max_steps"),
         (
+            with(
+                "screen",
+                json!({"width": 332, "height": 214, "screenshot_scale": 2}),
+            ),
+            "screen.screenshot_scale",
+        ),
+        (
             with("reference_solution", json!(["clik(3)"])),
             "reference_solution[0]",
         ),
@@ -733,6 +740,7 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,
+        screen: None,
     }
 }
 

@@ -90,8 +90,8 @@ pub struct EpisodeRun {
     pub max_steps: u32,
     /// Policy seed.
     pub seed: u64,
-    /// The campaign's screen (`None` only for campaigns stored before campaigns recorded
-    /// one: the pool's own).
+    /// What the pages render at: the task's own screen, else the campaign's (`None` only
+    /// for campaigns stored before campaigns recorded one: the pool's own).
     pub screen: Option<Screen>,
 }
 
@@ -162,6 +162,8 @@ pub struct Finished {
     pub snapshot: PageSnapshot,
     /// Wall time.
     pub duration: Duration,
+    /// What its pages rendered at (the session's screen).
+    pub screen: Screen,
 }
 
 impl Episode {
@@ -391,6 +393,7 @@ impl Episode {
     /// Captures the final page and releases the browser context.
     pub async fn finish(mut self) -> Result<Finished, InfraError> {
         let result = self.capture_end().await;
+        let screen = self.session.screen();
         self.session.close().await;
         let (final_screenshot, snapshot) = result?;
         let instruction = self.run.task.setup.map(|_| self.instruction.to_string());
@@ -405,6 +408,7 @@ impl Episode {
             visited: self.visited,
             snapshot,
             duration: self.started.elapsed(),
+            screen,
         })
     }
 

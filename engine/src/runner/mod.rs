@@ -392,10 +392,11 @@ impl Runner {
         Ok(Some(EpisodeRun {
             id: ep.id,
             max_steps: run.config.horizon(task.max_steps),
+            // A task made for a screen (MiniWoB++'s) renders at it in any campaign.
+            screen: task.screen.or(run.config.screen),
             task,
             policy: run.policy.clone(),
             seed: ep.seed as u64,
-            screen: run.config.screen,
         }))
     }
 

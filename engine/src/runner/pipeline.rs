@@ -236,6 +236,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             judge_calls,
             judge_facts,
             judge_exhaustive_calls,
+            screen: Some(f.screen),
         },
         _lease: work.lease,
     }

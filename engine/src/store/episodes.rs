@@ -164,6 +164,8 @@ pub struct EpisodeRecord {
     pub judge_facts: i32,
     /// Model-judge calls an exhaustive judge makes on this episode.
     pub judge_exhaustive_calls: i32,
+    /// What its pages rendered at (`None`: its campaign's screen).
+    pub screen: Option<Screen>,
 }
 
 /// Which episodes to list.
@@ -315,7 +317,8 @@ pub struct EpisodeDetail {
     pub final_url: Option<String>,
     /// Final page screenshot.
     pub final_screenshot: Option<String>,
-    /// What the pages rendered at (the campaign's screen; `None` for campaigns stored
+    /// What the pages rendered at (recorded with the episode: its task's screen or its
+    /// campaign's; before episodes recorded it, the campaign's; `None` for campaigns stored
     /// before campaigns recorded it). Element boxes and clicks are in its CSS pixels.
     pub screen: Option<Screen>,
     /// Steps in order.
@@ -442,7 +445,7 @@ impl Store {
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
-                score_of_verified = $15, judge_exhaustive_calls = $16
+                score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -461,6 +464,7 @@ impl Store {
         .bind(&rec.final_page)
         .bind(rec.credit.of_verified())
         .bind(rec.judge_exhaustive_calls)
+        .bind(rec.screen.map(sqlx::types::Json))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -628,7 +632,7 @@ impl Store {
         );
         let (instruction, final_url, final_screenshot, screen): Head = sqlx::query_as(
             "SELECT coalesce(e.instruction, t.instruction), e.final_url, e.final_screenshot,
-                nullif(c.config->'screen', 'null'::jsonb)
+                coalesce(e.screen, nullif(c.config->'screen', 'null'::jsonb))
              FROM episodes e JOIN tasks t ON t.id = e.task_id JOIN campaigns c ON c.id = e.campaign_id
              WHERE e.id = $1",
         )

@@ -101,6 +101,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         judge_calls: r.judge_calls,
         judge_facts: r.judge_facts,
         judge_exhaustive_calls: r.judge_exhaustive_calls,
+        screen: r.screen,
     };
     clean_opt(&mut c.final_answer);
     if let Some(p) = &mut c.final_page {
