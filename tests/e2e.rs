@@ -179,6 +179,11 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
         json!("1280×720, screenshots at 0.5"),
         "the replay names the screen its episode rendered at"
     );
+    assert_eq!(
+        js(&s, "document.getElementById('episode-policy').textContent").await,
+        json!("scripted"),
+        "and the policy that ran it"
+    );
     let first_clicks = detail.steps[0].click_x.is_some();
     assert_eq!(
         js(&s, "!!document.getElementById('click-marker')").await,

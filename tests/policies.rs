@@ -133,6 +133,36 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             .await
             .unwrap()
             .unwrap();
+        // Which model, at which settings, produced these steps.
+        let card = detail
+            .policy
+            .clone()
+            .expect("the episode records its policy");
+        assert_eq!(
+            (card.name.as_str(), card.backend.as_str()),
+            (policy, policy)
+        );
+        let sampling = card.sampling.expect("sampling settings");
+        assert_eq!((sampling.temperature, sampling.top_p), (0.0, 1.0));
+        assert_eq!(card.settings["grounding"], "marks", "{policy}");
+        if policy == "onnx" {
+            let o = onnx_options();
+            assert_eq!(card.model.as_deref(), Some("tiny-vlm"));
+            assert_eq!(
+                card.fingerprint,
+                Some(engine::policy::fingerprint(&o.model_dir).unwrap()),
+                "the fingerprint of the files it loaded"
+            );
+            assert_eq!(sampling.max_tokens, 16);
+            assert_eq!(card.settings["provider"], "CPU");
+        } else {
+            assert_eq!(card.model.as_deref(), Some("tiny"));
+            assert_eq!(card.endpoint, Some(format!("http://{addr}")));
+            assert_eq!(
+                card.fingerprint, None,
+                "a remote model's files are not ours to read"
+            );
+        }
         assert!(
             detail.steps.iter().all(|s| s.raw_output.is_some()),
             "{policy}: the model's text is kept"

@@ -606,6 +606,14 @@ async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
     for e in &eps {
         let detail = engine.store().get_episode(e.id).await.unwrap().unwrap();
         assert_eq!(detail.screen, Some(screen), "the replay's coordinate frame");
+        let card = detail
+            .policy
+            .clone()
+            .expect("the episode records its policy");
+        assert_eq!(
+            (card.name.as_str(), card.backend.as_str()),
+            ("scripted", "builtin")
+        );
         let hashes = detail.steps.iter().filter_map(|s| s.screenshot.clone());
         for hash in hashes.chain(detail.final_screenshot.clone()) {
             let (_, bytes) = engine.store().get_blob(&hash).await.unwrap().unwrap();

@@ -93,6 +93,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         judge_facts: 0,
         judge_exhaustive_calls: 0,
         screen: None,
+        policy: None,
     }
 }
 

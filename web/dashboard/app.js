@@ -201,6 +201,16 @@
     return parts.length ? parts.join(' · ') : 'all tasks';
   }
 
+  // The policy that ran an episode: name, model and the start of its fingerprint, sampling.
+  function describePolicy(p) {
+    const parts = [String(p.name)];
+    if (p.model) parts.push(String(p.model));
+    if (p.fingerprint) parts.push(String(p.fingerprint).replace(/^sha256:/, '').slice(0, 12));
+    if (p.endpoint) parts.push(String(p.endpoint));
+    if (p.sampling) parts.push(Number(p.sampling.temperature) === 0 ? 'greedy' : `T=${p.sampling.temperature}, top-p ${p.sampling.top_p}`);
+    return parts.join(' · ');
+  }
+
   // What a campaign's pages render at; campaigns without one follow each worker's options.
   function describeScreen(s) {
     if (!s || typeof s !== 'object') return "each worker's own";
@@ -895,6 +905,7 @@
             h('span', { class: 'sep' }, '·'), 'seed ', h('span', { class: 'mono' }, String(ep.seed)),
             h('span', { class: 'sep' }, '·'), 'attempts ', String(ep.attempts),
             ep.screen ? [h('span', { class: 'sep' }, '·'), 'screen ', h('span', { id: 'episode-screen' }, describeScreen(ep.screen))] : null,
+            ep.policy ? [h('span', { class: 'sep' }, '·'), 'policy ', h('span', { id: 'episode-policy', title: JSON.stringify(ep.policy, null, 1) }, describePolicy(ep.policy))] : null,
             ep.started_at ? [h('span', { class: 'sep' }, '·'), 'started ', timeEl(ep.started_at, true)] : null,
             h('span', { class: 'sep' }, '·'), h('span', { class: 'mono muted id-text', title: 'episode id' }, String(ep.id))))),
       h('section', { class: 'panel instruction-panel' },

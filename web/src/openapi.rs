@@ -186,6 +186,12 @@ pub fn document() -> Value {
                 &["imported", "failed", "lines"]),
             "Screen": obj(json!({"width": {"type": "integer", "minimum": 100, "maximum": 8192, "description": "viewport, CSS pixels"}, "height": {"type": "integer", "minimum": 100, "maximum": 8192},
                 "device_scale": {"type": "number", "minimum": 0.25, "maximum": 4}, "screenshot_scale": {"type": "number", "minimum": 0.05, "maximum": 1}}), &["width", "height"]),
+            "PolicyCard": obj(json!({"name": {"type": "string"}, "backend": {"type": "string", "description": "builtin, onnx, http, simulated, batched"},
+                "model": {"type": "string", "description": "ONNX: the model directory's name; HTTP: the requests' model field"},
+                "fingerprint": {"type": "string", "description": "ONNX: sha256 over the model files' paths, sizes and (sampled) bytes"},
+                "endpoint": {"type": "string", "description": "HTTP: the server's base URL"},
+                "sampling": obj(json!({"temperature": {"type": "number"}, "top_p": {"type": "number"}, "max_tokens": {"type": "integer"}}), &["temperature", "top_p", "max_tokens"]),
+                "settings": {"type": "object", "description": "prompt, grounding, constrained decoding, device"}}), &["name", "backend"]),
             "CampaignSpec": obj(json!({
                 "name": {"type": "string"},
                 "tasks": obj(json!({"site": {"type": "string"}, "tag": {"type": "string"}, "difficulty": {"type": "string"}, "split": {"type": "string"}, "ids": {"type": "array", "items": {"type": "string"}}}), &[]),
@@ -228,7 +234,7 @@ pub fn document() -> Value {
             "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},
                 "passed": {"type": ["boolean", "null"], "description": "null: not checked (binary judging stopped early)"}, "evidence": {"type": "string"}, "reason": {"type": "string"}}), &["judge", "fact_id", "passed"]),
             "EpisodeDetail": {"allOf": [r("EpisodeSummary"), obj(json!({"instruction": {"type": "string"}, "final_url": {"type": ["string", "null"]},
-                "final_screenshot": {"type": ["string", "null"]}, "screen": {"oneOf": [r("Screen"), {"type": "null"}], "description": "what the pages rendered at (the task's own screen, else the campaign's): element boxes and clicks are in its CSS pixels"}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
+                "final_screenshot": {"type": ["string", "null"]}, "screen": {"oneOf": [r("Screen"), {"type": "null"}], "description": "what the pages rendered at (the task's own screen, else the campaign's): element boxes and clicks are in its CSS pixels"}, "policy": {"oneOf": [r("PolicyCard"), {"type": "null"}], "description": "the policy that ran the episode, as its worker resolved the campaign's policy name"}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
                 &["instruction", "steps", "verdicts"])]}
         }}
     })

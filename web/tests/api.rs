@@ -741,6 +741,7 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
         judge_facts: 0,
         judge_exhaustive_calls: 0,
         screen: None,
+        policy: Some(engine::policy::PolicyCard::new("scripted", "builtin").with("note", "test")),
     }
 }
 
@@ -824,6 +825,11 @@ async fn a_campaign_exports_its_finished_episodes_as_json_lines(pool: PgPool) {
     assert_eq!(all[1]["split"], "test");
     assert_eq!(all[0]["steps"][0]["token_logprobs"], json!([-0.5, -0.25]));
     assert_eq!(all[0]["steps"][0]["token_ids"], json!([151_643, 12]));
+    assert_eq!(
+        all[0]["policy"],
+        json!({"name": "scripted", "backend": "builtin", "settings": {"note": "test"}}),
+        "the policy that ran it"
+    );
     assert_eq!(all[0]["steps"][0]["raw_output"], "answer(\"12.50\")");
     assert_eq!(all[0]["steps"][0]["prompt"], "Task: find the price");
     assert_eq!(all[0]["instruction"], "Find the price of the blue mug");

@@ -14,11 +14,16 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Decision, Policy, PolicyError, StepInput};
+use super::{Decision, Policy, PolicyCard, PolicyError, StepInput};
 use crate::metrics::METRICS;
 
 /// A backend that decides many inputs in one call (an ONNX session, a model server).
 pub trait BatchBackend: Send + Sync + 'static {
+    /// The card of the policy serving this backend under `name` (see [`Policy::card`]).
+    fn card(&self, name: &str) -> PolicyCard {
+        PolicyCard::new(name, "batched")
+    }
+
     /// One decision per input, in order; an `Err` fails the whole batch.
     fn run_batch(
         &self,
@@ -80,6 +85,7 @@ struct Entry {
 #[derive(Clone)]
 pub struct Batched {
     name: String,
+    card: PolicyCard,
     tx: mpsc::Sender<Entry>,
 }
 
@@ -92,17 +98,23 @@ impl Batched {
     ) -> Batched {
         // Bounded: when the backend falls behind, episodes wait here rather than pile up.
         let (tx, rx) = mpsc::channel(limits.max_batch.max(1) * 8);
+        let name = name.into();
+        let card = backend
+            .card(&name)
+            .with("max_batch", limits.max_batch)
+            .with("max_wait_ms", limits.max_wait.as_millis() as u64);
         tokio::spawn(batching_task(backend, limits, rx));
-        Batched {
-            name: name.into(),
-            tx,
-        }
+        Batched { name, card, tx }
     }
 }
 
 impl Policy for Batched {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn card(&self) -> PolicyCard {
+        self.card.clone()
     }
 
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {

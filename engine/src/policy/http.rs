@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use super::onnx::grammar::{Constraint, output_regex};
 use super::onnx::prompt::{self, PromptConfig};
 use super::output::parse_output;
-use super::{Decision, Policy, PolicyError, StepInput};
+use super::{Decision, Policy, PolicyCard, PolicyError, Sampling, StepInput};
 
 /// How to reach and use the server.
 #[derive(Debug, Clone)]
@@ -352,6 +352,23 @@ impl HttpPolicy {
 impl Policy for HttpPolicy {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn card(&self) -> PolicyCard {
+        let o = &self.chat.opts;
+        let mut card = PolicyCard::new(&self.name, "http");
+        card.model = Some(o.model.clone());
+        card.endpoint = Some(o.base_url.clone());
+        card.sampling = Some(Sampling {
+            temperature: o.temperature,
+            top_p: o.top_p,
+            max_tokens: o.max_tokens,
+        });
+        card.settings = o.prompt.describe();
+        card.with(
+            "constrained",
+            super::onnx::describe_constraint(o.constrained),
+        )
     }
 
     fn retries_own_calls(&self) -> bool {

@@ -3,6 +3,7 @@
 
 mod agent_like;
 mod batcher;
+mod card;
 pub mod http;
 pub mod miniwob;
 pub mod onnx;
@@ -21,6 +22,7 @@ use tasks::Task;
 
 pub use agent_like::AgentLike;
 pub use batcher::{BatchBackend, BatchLimits, Batched, CloseReason, take_batch};
+pub use card::{PolicyCard, Sampling, fingerprint};
 pub use random::RandomPolicy;
 pub use scripted::ScriptedPolicy;
 pub use simulated::{LatencyModel, SimulatedLatency};
@@ -122,6 +124,12 @@ pub trait Policy: Send + Sync {
 
     /// Chooses the next action of one episode.
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>>;
+
+    /// What this policy is (backend, model, sampling), stored with every episode it runs.
+    /// Model backends override it; a built-in policy is its name.
+    fn card(&self) -> PolicyCard {
+        PolicyCard::new(self.name(), "builtin")
+    }
 
     /// Whether the backend already retries an unavailable server itself (with its own
     /// backoff) before answering [`PolicyError::Unavailable`]; the episode then does not

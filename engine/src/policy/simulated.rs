@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{Decision, Policy, PolicyError, StepInput};
+use super::{Decision, Policy, PolicyCard, PolicyError, StepInput};
 
 /// Per-request latency: log-normal around a median.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,6 +62,13 @@ impl SimulatedLatency {
 impl Policy for SimulatedLatency {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn card(&self) -> PolicyCard {
+        PolicyCard::new(&self.name, "simulated")
+            .with("wraps", self.inner.name())
+            .with("median_latency_ms", self.model.median.as_millis() as u64)
+            .with("latency_sigma", self.model.sigma)
     }
 
     /// One request to a continuously batching server: it returns when its own

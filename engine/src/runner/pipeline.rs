@@ -237,6 +237,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             judge_facts,
             judge_exhaustive_calls,
             screen: Some(f.screen),
+            policy: Some(f.run.policy.card()),
         },
         _lease: work.lease,
     }

@@ -9,6 +9,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::policy::PolicyCard;
 
 /// How an episode ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -166,6 +167,8 @@ pub struct EpisodeRecord {
     pub judge_exhaustive_calls: i32,
     /// What its pages rendered at (`None`: its campaign's screen).
     pub screen: Option<Screen>,
+    /// The policy that ran it, as its worker resolved the campaign's policy name.
+    pub policy: Option<PolicyCard>,
 }
 
 /// Which episodes to list.
@@ -321,6 +324,9 @@ pub struct EpisodeDetail {
     /// campaign's; before episodes recorded it, the campaign's; `None` for campaigns stored
     /// before campaigns recorded it). Element boxes and clicks are in its CSS pixels.
     pub screen: Option<Screen>,
+    /// The policy that ran it (backend, model, fingerprint, sampling); `None` for
+    /// episodes stored before episodes recorded it.
+    pub policy: Option<PolicyCard>,
     /// Steps in order.
     pub steps: Vec<StepView>,
     /// Verdicts in rubric order, unchecked facts included.
@@ -445,7 +451,7 @@ impl Store {
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
-                score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17
+                score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -465,6 +471,7 @@ impl Store {
         .bind(rec.credit.of_verified())
         .bind(rec.judge_exhaustive_calls)
         .bind(rec.screen.map(sqlx::types::Json))
+        .bind(rec.policy.as_ref().map(sqlx::types::Json))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -629,10 +636,11 @@ impl Store {
             Option<String>,
             Option<String>,
             Option<sqlx::types::Json<Screen>>,
+            Option<serde_json::Value>,
         );
-        let (instruction, final_url, final_screenshot, screen): Head = sqlx::query_as(
+        let (instruction, final_url, final_screenshot, screen, policy): Head = sqlx::query_as(
             "SELECT coalesce(e.instruction, t.instruction), e.final_url, e.final_screenshot,
-                coalesce(e.screen, nullif(c.config->'screen', 'null'::jsonb))
+                coalesce(e.screen, nullif(c.config->'screen', 'null'::jsonb)), e.policy
              FROM episodes e JOIN tasks t ON t.id = e.task_id JOIN campaigns c ON c.id = e.campaign_id
              WHERE e.id = $1",
         )
@@ -664,6 +672,9 @@ impl Store {
             final_url,
             final_screenshot,
             screen: screen.map(|s| s.0),
+            // A card this version cannot read (another version wrote it) leaves the replay
+            // without it rather than failing.
+            policy: policy.and_then(|p| serde_json::from_value(p).ok()),
             steps,
             verdicts,
         }))

@@ -102,6 +102,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         judge_facts: r.judge_facts,
         judge_exhaustive_calls: r.judge_exhaustive_calls,
         screen: r.screen,
+        policy: r.policy.clone(),
     };
     clean_opt(&mut c.final_answer);
     if let Some(p) = &mut c.final_page {

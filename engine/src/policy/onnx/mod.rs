@@ -24,7 +24,9 @@ pub use model::{Device, Finish, GenParams, Generation, Model, Pixels, Prompt};
 pub use prompt::{PromptConfig, PromptStyle};
 
 use super::output::{Grounding, parse_output};
-use super::{BatchBackend, BatchLimits, Batched, Decision, PolicyError, StepInput};
+use super::{
+    BatchBackend, BatchLimits, Batched, Decision, PolicyCard, PolicyError, Sampling, StepInput,
+};
 
 /// Why a model could not be loaded or run.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -126,6 +128,8 @@ pub struct OnnxBackend {
     opts: OnnxOptions,
     vision: bool,
     template: String,
+    /// The model files' fingerprint, read once at load.
+    fingerprint: Option<String>,
 }
 
 /// A step's seed for sampling: a function of the episode seed and step only.
@@ -139,11 +143,16 @@ impl OnnxBackend {
         let model = Model::load(&opts.model_dir, &opts.dylib, opts.device, opts.threads)?;
         let vision = model.has_vision();
         let template = model.config().chat_template.clone();
+        // The files just loaded are readable; a failure here leaves the card without it.
+        let fingerprint = crate::policy::fingerprint(&opts.model_dir)
+            .map_err(|e| tracing::warn!(dir = %opts.model_dir.display(), error = %e, "could not fingerprint the model"))
+            .ok();
         Ok(OnnxBackend {
             model: Arc::new(Mutex::new(model)),
             opts,
             vision,
             template,
+            fingerprint,
         })
     }
 
@@ -273,6 +282,29 @@ pub fn expand_images(
 }
 
 impl BatchBackend for OnnxBackend {
+    fn card(&self, name: &str) -> PolicyCard {
+        let g = &self.opts.generation;
+        let (provider, _) = self.provider();
+        let mut card = PolicyCard::new(name, "onnx");
+        card.model = self
+            .opts
+            .model_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        card.fingerprint = self.fingerprint.clone();
+        card.sampling = Some(Sampling {
+            temperature: g.temperature,
+            top_p: g.top_p,
+            max_tokens: u32::try_from(g.max_new_tokens).unwrap_or(u32::MAX),
+        });
+        card.settings = self.opts.prompt.describe();
+        card.with("provider", provider)
+            .with("vision", self.vision)
+            .with("answer_prefix", self.opts.answer_prefix.clone())
+            .with("constrained", describe_constraint(self.opts.constrained))
+            .with("stop", g.stop.clone())
+    }
+
     fn run_batch(
         &self,
         inputs: Vec<StepInput>,
@@ -283,6 +315,7 @@ impl BatchBackend for OnnxBackend {
                 opts: self.opts.clone(),
                 vision: self.vision,
                 template: self.template.clone(),
+                fingerprint: self.fingerprint.clone(),
             };
             tokio::task::spawn_blocking(move || this.decide_all(&inputs))
                 .await
@@ -300,4 +333,13 @@ pub fn policy(
 ) -> Result<(Batched, Arc<OnnxBackend>), OnnxError> {
     let backend = Arc::new(OnnxBackend::load(opts)?);
     Ok((Batched::new(name, backend.clone(), limits), backend))
+}
+
+/// Constrained decoding as a policy card records it.
+pub fn describe_constraint(c: Option<grammar::Constraint>) -> serde_json::Value {
+    match c {
+        None => serde_json::Value::Null,
+        Some(grammar::Constraint::Action) => "action".into(),
+        Some(grammar::Constraint::Reasoned) => "reasoned".into(),
+    }
 }

@@ -50,6 +50,27 @@ impl Default for PromptConfig {
     }
 }
 
+impl PromptConfig {
+    /// The settings as a policy card records them.
+    pub fn describe(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        let style = match self.style {
+            PromptStyle::Plain => "plain",
+            PromptStyle::Structured => "structured",
+        };
+        let grounding = match self.grounding {
+            Grounding::Marks => "marks",
+            Grounding::Coordinates => "coordinates",
+        };
+        m.insert("prompt".into(), style.into());
+        m.insert("grounding".into(), grounding.into());
+        m.insert("images".into(), self.images.into());
+        m.insert("history_lines".into(), self.history_lines.into());
+        m.insert("max_elements".into(), self.max_elements.into());
+        m
+    }
+}
+
 /// The grammar summary every prompt carries.
 pub fn action_help(grounding: Grounding) -> &'static str {
     match grounding {
