@@ -209,6 +209,38 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
             .contains("1280×720, screenshots at 0.5"),
         "{config}"
     );
+    assert!(
+        config
+            .as_str()
+            .unwrap()
+            .contains(&format!("scripted ({})", episodes.len())),
+        "the policy its episodes ran under: {config}"
+    );
+    assert_eq!(
+        js(&s, "!!document.getElementById('campaign-mixed-policies')").await,
+        json!(false),
+        "one policy: no warning"
+    );
+    // An episode run under another model (a worker with another checkpoint behind the
+    // same policy name): the page warns that the campaign's data mixes policies.
+    sqlx::query(
+        "UPDATE episodes SET policy = jsonb_set(policy, '{model}', '\"other\"') WHERE id = $1",
+    )
+    .bind(longest.id)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    // A new document (the query differs), not the same page's hash again.
+    open(&mut s, &format!("http://{addr}/?again#/campaigns/{id}")).await;
+    let warning = js(
+        &s,
+        "(document.getElementById('campaign-mixed-policies') || {}).innerText || ''",
+    )
+    .await;
+    assert!(
+        warning.as_str().unwrap().contains("2 different policies"),
+        "{warning}"
+    );
     // Its export link downloads every finished episode, a JSON line each.
     let exported = js(
         &s,

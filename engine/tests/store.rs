@@ -471,3 +471,40 @@ async fn the_export_yields_each_finished_episode_once_with_its_token_logprobs(po
     let rest: Vec<String> = stream.map(|e| e.unwrap().summary.task_id).collect().await;
     assert_eq!(rest, ["t2", "t3", "t4"]);
 }
+
+/// The policies a campaign's finished episodes ran under, grouped by card, most used first;
+/// unfinished episodes do not count.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_campaign_lists_the_policies_its_episodes_ran_under(pool: PgPool) {
+    let (store, c) = setup(pool, 4).await;
+    let mut claimed = Vec::new();
+    while let Some(e) = store.claim_episode(c, "A", LEASE).await.unwrap() {
+        claimed.push(e.id);
+    }
+    assert!(store.campaign_policies(c).await.unwrap().is_empty());
+    let card = |fingerprint: &str| {
+        let mut card = engine::policy::PolicyCard::new("onnx", "onnx");
+        card.model = Some("smolvlm".into());
+        card.fingerprint = Some(fingerprint.into());
+        card
+    };
+    // Two workers resolved `onnx` to two checkpoints; the fourth episode is still running.
+    for (id, fp) in claimed.iter().zip(["sha256:aa", "sha256:bb", "sha256:aa"]) {
+        let mut r = record(*id, 1);
+        r.policy = Some(card(fp));
+        assert!(store.finish_episode("A", &r).await.unwrap());
+    }
+    let uses: Vec<(Option<String>, i64)> = store
+        .campaign_policies(c)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| (u.card.fingerprint, u.episodes))
+        .collect();
+    assert_eq!(
+        uses,
+        [(Some("sha256:aa".into()), 2), (Some("sha256:bb".into()), 1)]
+    );
+    let detail = store.get_episode(claimed[1]).await.unwrap().unwrap();
+    assert_eq!(detail.policy, Some(card("sha256:bb")));
+}

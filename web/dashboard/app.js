@@ -612,7 +612,7 @@
       }));
     };
 
-    const renderHeader = (c) => {
+    const renderHeader = (c, pols) => {
       const cfg = c.config && typeof c.config === 'object' ? c.config : {};
       document.title = `${c.name} · Campaign · surfgym`;
       document.getElementById('crumb-name').textContent = String(c.name == null ? '' : c.name);
@@ -652,6 +652,9 @@
               title: 'Finished episodes as JSON Lines: steps, raw outputs, token log-probabilities, verdicts',
             }, 'Export JSONL'))),
         c.error ? h('div', { class: 'callout callout-error', id: 'campaign-error' }, h('strong', null, 'Campaign failed: '), String(c.error)) : null,
+        pols.length > 1 ? h('div', { class: 'callout callout-warn', id: 'campaign-mixed-policies' },
+          h('strong', null, `Mixed policies: `),
+          `its episodes ran under ${pols.length} different policies (workers resolved "${String(c.policy)}" to different models or settings); each exported episode carries the policy that ran it.`) : null,
         h('div', { class: 'summary-grid' },
           h('section', { class: 'panel panel-tight' },
             h('h3', null, 'Progress'),
@@ -681,6 +684,8 @@
               dt('Seed', cfg.seed == null ? '—' : String(cfg.seed)),
               dt('Concurrency', cfg.concurrency === 0 ? 'auto' : fmtInt(cfg.concurrency)),
               dt('Max attempts', fmtInt(cfg.max_attempts)),
+              dt('Ran under', pols.length === 0 ? h('span', { class: 'muted' }, 'no finished episode yet')
+                : h('span', { id: 'campaign-policies' }, pols.map((u) => `${describePolicy(u.card)} (${fmtInt(u.episodes)})`).join('; '))),
               dt('Screen', cfg.screen ? `${describeScreen(cfg.screen)} (tasks with their own: theirs)` : describeScreen(cfg.screen)),
               dt('Tasks', describeTaskFilter(cfg.tasks)),
               dt('Episodes', fmtInt(c.total_episodes))))));
@@ -734,10 +739,12 @@
       const f = FILTERS.find((x) => x.key === state.filter) || FILTERS[0];
       let c;
       let eps;
+      let pols;
       try {
-        [c, eps] = await Promise.all([
+        [c, eps, pols] = await Promise.all([
           api(`/api/campaigns/${enc(id)}`),
           api(`/api/episodes?campaign=${enc(id)}${f.q}&limit=${EPISODE_PAGE}&offset=${state.offset}`),
+          api(`/api/campaigns/${enc(id)}/policies`),
         ]);
       } catch (err) {
         if (!alive(v) || mine !== seq) return;
@@ -762,8 +769,8 @@
       campaign = c;
       body.classList.remove('stale');
       // Re-render only what changed, so hover, focus and selection survive the 2 s refresh.
-      const hk = JSON.stringify(c);
-      if (hk !== lastHeader) { lastHeader = hk; renderHeader(c); renderChips(); }
+      const hk = JSON.stringify([c, pols]);
+      if (hk !== lastHeader) { lastHeader = hk; renderHeader(c, Array.isArray(pols) ? pols : []); renderChips(); }
       const ek = state.filter + '|' + state.offset + '|' + JSON.stringify(eps);
       if (ek !== lastEpisodes) { lastEpisodes = ek; renderEpisodes(eps); }
       const live = ACTIVE.has(c.status);

@@ -1,4 +1,5 @@
-//! `/api/campaigns`: create (202), list, read, pause, resume, cancel, export.
+//! `/api/campaigns`: create (202), list, read, pause, resume, cancel, export, the policies
+//! its episodes ran under.
 
 use axum::Json;
 use axum::body::Body;
@@ -7,7 +8,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use engine::CampaignSpec;
 use engine::export::ExportFilter;
-use engine::store::CampaignView;
+use engine::store::{CampaignView, PolicyUse};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
@@ -71,6 +72,20 @@ pub async fn get(
     let c = state.engine.store().get_campaign(id).await?;
     c.map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("no campaign {id}")))
+}
+
+/// `GET /api/campaigns/{id}/policies`: the policies its finished episodes ran under, with
+/// counts (more than one: workers ran different models under its policy name).
+pub async fn policies(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<PolicyUse>>, ApiError> {
+    let id = parse_id(&id)?;
+    let store = state.engine.store();
+    if store.get_campaign(id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no campaign {id}")));
+    }
+    Ok(Json(store.campaign_policies(id).await?))
 }
 
 async fn after(state: &AppState, id: Uuid) -> Result<Json<CampaignView>, ApiError> {

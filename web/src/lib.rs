@@ -84,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/campaigns/{id}/resume", post(campaigns::resume))
         .route("/api/campaigns/{id}/cancel", post(campaigns::cancel))
         .route("/api/campaigns/{id}/export", get(campaigns::export))
+        .route("/api/campaigns/{id}/policies", get(campaigns::policies))
         .route("/api/campaigns/{id}/events", get(live::campaign_events))
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))

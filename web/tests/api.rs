@@ -871,4 +871,25 @@ async fn a_campaign_exports_its_finished_episodes_as_json_lines(pool: PgPool) {
     .await;
     assert_eq!(listed["total"], 1);
     assert_eq!(listed["items"][0]["split"], "test");
+    // The policies its finished episodes ran under, with counts.
+    let (s, policies) = call(
+        &app,
+        Method::GET,
+        &format!("/api/campaigns/{id}/policies"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        policies,
+        json!([{"card": {"name": "scripted", "backend": "builtin", "settings": {"note": "test"}}, "episodes": 2}])
+    );
+    let (s, _) = call(
+        &app,
+        Method::GET,
+        &format!("/api/campaigns/{other}/policies"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
 }

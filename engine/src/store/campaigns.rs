@@ -6,6 +6,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::policy::PolicyCard;
 
 /// Episodes of a campaign by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -18,6 +19,15 @@ pub struct CampaignCounts {
     pub finished: i64,
     /// Gave up after infrastructure failures.
     pub failed: i64,
+}
+
+/// One policy a campaign's episodes ran under.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyUse {
+    /// The policy, as the workers recorded it.
+    pub card: PolicyCard,
+    /// Finished episodes that ran under it.
+    pub episodes: i64,
 }
 
 /// A campaign as the API shows it.
@@ -202,6 +212,30 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(Into::into))
+    }
+
+    /// The policies a campaign's finished episodes ran under, each with how many, most
+    /// used first. More than one means workers resolved its policy name to different
+    /// models or settings: its data mixes policies.
+    pub async fn campaign_policies(&self, id: Uuid) -> Result<Vec<PolicyUse>, StoreError> {
+        let rows: Vec<(serde_json::Value, i64)> = sqlx::query_as(
+            "SELECT policy, count(*) FROM episodes
+             WHERE campaign_id = $1 AND status = 'finished' AND policy IS NOT NULL
+             GROUP BY policy ORDER BY count(*) DESC, policy::text",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            // A card this version cannot read is left out, as in the replay.
+            .filter_map(|(card, episodes)| {
+                Some(PolicyUse {
+                    card: serde_json::from_value(card).ok()?,
+                    episodes,
+                })
+            })
+            .collect())
     }
 
     /// Campaigns, newest first.

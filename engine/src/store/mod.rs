@@ -18,7 +18,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 pub use blobs::{Blob, hash as blob_hash};
-pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode};
+pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode, PolicyUse};
 pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
     EpisodeSummary, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
