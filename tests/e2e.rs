@@ -92,14 +92,31 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
         .list_episodes(&EpisodeFilter::campaign(id), 1000, 0)
         .await
         .unwrap();
-    let failed: Vec<String> = episodes
-        .iter()
-        .filter(|e| e.success != Some(true))
-        .map(|e| format!("{} ({:?}, {:?})", e.task_id, e.end_reason, e.last_error))
-        .collect();
+    let mut failed = Vec::new();
+    for e in episodes.iter().filter(|e| e.success != Some(true)) {
+        // What each step saw and did, and which facts failed: enough to tell a flaky page
+        // from a broken solution.
+        let d = store.get_episode(e.id).await.unwrap().unwrap();
+        let steps: Vec<String> = d
+            .steps
+            .iter()
+            .map(|s| format!("{} @ {} {:?}", s.action, s.url, s.action_error))
+            .collect();
+        let facts: Vec<&str> = d
+            .verdicts
+            .iter()
+            .filter(|v| v.passed != Some(true))
+            .map(|v| v.fact_id.as_str())
+            .collect();
+        failed.push(format!(
+            "{} ({:?}, {:?}): failed facts {facts:?}; steps {steps:#?}",
+            e.task_id, e.end_reason, e.last_error
+        ));
+    }
     assert!(
         failed.is_empty(),
-        "reference solutions that fail: {failed:?}"
+        "reference solutions that fail:\n{}",
+        failed.join("\n")
     );
     assert_eq!(view.total_episodes as usize, registered);
     assert_eq!(view.success_rate, Some(1.0));

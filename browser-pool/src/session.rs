@@ -345,6 +345,13 @@ impl Session {
         &self.tabs[self.active]
     }
 
+    /// The web pages (http and https) whose documents the session's tabs committed since
+    /// the last call, in each tab's order, the tabs in opening order: every page visited,
+    /// including those left before an observation saw them.
+    pub fn take_visited(&self) -> Vec<String> {
+        self.tabs.iter().flat_map(Tab::take_committed).collect()
+    }
+
     /// What this session's pages render at (the lease's screen, else the pool's).
     pub fn screen(&self) -> crate::Screen {
         crate::Screen::of(&self.cfg)

@@ -71,6 +71,8 @@ pub(crate) struct Tab {
     inflight: Arc<Mutex<Requests>>,
     /// Documents the main frame has committed since the tab was attached.
     documents: watch::Receiver<u64>,
+    /// Their URLs, since the session last took them (web pages only).
+    committed: Arc<Mutex<Vec<String>>>,
     /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
     stays: watch::Receiver<u64>,
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
@@ -143,8 +145,9 @@ impl Tab {
 
         let inflight = Arc::new(Mutex::new(Requests::default()));
         let (documents_tx, documents) = watch::channel(0u64);
+        let committed = Arc::new(Mutex::new(Vec::new()));
         tasks.push(
-            track_requests(&page, inflight.clone(), documents_tx)
+            track_requests(&page, inflight.clone(), documents_tx, committed.clone())
                 .await
                 .map_err(gone)?,
         );
@@ -196,6 +199,7 @@ impl Tab {
             closer: life_tx,
             inflight,
             documents,
+            committed,
             stays,
             frames,
             numbering: Default::default(),
@@ -239,6 +243,11 @@ impl Tab {
         if rx.wait_for(|n| *n > seen).await.is_err() {
             futures::future::pending::<()>().await;
         }
+    }
+
+    /// The URLs of the documents the main frame committed since the last call.
+    pub(crate) fn take_committed(&self) -> Vec<String> {
+        std::mem::take(&mut *self.committed.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// How many documents the main frame has committed so far.
@@ -314,6 +323,7 @@ async fn track_requests(
     page: &Page,
     inflight: Arc<Mutex<Requests>>,
     documents: watch::Sender<u64>,
+    committed_urls: Arc<Mutex<Vec<String>>>,
 ) -> Result<JoinHandle<()>, chromiumoxide::error::CdpError> {
     let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
@@ -328,6 +338,16 @@ async fn track_requests(
                     if ev.frame.parent_id.is_none() {
                         inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
                         documents.send_modify(|n| *n += 1);
+                        // A page passed through between two observations (a client-side
+                        // redirect, a link followed while the machine was slow to show it)
+                        // was still visited. Blank and error pages are not places.
+                        let url = &ev.frame.url;
+                        if url.starts_with("http:") || url.starts_with("https:") {
+                            committed_urls
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(url.clone());
+                        }
                     }
                 }
                 Some(ev) = sent.next() => {

@@ -184,3 +184,44 @@ async fn settling_follows_the_actions_timers() {
     drop(s);
     pool.shutdown().await;
 }
+
+/// A page the session passed through between two observations (here a client-side
+/// redirect) was still visited: the session reports every web page its tabs committed,
+/// once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_passed_through_are_reported_as_visited() {
+    let base = serve(vec![
+        html(
+            "/start.html",
+            r#"<title>Start</title><a id="go" href="/hop.html">go</a>"#,
+        ),
+        html(
+            "/hop.html",
+            r#"<title>Hop</title><script>location.replace('/end.html?from=hop')</script>"#,
+        ),
+        html("/end.html", "<title>End</title><p>arrived</p>"),
+    ])
+    .await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    let act = |line: &str| parse_action(line).unwrap();
+    s.act(&act(&format!("goto(\"{base}/start.html\")")))
+        .await
+        .unwrap();
+    assert_eq!(s.take_visited(), [format!("{base}/start.html")]);
+    let r = s.act(&act("click(css=\"#go\")")).await.unwrap();
+    assert_eq!(r.error, None);
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.url, format!("{base}/end.html?from=hop"));
+    assert_eq!(
+        s.take_visited(),
+        [
+            format!("{base}/hop.html"),
+            format!("{base}/end.html?from=hop")
+        ],
+        "the hop was never observed, but visited"
+    );
+    assert!(s.take_visited().is_empty(), "each page is reported once");
+    s.close().await;
+    pool.shutdown().await;
+}

@@ -693,3 +693,74 @@ async fn a_task_renders_at_its_own_screen_whatever_the_campaign(pool: PgPool) {
     );
     engine.shutdown().await;
 }
+
+/// A page the agent passed through without an observation landing on it (a client-side
+/// redirect) counts as visited for URL checks over the whole episode (`"scope": "any"`).
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn pages_passed_through_count_as_visited(pool: PgPool) {
+    let page =
+        |body: &'static str| axum::routing::get(move || async move { axum::response::Html(body) });
+    let app = axum::Router::new()
+        .route(
+            "/start.html",
+            page(r#"<title>Start</title><a id="go" href="/hop.html">go</a>"#),
+        )
+        .route(
+            "/hop.html",
+            page(r#"<title>Hop</title><script>location.replace('/end.html')</script>"#),
+        )
+        .route("/end.html", page("<title>End</title><p>arrived</p>"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let task = tasks::parse_task(
+        &serde_json::json!({
+            "id": "redirect-hop", "site": "hop", "instruction": "Follow the link.",
+            "start_url": format!("{base}/start.html"),
+            "reference_solution": ["click(css=\"#go\")", "stop()"],
+            "rubric": {"groups": [{"facts": [
+                {"id": "hop", "check": {"type": "url", "contains": "/hop.html", "scope": "any"}},
+                {"id": "end", "check": {"type": "url", "contains": "/end.html"}}]}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    engine.store().upsert_task(&task).await.unwrap();
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            tasks: Some(TaskFilter {
+                ids: vec!["redirect-hop".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
+        .await
+        .unwrap();
+    let detail = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        detail.steps.iter().all(|s| !s.url.contains("/hop.html")),
+        "no observation saw the hop"
+    );
+    let verdicts: Vec<(&str, Option<bool>)> = detail
+        .verdicts
+        .iter()
+        .map(|v| (v.fact_id.as_str(), v.passed))
+        .collect();
+    assert_eq!(verdicts, [("hop", Some(true)), ("end", Some(true))]);
+    assert_eq!(eps[0].success, Some(true));
+    engine.shutdown().await;
+}

@@ -240,7 +240,10 @@ impl Episode {
         let screenshot = self.keep_blob(bytes.clone(), obs.screenshot.mime);
         // The policy still sees the image; the stored copy lives in `blobs`.
         obs.screenshot.bytes = bytes;
-        self.visited.push(obs.url.clone());
+        self.note_visited();
+        if self.visited.last() != Some(&obs.url) {
+            self.visited.push(obs.url.clone());
+        }
         let observation = Arc::new(obs);
         self.pending = Some(Pending {
             observation: observation.clone(),
@@ -412,7 +415,20 @@ impl Episode {
         })
     }
 
+    /// Adds the pages committed since the last call: a page left before an observation saw
+    /// it was still visited (URL checks with `"scope": "any"` read this list).
+    fn note_visited(&mut self) {
+        for url in self.session.take_visited() {
+            if self.visited.last() != Some(&url) {
+                self.visited.push(url);
+            }
+        }
+    }
+
     async fn capture_end(&mut self) -> Result<(String, PageSnapshot), InfraError> {
+        // Before the snapshot, which may open other pages the rubric names: those are the
+        // judge's visits, not the agent's.
+        self.note_visited();
         // Unchanged after answer/stop: the page is the one last observed.
         let shot = match self.terminal_shot.take() {
             Some(hash) => hash,
