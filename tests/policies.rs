@@ -286,24 +286,14 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             .map(|t| t["token"].as_str().unwrap().to_string())
             .collect()
     };
-    let as_text: serde_json::Value = client
-        .post(&url)
-        .json(&greedy(false))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let as_ids: serde_json::Value = client
-        .post(&url)
-        .json(&greedy(true))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply = |ids: bool| {
+        let request = client.post(&url).json(&greedy(ids));
+        async move {
+            let r = request.send().await.unwrap();
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let (as_text, as_ids) = (reply(false).await, reply(true).await);
     let ids: Vec<u32> = tokens(&as_ids)
         .iter()
         .map(|t| t.strip_prefix("token_id:").unwrap().parse().unwrap())

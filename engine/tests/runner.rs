@@ -6,11 +6,11 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use browser_pool::{BrowserPool, PoolConfig};
+use browser_pool::{BrowserPool, PoolConfig, Screen};
 use engine::policy::{Decision, Policy, PolicyError, PolicyRegistry, ScriptedPolicy, StepInput};
 use engine::runner::RunnerConfig;
 use engine::sites::SitesServer;
-use engine::store::{EpisodeFilter, Store, TaskFilter};
+use engine::store::{EpisodeFilter, EpisodeSummary, Store, TaskFilter};
 use engine::{CampaignSpec, Engine};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -572,17 +572,18 @@ async fn the_watchdog_takes_back_a_stuck_episode_which_is_then_rerun(pool: PgPoo
     engine.shutdown().await;
 }
 
-/// A campaign that pins a screen gets it on a pool launched with another, and stores it
-/// with its configuration; every stored screenshot has its size.
-#[sqlx::test(migrator = "engine::store::MIGRATOR")]
-async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
-    let (engine, _sites) = engine(pool, vec![]).await;
-    let screen = browser_pool::Screen {
-        width: 640,
-        height: 400,
-        device_scale: 1.0,
-        screenshot_scale: 0.5,
-    };
+fn screen(width: u32, height: u32, device_scale: f64, screenshot_scale: f64) -> Screen {
+    Screen {
+        width,
+        height,
+        device_scale,
+        screenshot_scale,
+    }
+}
+
+/// Runs the easy wiki tasks with the scripted policy at `screen`: the campaign and its
+/// episodes.
+async fn run_wiki_easy_at(engine: &Engine, screen: Screen) -> (uuid::Uuid, Vec<EpisodeSummary>) {
     let id = engine
         .create_campaign(CampaignSpec {
             screen: Some(screen),
@@ -591,17 +592,27 @@ async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap();
+    (id, eps)
+}
+
+/// A campaign that pins a screen gets it on a pool launched with another, and stores it
+/// with its configuration; every stored screenshot has its size.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let screen = screen(640, 400, 1.0, 0.5);
+    let (id, eps) = run_wiki_easy_at(&engine, screen).await;
     let view = engine.store().get_campaign(id).await.unwrap().unwrap();
     assert_eq!(view.success_rate, Some(1.0));
     assert_eq!(
         view.config["screen"],
         serde_json::json!({"width": 640, "height": 400, "device_scale": 1.0, "screenshot_scale": 0.5})
     );
-    let (eps, _) = engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
-        .await
-        .unwrap();
     let mut shots = 0;
     for e in &eps {
         let detail = engine.store().get_episode(e.id).await.unwrap().unwrap();
@@ -637,34 +648,12 @@ async fn a_task_renders_at_its_own_screen_whatever_the_campaign(pool: PgPool) {
     let filter = wiki_easy("scripted").tasks.unwrap();
     let mut tasks = engine.store().load_tasks(&filter).await.unwrap();
     assert!(tasks.len() >= 2, "{} wiki tasks", tasks.len());
-    let own = browser_pool::Screen {
-        width: 400,
-        height: 300,
-        device_scale: 2.0,
-        screenshot_scale: 0.25,
-    };
+    let own = screen(400, 300, 2.0, 0.25);
     tasks[0].screen = Some(own);
     engine.store().upsert_task(&tasks[0]).await.unwrap();
     let special = tasks[0].id.to_string();
-    let campaign = browser_pool::Screen {
-        width: 640,
-        height: 400,
-        device_scale: 1.0,
-        screenshot_scale: 0.5,
-    };
-    let id = engine
-        .create_campaign(CampaignSpec {
-            screen: Some(campaign),
-            ..wiki_easy("scripted")
-        })
-        .await
-        .unwrap();
-    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
-    let (eps, _) = engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
-        .await
-        .unwrap();
+    let campaign = screen(640, 400, 1.0, 0.5);
+    let (_, eps) = run_wiki_easy_at(&engine, campaign).await;
     assert_eq!(eps.len(), tasks.len());
     for e in &eps {
         assert_eq!(e.success, Some(true), "{}", e.task_id);
