@@ -45,6 +45,14 @@ pub async fn print(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<()> {
             "{} — policy {} — {} ({} episodes, {} infrastructure failures)",
             view.name, view.policy, view.status, view.total_episodes, view.counts.failed
         );
+        // Which model produced the data; several mean workers resolved the policy name
+        // to different models or settings.
+        let policies = store.campaign_policies(*id).await?;
+        if policies.len() > 1 || policies.iter().any(|u| u.card.model.is_some()) {
+            for u in &policies {
+                println!("  ran under {} ({} episodes)", u.card.label(), u.episodes);
+            }
+        }
         println!(
             "  {:<18} {:>8} {:>9} {:>10} {:>10}",
             "", "episodes", "success", "mean score", "mean steps"

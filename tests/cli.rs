@@ -398,3 +398,50 @@ async fn export_writes_finished_episodes_and_their_screenshots(pool: PgPool) {
     assert!(stderr.contains("--campaign xyz"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `run` with a model policy says which model its episodes ran under (name, model
+/// directory, the start of the files' fingerprint, sampling), and the export carries the
+/// full card.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn run_names_the_model_its_episodes_ran_under(pool: PgPool) {
+    let db = database_url(&pool);
+    let data = std::path::PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
+    );
+    let model = data.join("models/tiny-vlm");
+    let fingerprint = engine::policy::fingerprint(&model).unwrap();
+    let ran = surfgym(
+        &[
+            "run",
+            "--policy",
+            "onnx",
+            "--onnx-model",
+            model.to_str().unwrap(),
+            "--max-new-tokens",
+            "8",
+            "--task",
+            "shop-mug-capacity",
+            "--rollouts",
+            "1",
+            "--max-steps",
+            "2",
+            "--sites-port",
+            "0",
+        ],
+        &db,
+    );
+    let (stdout, stderr) = text(&ran);
+    assert!(ran.status.success(), "{stderr}");
+    let want = format!(
+        "ran under onnx · tiny-vlm · {} · greedy (1 episodes)",
+        &fingerprint["sha256:".len()..][..12]
+    );
+    assert!(stdout.contains(&want), "{want}\n{stdout}");
+    let out = surfgym(&["export"], &db);
+    let (exported, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let line: serde_json::Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    assert_eq!(line["policy"]["fingerprint"], fingerprint.as_str());
+    assert_eq!(line["policy"]["sampling"]["max_tokens"], 8);
+}

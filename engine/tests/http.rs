@@ -416,3 +416,34 @@ async fn grid_coordinates_map_onto_the_observed_viewport() {
         );
     }
 }
+
+/// The policy's card (stored with every episode) names the server and model and the
+/// sampling settings, but never credentials written into the URL.
+#[test]
+fn the_card_names_server_and_model_without_credentials() {
+    let mut o = HttpOptions::new("http://agent:s3cret@127.0.0.1:8000/", "qwen2-vl");
+    o.temperature = 0.7;
+    o.top_p = 0.9;
+    o.max_tokens = 64;
+    o.api_key = Some("sk-never-stored".into());
+    let card = HttpPolicy::new("remote", o).unwrap().card();
+    assert_eq!(
+        (card.name.as_str(), card.backend.as_str()),
+        ("remote", "http")
+    );
+    assert_eq!(card.model.as_deref(), Some("qwen2-vl"));
+    assert_eq!(card.endpoint.as_deref(), Some("http://127.0.0.1:8000/"));
+    let s = card.sampling.unwrap();
+    assert_eq!((s.temperature, s.top_p, s.max_tokens), (0.7, 0.9, 64));
+    let stored = serde_json::to_string(&card).unwrap();
+    assert!(
+        !stored.contains("s3cret") && !stored.contains("agent") && !stored.contains("sk-never"),
+        "{stored}"
+    );
+    // Without credentials the URL is kept as written.
+    let plain = HttpPolicy::new("p", HttpOptions::new("http://gpu-box:8000", "m")).unwrap();
+    assert_eq!(
+        plain.card().endpoint.as_deref(),
+        Some("http://gpu-box:8000")
+    );
+}

@@ -59,6 +59,25 @@ impl PolicyCard {
         }
     }
 
+    /// One line for people: `onnx · smolvlm · 3f2a91c0d4e5 · greedy` (the fingerprint's
+    /// first 12 hex digits; the endpoint for HTTP policies).
+    pub fn label(&self) -> String {
+        let mut parts = vec![self.name.clone()];
+        parts.extend(self.model.clone());
+        if let Some(f) = &self.fingerprint {
+            parts.push(f.trim_start_matches("sha256:").chars().take(12).collect());
+        }
+        parts.extend(self.endpoint.clone());
+        if let Some(s) = self.sampling {
+            parts.push(if s.temperature == 0.0 {
+                "greedy".to_string()
+            } else {
+                format!("T={}, top-p {}", s.temperature, s.top_p)
+            });
+        }
+        parts.join(" · ")
+    }
+
     /// Adds one setting.
     pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> PolicyCard {
         self.settings.insert(key.to_string(), value.into());
@@ -130,6 +149,30 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("onnx")).unwrap();
         d
+    }
+
+    #[test]
+    fn a_label_names_what_tells_policies_apart() {
+        assert_eq!(PolicyCard::new("scripted", "builtin").label(), "scripted");
+        let mut card = PolicyCard::new("onnx", "onnx");
+        card.model = Some("smolvlm".into());
+        card.fingerprint = Some(format!("sha256:{}", "ab".repeat(32)));
+        card.sampling = Some(Sampling {
+            temperature: 0.0,
+            top_p: 1.0,
+            max_tokens: 96,
+        });
+        assert_eq!(card.label(), "onnx · smolvlm · abababababab · greedy");
+        card.sampling = Some(Sampling {
+            temperature: 0.7,
+            top_p: 0.9,
+            max_tokens: 96,
+        });
+        assert!(
+            card.label().ends_with("T=0.7, top-p 0.9"),
+            "{}",
+            card.label()
+        );
     }
 
     #[test]

@@ -285,6 +285,19 @@ impl ChatClient {
     }
 }
 
+/// A base URL as it may be stored and shown: `user:password@` taken out.
+fn without_credentials(base: &str) -> String {
+    match reqwest::Url::parse(base) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            // Both succeed on any URL that had them.
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        _ => base.to_string(),
+    }
+}
+
 /// vLLM's request field asking for tokens as `token_id:<id>`.
 const IDS_PARAM: &str = "return_tokens_as_token_ids";
 
@@ -358,7 +371,7 @@ impl Policy for HttpPolicy {
         let o = &self.chat.opts;
         let mut card = PolicyCard::new(&self.name, "http");
         card.model = Some(o.model.clone());
-        card.endpoint = Some(o.base_url.clone());
+        card.endpoint = Some(without_credentials(&o.base_url));
         card.sampling = Some(Sampling {
             temperature: o.temperature,
             top_p: o.top_p,
