@@ -121,6 +121,72 @@ pub(crate) fn scroll_area(id: &str, css: &str, x: &str, y: &str, down: bool) -> 
 mod tests {
     use super::*;
 
+    /// A form's navigation starts in a task of its own after the submit event; a settling
+    /// probe that runs before that task (as it can when a loaded renderer runs the probe's
+    /// evaluation first) must not call the page settled. Here the submission and the probe
+    /// share one evaluation, so the probe's first look always comes first; the results page
+    /// never answers, so the old document stays to be looked at again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_probe_ahead_of_a_form_submission_waits_for_it() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                if String::from_utf8_lossy(&buf[..n]).starts_with("GET /form ") {
+                    let body = r#"<title>Form</title><form id="f" action="/results"><input name="q" value="x"></form>
+                        <form id="g" action="/results" onsubmit="event.preventDefault()"></form>"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                } else {
+                    // /results (and the favicon): never answered.
+                    held.push(sock);
+                }
+            }
+        });
+        let mut cfg = crate::PoolConfig::new(crate::PoolConfig::default_chromium());
+        cfg.browsers = 1;
+        cfg.contexts_per_browser = 1;
+        let pool = crate::BrowserPool::launch(cfg).await.unwrap();
+        let mut s = pool.lease().await.unwrap();
+        let goto = crate::parse_action(&format!("goto(\"{base}/form\")")).unwrap();
+        assert_eq!(s.act(&goto).await.unwrap().error, None);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let submit_then_probe = |n: u64, form: &str| {
+            format!(
+                "({}, document.getElementById('{form}').requestSubmit(), {})",
+                prepare(n),
+                settle(n, Duration::from_millis(1), Duration::from_millis(2_000))
+            )
+        };
+        // A submission the page handles itself (cancelled) navigates nowhere: nothing to
+        // wait for.
+        let state = s
+            .evaluate(&submit_then_probe(1_000, "g"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (&state["state"], &state["timers"]),
+            (&"complete".into(), &0.into()),
+            "{state}"
+        );
+        let state = s
+            .evaluate(&submit_then_probe(1_001, "f"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(state["state"], "leaving", "{state}");
+        s.close().await;
+        pool.shutdown().await;
+    }
+
     #[test]
     fn hostile_strings_stay_inside_their_literal() {
         let js = fill(

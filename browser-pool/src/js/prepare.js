@@ -1,7 +1,26 @@
 // Marks the current document before action N, so that settle.js can tell a navigation away
 // (beforeunload fires when it starts, long before the next document commits).
+//
+// A form submission starts its navigation in a task of its own, queued after the key or
+// click that submitted it: a settling probe that runs first would find this page quiet and
+// observe it as if nothing were coming. The submit event itself is synchronous, so it is
+// noted here (when no handler cancelled it and it navigates this window), and settle.js
+// waits for the navigation to begin.
 (() => {
   const n = __ACTION__;
   window.addEventListener('beforeunload', () => { window.__sgLeaving = n; }, { once: true });
+  window.__sgAction = n;
+  if (!window.__sgSubmitHooked) {
+    // Once per document; the listener reads which action is current.
+    window.__sgSubmitHooked = true;
+    window.addEventListener('submit', (e) => {
+      if (e.defaultPrevented) return;
+      const form = e.target;
+      const method = ((e.submitter && e.submitter.getAttribute('formmethod')) || (form && form.method) || '').toLowerCase();
+      const target = (e.submitter && e.submitter.getAttribute('formtarget')) || (form && form.getAttribute('target')) || '';
+      if (method === 'dialog' || (target && target !== '_self')) return;
+      window.__sgSubmitting = { n: window.__sgAction, at: performance.now() };
+    });
+  }
   return true;
 })()

@@ -4,11 +4,14 @@
 // document and in its same-origin frames, where an action may have landed), or after
 // WAIT ms at most so the Rust side can look at the network and the
 // session's other signals. "leaving": the action started a navigation away from this
-// document (marked by prepare.js; the next document has not committed yet).
+// document (marked by prepare.js; the next document has not committed yet). A form the
+// action submitted counts as pending until its navigation begins (at most SUBMIT_MS: a
+// submission that navigates nowhere after all must not hold settling up).
 new Promise((resolve) => {
   const ACTION = __ACTION__;
   const QUIET = __QUIET__;
   const WAIT = __WAIT__;
+  const SUBMIT_MS = 1000;
   const t = window.__sgTimers;
   // Our own waits must not count as the page's timers.
   const later = t ? t.setTimeout : window.setTimeout;
@@ -72,7 +75,9 @@ new Promise((resolve) => {
     if (window.__sgLeaving === ACTION) return resolve({ state: 'leaving' });
     const now = performance.now();
     endless = t && t.looping() ? 1 : 0;
-    let timers = (t ? t.pending() : 0) + animating(document);
+    const sub = window.__sgSubmitting;
+    const submitting = sub && sub.n === ACTION && now - sub.at < SUBMIT_MS ? 1 : 0;
+    let timers = (t ? t.pending() : 0) + animating(document) + submitting;
     for (const f of frames()) {
       const ft = f.__sgTimers;
       if (ft && ft.looping()) endless++;
