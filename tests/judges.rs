@@ -122,6 +122,9 @@ fn scripted(ids: &[String]) -> CampaignSpec {
 /// The evidence of a stored episode, rebuilt from the database.
 async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>) -> Evidence {
     let d = store.get_episode(episode).await.unwrap().unwrap();
+    // What judging a stored episode again reads (`surfgym judge`): the final page and every
+    // page the episode's tabs loaded.
+    let material = store.judged_material(episode).await.unwrap().unwrap();
     let mut screenshots = Vec::new();
     for hash in d
         .steps
@@ -135,13 +138,11 @@ async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>
         episode,
         instruction: d.instruction.clone(),
         final_answer: d.summary.final_answer.clone(),
-        visited_urls: d.steps.iter().map(|s| s.url.clone()).collect(),
+        visited_urls: material.2,
         titles: d.steps.iter().map(|s| s.title.clone()).collect(),
-        final_text: store
-            .judged_material(episode)
-            .await
-            .unwrap()
-            .and_then(|(page, _, _)| page["text"].as_str().map(str::to_string))
+        final_text: material.0["text"]
+            .as_str()
+            .map(str::to_string)
             .unwrap_or_default(),
         screenshots,
         reference_answer: reference,

@@ -94,6 +94,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         judge_exhaustive_calls: 0,
         screen: None,
         policy: None,
+        visited_urls: vec![],
     }
 }
 
@@ -507,4 +508,26 @@ async fn a_campaign_lists_the_policies_its_episodes_ran_under(pool: PgPool) {
     );
     let detail = store.get_episode(claimed[1]).await.unwrap().unwrap();
     assert_eq!(detail.policy, Some(card("sha256:bb")));
+}
+
+/// Judging a stored episode again reads the pages it visited as the live judge did (every
+/// page its tabs loaded, kept with it), or, for episodes stored before that was kept, the
+/// pages its observations showed.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn judging_again_reads_the_pages_the_episode_visited(pool: PgPool) {
+    let (store, c) = setup(pool, 1).await;
+    let e = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let mut r = record(e.id, 2);
+    r.final_page = Some(json!({"url": "http://x/", "text": "done"}));
+    r.visited_urls = vec!["http://x/".into(), "http://x/hop".into(), "http://x/end".into()];
+    assert!(store.finish_episode("A", &r).await.unwrap());
+    let (page, _, visited) = store.judged_material(e.id).await.unwrap().unwrap();
+    assert_eq!(page["text"], "done");
+    assert_eq!(visited, r.visited_urls);
+    sqlx::query("UPDATE episodes SET visited_urls = NULL")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let (_, _, visited) = store.judged_material(e.id).await.unwrap().unwrap();
+    assert_eq!(visited, ["http://x/", "http://x/"], "the steps' URLs");
 }

@@ -742,6 +742,7 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
         judge_exhaustive_calls: 0,
         screen: None,
         policy: Some(engine::policy::PolicyCard::new("scripted", "builtin").with("note", "test")),
+        visited_urls: vec![],
     }
 }
 

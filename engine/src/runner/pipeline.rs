@@ -238,6 +238,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             judge_exhaustive_calls,
             screen: Some(f.screen),
             policy: Some(f.run.policy.card()),
+            visited_urls: f.visited,
         },
         _lease: work.lease,
     }

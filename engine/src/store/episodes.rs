@@ -169,6 +169,8 @@ pub struct EpisodeRecord {
     pub screen: Option<Screen>,
     /// The policy that ran it, as its worker resolved the campaign's policy name.
     pub policy: Option<PolicyCard>,
+    /// Every web page its tabs loaded, in order (what `"scope": "any"` URL checks read).
+    pub visited_urls: Vec<String>,
 }
 
 /// Which episodes to list.
@@ -451,7 +453,8 @@ impl Store {
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
-                score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18
+                score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18,
+                visited_urls = $19
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -472,6 +475,7 @@ impl Store {
         .bind(rec.judge_exhaustive_calls)
         .bind(rec.screen.map(sqlx::types::Json))
         .bind(rec.policy.as_ref().map(sqlx::types::Json))
+        .bind(&rec.visited_urls)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -806,15 +810,26 @@ impl Store {
         &self,
         episode: Uuid,
     ) -> Result<Option<(serde_json::Value, Option<String>, Vec<String>)>, StoreError> {
-        let row: Option<(Option<serde_json::Value>, Option<String>)> = sqlx::query_as(
-            "SELECT final_page, final_answer FROM episodes WHERE id = $1 AND status = 'finished'",
+        type Row = (
+            Option<serde_json::Value>,
+            Option<String>,
+            Option<Vec<String>>,
+        );
+        let row: Option<Row> = sqlx::query_as(
+            "SELECT final_page, final_answer, visited_urls FROM episodes
+             WHERE id = $1 AND status = 'finished'",
         )
         .bind(episode)
         .fetch_optional(&self.pool)
         .await?;
-        let Some((Some(page), answer)) = row else {
+        let Some((Some(page), answer, visited)) = row else {
             return Ok(None);
         };
+        // What the live judge read; episodes stored before it was kept fall back to the
+        // pages their observations showed.
+        if let Some(visited) = visited {
+            return Ok(Some((page, answer, visited)));
+        }
         let urls: Vec<(String,)> =
             sqlx::query_as("SELECT url FROM steps WHERE episode_id = $1 ORDER BY idx")
                 .bind(episode)

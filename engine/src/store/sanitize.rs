@@ -59,6 +59,7 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
         || r.final_page.as_ref().is_some_and(has_nul_json)
         || nul_opt(&r.final_url)
         || nul_opt(&r.instruction)
+        || r.visited_urls.iter().any(|u| nul(u))
         || r.steps.iter().any(|s| {
             nul(&s.url)
                 || nul(&s.title)
@@ -103,6 +104,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         judge_exhaustive_calls: r.judge_exhaustive_calls,
         screen: r.screen,
         policy: r.policy.clone(),
+        visited_urls: r.visited_urls.clone(),
     };
     clean_opt(&mut c.final_answer);
     if let Some(p) = &mut c.final_page {
@@ -110,6 +112,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
     }
     clean_opt(&mut c.final_url);
     clean_opt(&mut c.instruction);
+    c.visited_urls.iter_mut().for_each(clean);
     for s in &mut c.steps {
         clean(&mut s.url);
         clean(&mut s.title);
