@@ -519,7 +519,11 @@ async fn judging_again_reads_the_pages_the_episode_visited(pool: PgPool) {
     let e = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
     let mut r = record(e.id, 2);
     r.final_page = Some(json!({"url": "http://x/", "text": "done"}));
-    r.visited_urls = vec!["http://x/".into(), "http://x/hop".into(), "http://x/end".into()];
+    r.visited_urls = vec![
+        "http://x/".into(),
+        "http://x/hop".into(),
+        "http://x/end".into(),
+    ];
     assert!(store.finish_episode("A", &r).await.unwrap());
     let (page, _, visited) = store.judged_material(e.id).await.unwrap().unwrap();
     assert_eq!(page["text"], "done");
