@@ -739,13 +739,20 @@
       const f = FILTERS.find((x) => x.key === state.filter) || FILTERS[0];
       let c;
       let eps;
-      let pols;
+      let pols = policies;
       try {
-        [c, eps, pols] = await Promise.all([
+        [c, eps] = await Promise.all([
           api(`/api/campaigns/${enc(id)}`),
           api(`/api/episodes?campaign=${enc(id)}${f.q}&limit=${EPISODE_PAGE}&offset=${state.offset}`),
-          api(`/api/campaigns/${enc(id)}/policies`),
         ]);
+        // Grouping a large campaign's episodes by policy is not free: only asked again
+        // when more episodes have finished.
+        const done = c && c.counts ? c.counts.finished : null;
+        if (done !== policiesAt) {
+          pols = await api(`/api/campaigns/${enc(id)}/policies`);
+          policies = pols;
+          policiesAt = done;
+        }
       } catch (err) {
         if (!alive(v) || mine !== seq) return;
         if (first || (err instanceof ApiError && err.status === 404)) {
@@ -780,6 +787,9 @@
       if (live) watchLive();
       else if (source) { source.close(); source = null; }
     };
+    // The policies its episodes ran under, and the finished count they were read at.
+    let policies = [];
+    let policiesAt;
     // Live campaigns push their progress (server-sent events); polling is the fallback.
     let source = null;
     const watchLive = () => {

@@ -234,12 +234,14 @@ async fn chat(
         top_p,
         stop,
     };
+    let as_ids = req.return_tokens_as_token_ids.unwrap_or(false);
     let job = batch::Job {
         messages: Value::Array(messages),
         images,
         params,
         seed,
         grammar,
+        pieces: req.logprobs.unwrap_or(false) && !as_ids,
     };
     let waiting = match server.queue.submit(job) {
         Ok(rx) => rx,
@@ -267,19 +269,18 @@ async fn chat(
         engine::policy::onnx::Finish::Length => "length",
         _ => "stop",
     };
-    let as_ids = req.return_tokens_as_token_ids.unwrap_or(false);
     let logprobs = req.logprobs.unwrap_or(false).then(|| {
         let content: Vec<Value> = generation
             .tokens
             .iter()
-            .zip(&pieces)
             .zip(&generation.logprobs)
-            .map(|((id, piece), l)| {
+            .enumerate()
+            .map(|(i, (id, l))| {
                 // vLLM's spelling of a token by id; its text otherwise, as OpenAI's.
                 let token = if as_ids {
                     format!("token_id:{id}")
                 } else {
-                    piece.clone()
+                    pieces.get(i).cloned().unwrap_or_default()
                 };
                 json!({"token": token, "logprob": l})
             })

@@ -125,15 +125,13 @@ impl Completion {
         // vLLM writes each token as `token_id:<id>` when asked; anything else (the token's
         // text) carries no id. Ids are kept only when every token has both, so the two lists
         // stay aligned.
-        let ids: Option<Vec<u32>> = tokens
+        let token_ids = tokens
             .iter()
             .map(|t| {
                 t["logprob"].as_f64()?;
                 t["token"].as_str()?.strip_prefix("token_id:")?.parse().ok()
             })
-            .collect();
-        let token_ids = ids
-            .filter(|ids| ids.len() == token_logprobs.len())
+            .collect::<Option<Vec<u32>>>()
             .unwrap_or_default();
         Ok(Completion {
             text,

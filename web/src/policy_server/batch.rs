@@ -51,6 +51,9 @@ pub struct Job {
     pub seed: u64,
     /// Guided decoding: the output must match this (vLLM's `guided_regex`).
     pub grammar: Option<ActionGrammar>,
+    /// Whether the reply reports each token's text (log-probabilities asked for by text,
+    /// not by id): decoded only then, on the generation thread that holds the tokenizer.
+    pub pieces: bool,
 }
 
 /// A finished job.
@@ -59,7 +62,8 @@ pub struct Done {
     pub generation: Generation,
     /// The prompt's length in tokens.
     pub prompt_tokens: usize,
-    /// Each generated token alone as text (what `logprobs.content[].token` reports).
+    /// Each generated token alone as text (what `logprobs.content[].token` reports), when
+    /// the job asked for them; else empty.
     pub pieces: Vec<String>,
 }
 
@@ -205,7 +209,7 @@ fn generate(model: &Mutex<Model>, params: &GenParams, batch: Vec<Queued>, stats:
                 p.grammar = q.job.grammar;
                 prompts.push(p);
                 seeds.push(q.job.seed);
-                waiting.push((q.reply, n));
+                waiting.push((q.reply, n, q.job.pieces));
             }
             Err(e) => {
                 let _ = q.reply.send(Err(JobError::Request(e)));
@@ -222,8 +226,12 @@ fn generate(model: &Mutex<Model>, params: &GenParams, batch: Vec<Queued>, stats:
     METRICS.policy_batch_size.observe(size as f64);
     match m.generate(&prompts, params, &seeds) {
         Ok(out) => {
-            for ((reply, n), g) in waiting.into_iter().zip(out) {
-                let pieces = g.tokens.iter().map(|&t| m.token_text(t)).collect();
+            for ((reply, n, want_pieces), g) in waiting.into_iter().zip(out) {
+                let pieces = if want_pieces {
+                    g.tokens.iter().map(|&t| m.token_text(t)).collect()
+                } else {
+                    Vec::new()
+                };
                 let _ = reply.send(Ok(Done {
                     generation: g,
                     prompt_tokens: n,
@@ -233,7 +241,7 @@ fn generate(model: &Mutex<Model>, params: &GenParams, batch: Vec<Queued>, stats:
         }
         Err(e) => {
             let message = e.to_string();
-            for (reply, _) in waiting {
+            for (reply, _, _) in waiting {
                 let _ = reply.send(Err(JobError::Model(message.clone())));
             }
         }
