@@ -1986,32 +1986,23 @@ impl Session {
                     // left Page.navigate hanging (it does after a download a page started
                     // while loading). Navigating from the page itself still works.
                     tracing::debug!(url, "Page.navigate hung; navigating from the page");
-                    let js = format!(
-                        "location.href = {}",
-                        serde_json::to_string(url).expect("strings serialize")
-                    );
-                    Ok(match self.evaluate(&js).await? {
-                        Ok(_) => {
-                            // Settling must start on the new document: the old one looks
-                            // settled, and its leaving mark may be gone (it was spent on the
-                            // hung navigation, or cleared for a download meanwhile).
-                            let next = self.tab().document_after(documents);
-                            if tokio::time::timeout(self.cfg.settle_max, next)
-                                .await
-                                .is_err()
-                            {
-                                tracing::debug!(
-                                    url,
-                                    "no document committed after navigating from the page"
-                                );
-                            }
-                            ActReport::default()
-                        }
-                        Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
-                    })
+                    self.navigate_from_page(url, documents).await
                 }
-                // Still navigating (a slow server), or unblocked: settling waits for it.
-                Rescue::Stopped | Rescue::Responsive => Ok(ActReport::default()),
+                // Something was requested since (the navigation's own request, or only the
+                // old page's): settling must start on the new document, whose leaving mark
+                // on the old one may be spent, so wait for it to commit. If none does, the
+                // navigation was dropped after all; navigating from the page still works.
+                Rescue::Responsive => {
+                    let next = self.tab().document_after(documents);
+                    if tokio::time::timeout(limit, next).await.is_ok() {
+                        Ok(ActReport::default())
+                    } else {
+                        tracing::debug!(url, "Page.navigate dropped; navigating from the page");
+                        self.navigate_from_page(url, documents).await
+                    }
+                }
+                // Scripts were stopped, which lets the navigation go on: settling waits for it.
+                Rescue::Stopped => Ok(ActReport::default()),
                 Rescue::Failed if self.browser.is_alive() => Ok(ActReport::failed(format!(
                     "{url} did not start loading within {limit:?}"
                 ))),
@@ -2022,6 +2013,31 @@ impl Session {
             },
             Err(e) => Err(e),
         }
+    }
+
+    /// Opens `url` by setting `location.href` in the page, for when `Page.navigate` hung or
+    /// was dropped, and waits (up to `settle_max`) for the next document after `documents`.
+    async fn navigate_from_page(&self, url: &str, documents: u64) -> Result<ActReport, PoolError> {
+        let js = format!(
+            "location.href = {}",
+            serde_json::to_string(url).expect("strings serialize")
+        );
+        Ok(match self.evaluate(&js).await? {
+            Ok(_) => {
+                // Settling must start on the new document: the old one looks settled, and its
+                // leaving mark may be gone (it was spent on the hung navigation, or cleared
+                // for a download meanwhile).
+                let next = self.tab().document_after(documents);
+                if tokio::time::timeout(self.cfg.settle_max, next)
+                    .await
+                    .is_err()
+                {
+                    tracing::debug!(url, "no document committed after navigating from the page");
+                }
+                ActReport::default()
+            }
+            Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
+        })
     }
 
     /// Whether a navigation sent at `sent` is stuck: no document committed since (the tab

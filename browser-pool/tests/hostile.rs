@@ -73,6 +73,7 @@ fn attachment(path: &'static str, headers: &'static str) -> Route {
         content_type: "application/zip",
         headers,
         body: "PK-not-really-a-zip".into(),
+        delay: std::time::Duration::ZERO,
     }
 }
 
@@ -809,6 +810,39 @@ async fn navigations_in_a_used_context_settle_promptly() {
         slowest < Duration::from_millis(1200),
         "slowest navigation {slowest:?}"
     );
+    s.close().await;
+    pool.shutdown().await;
+}
+
+/// A server slower than the page limit: `Page.navigate` times out while the request is in
+/// flight. The goto waits for the page to commit and asks the server only once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_slower_than_the_page_limit_is_waited_for_and_asked_once() {
+    let cfg = config();
+    let delay = cfg.script_timeout + Duration::from_secs(1);
+    let (base, log) = common::serve_logged(vec![
+        html("/", INDEX),
+        common::delayed(html("/slow.html", SECOND), delay),
+    ])
+    .await;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    let started = Instant::now();
+    let r = s
+        .act(&Action::Goto(format!("{base}/slow.html")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    assert!(started.elapsed() >= delay, "{:?}", started.elapsed());
+    assert_eq!(s.observe().await.unwrap().title, "Second");
+    let asked = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.starts_with("/slow.html"))
+        .count();
+    assert_eq!(asked, 1);
     s.close().await;
     pool.shutdown().await;
 }

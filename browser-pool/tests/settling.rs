@@ -23,6 +23,7 @@ fn big_json() -> Route {
         content_type: "application/json",
         headers: "",
         body: format!("{{\"items\": [{}]}}", items.join(",")),
+        delay: std::time::Duration::ZERO,
     }
 }
 

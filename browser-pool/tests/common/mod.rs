@@ -15,6 +15,8 @@ pub struct Route {
     pub headers: &'static str,
     /// The body.
     pub body: String,
+    /// How long the server waits before it answers (a slow server).
+    pub delay: std::time::Duration,
 }
 
 /// An HTML page at `path`.
@@ -24,7 +26,13 @@ pub fn html(path: &'static str, body: impl Into<String>) -> Route {
         content_type: "text/html",
         headers: "",
         body: body.into(),
+        delay: std::time::Duration::ZERO,
     }
+}
+
+/// `route`, answered only after `delay`.
+pub fn delayed(route: Route, delay: std::time::Duration) -> Route {
+    Route { delay, ..route }
 }
 
 /// Serves `routes` (404 for anything else) and returns the base URL.
@@ -56,7 +64,11 @@ pub async fn serve_logged(routes: Vec<Route>) -> (String, RequestLog) {
                 let path = req.split_whitespace().nth(1).unwrap_or("/");
                 requests.lock().unwrap().push(path.to_string());
                 let path = path.split('?').next().unwrap_or("/");
-                let (status, kind, headers, body) = match routes.iter().find(|r| r.path == path) {
+                let route = routes.iter().find(|r| r.path == path);
+                if let Some(r) = route {
+                    tokio::time::sleep(r.delay).await;
+                }
+                let (status, kind, headers, body) = match route {
                     Some(r) => ("200 OK", r.content_type, r.headers, r.body.as_str()),
                     None => ("404 Not Found", "text/html", "", "<h1>not found</h1>"),
                 };
