@@ -822,7 +822,10 @@ async fn a_server_slower_than_the_page_limit_is_waited_for_and_asked_once() {
     let delay = cfg.script_timeout + Duration::from_secs(1);
     let (base, log) = common::serve_logged(vec![
         html("/", INDEX),
-        common::delayed(html("/slow.html", SECOND), delay),
+        Route {
+            delay,
+            ..html("/slow.html", SECOND)
+        },
     ])
     .await;
     let pool = BrowserPool::launch(cfg).await.unwrap();

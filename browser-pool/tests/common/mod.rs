@@ -30,11 +30,6 @@ pub fn html(path: &'static str, body: impl Into<String>) -> Route {
     }
 }
 
-/// `route`, answered only after `delay`.
-pub fn delayed(route: Route, delay: std::time::Duration) -> Route {
-    Route { delay, ..route }
-}
-
 /// Serves `routes` (404 for anything else) and returns the base URL.
 pub async fn serve(routes: Vec<Route>) -> String {
     serve_logged(routes).await.0
