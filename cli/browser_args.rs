@@ -54,6 +54,10 @@ pub struct BrowserArgs {
     /// Longest wait for a page to settle after an action, in ms.
     #[arg(long, default_value_t = 5000, global = true)]
     pub settle_max_ms: u64,
+    /// Longest wait for a page the agent is leaving (a link, a form) to answer, in ms;
+    /// past it the loading is stopped and reported, and the agent stays on the old page.
+    #[arg(long, default_value_t = 15000, global = true)]
+    pub navigation_timeout_ms: u64,
     /// Keep Chromium's frame-rate limit: screenshots take ~34-45 ms instead of ~18, but pages
     /// with endless animations (spinners, carousels: real websites) cannot each burn a core.
     #[arg(long, global = true)]
@@ -96,6 +100,7 @@ impl BrowserArgs {
         cfg.jpeg_quality = self.jpeg_quality;
         cfg.accessibility_tree = self.ax_tree;
         cfg.settle_max = Duration::from_millis(self.settle_max_ms);
+        cfg.navigation_timeout = Duration::from_millis(self.navigation_timeout_ms);
         cfg.frame_rate_limit = self.frame_rate_limit;
         if let Err(e) = cfg.validate() {
             bail!("browser options: {e}");

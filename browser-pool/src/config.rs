@@ -51,7 +51,8 @@ pub struct PoolConfig {
     pub script_timeout: Duration,
     /// Limit for a single CDP call; a call that exceeds it marks the browser suspect.
     pub cdp_timeout: Duration,
-    /// Limit for a navigation (goto, back) to load.
+    /// Limit for a navigation to answer: a page leaving for a server that does not answer
+    /// (a link or form the agent used) is stopped past it, and stays where it was.
     pub navigation_timeout: Duration,
     /// How long a lease waits for a free context.
     pub lease_timeout: Duration,
@@ -167,6 +168,9 @@ impl PoolConfig {
         }
         if !(1..=100).contains(&self.jpeg_quality) {
             return Err("jpeg_quality must be between 1 and 100".into());
+        }
+        if self.navigation_timeout < Duration::from_millis(100) {
+            return Err("navigation_timeout must be at least 100 ms".into());
         }
         if self.recycle_after == Some(0) {
             return Err("recycle_after must be at least 1 (or none)".into());

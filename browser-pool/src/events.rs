@@ -55,6 +55,14 @@ pub enum PageEvent {
         /// The operation that found the page unresponsive.
         during: String,
     },
+    /// A navigation the page started (a link, a form) got no answer within the pool's
+    /// navigation timeout and was stopped: the page stays on the document it was leaving.
+    NavigationStopped {
+        /// Where it was going.
+        url: String,
+        /// How long it had been waiting, in milliseconds.
+        after_ms: u64,
+    },
 }
 
 impl fmt::Display for PageEvent {
@@ -87,6 +95,11 @@ impl fmt::Display for PageEvent {
             PageEvent::ScriptStopped { during } => write!(
                 f,
                 "a page script ran too long and was stopped (during {during})"
+            ),
+            PageEvent::NavigationStopped { url, after_ms } => write!(
+                f,
+                "{url} did not answer within {:.1} s; loading it was stopped and the page stayed where it was",
+                *after_ms as f64 / 1000.0
             ),
         }
     }

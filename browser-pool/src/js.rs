@@ -158,9 +158,9 @@ mod tests {
         let goto = crate::parse_action(&format!("goto(\"{base}/form\")")).unwrap();
         assert_eq!(s.act(&goto).await.unwrap().error, None);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let submit_then_probe = |n: u64, form: &str| {
+        let submit_then_probe = |n: u64, submission: &str| {
             format!(
-                "({}, document.getElementById('{form}').requestSubmit(), {})",
+                "({}, {submission}, {})",
                 prepare(n),
                 settle(n, Duration::from_millis(1), Duration::from_millis(2_000))
             )
@@ -168,7 +168,10 @@ mod tests {
         // A submission the page handles itself (cancelled) navigates nowhere: nothing to
         // wait for.
         let state = s
-            .evaluate(&submit_then_probe(1_000, "g"))
+            .evaluate(&submit_then_probe(
+                1_000,
+                "document.getElementById('g').requestSubmit()",
+            ))
             .await
             .unwrap()
             .unwrap();
@@ -178,7 +181,25 @@ mod tests {
             "{state}"
         );
         let state = s
-            .evaluate(&submit_then_probe(1_001, "f"))
+            .evaluate(&submit_then_probe(
+                1_001,
+                "document.getElementById('f').requestSubmit()",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(state["state"], "leaving", "{state}");
+        // A script's form.submit() fires no submit event, yet navigates the same way. (A
+        // fresh page: this one waits for /results.)
+        s.close().await;
+        let mut s = pool.lease().await.unwrap();
+        assert_eq!(s.act(&goto).await.unwrap().error, None);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let state = s
+            .evaluate(&submit_then_probe(
+                1_002,
+                "document.getElementById('f').submit()",
+            ))
             .await
             .unwrap()
             .unwrap();

@@ -22,7 +22,8 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     BringToFrontParams, CaptureScreenshotFormat, CaptureScreenshotParams,
-    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, Viewport,
+    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, StopLoadingParams,
+    Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateTargetParams, EventTargetCreated, EventTargetDestroyed, GetTargetsParams, TargetId,
@@ -420,7 +421,11 @@ impl Session {
         cmd: C,
         limit: Duration,
     ) -> Result<C::Response, PoolError> {
-        match self.call_once(op, cmd.clone(), limit).await {
+        let mut outcome = self.call_once(op, cmd.clone(), limit).await;
+        if matches!(outcome, Err(PoolError::Timeout { .. })) && self.outlast_navigation().await {
+            outcome = self.call_once(op, cmd.clone(), limit).await;
+        }
+        match outcome {
             Err(PoolError::Timeout { after, .. }) => match self.stop_scripts(op).await {
                 Rescue::Stopped | Rescue::Responsive => {
                     match self.call_once(op, cmd, limit).await {
@@ -448,6 +453,8 @@ impl Session {
         let limit = self.page_limit();
         match self.call_once(op, cmd, limit).await {
             Ok(_) => Ok(()),
+            // Held for a navigation, then delivered to one page or the other.
+            Err(PoolError::Timeout { .. }) if self.outlast_navigation().await => Ok(()),
             Err(PoolError::Timeout { after, .. }) => match self.stop_scripts(op).await {
                 Rescue::Stopped | Rescue::Responsive => Ok(()),
                 Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
@@ -482,6 +489,7 @@ impl Session {
         }
         match timed_out {
             None => Ok(()),
+            Some(_) if self.outlast_navigation().await => Ok(()),
             Some(after) => match self.stop_scripts(op).await {
                 Rescue::Stopped | Rescue::Responsive => Ok(()),
                 Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
@@ -526,6 +534,45 @@ impl Session {
             Ok(Err(e)) => Err(PoolError::from_cdp(op, e)),
             Ok(Ok(resp)) => Ok(resp.result),
         }
+    }
+
+    /// After a call timed out: Chromium holds the calls to a page whose main frame is
+    /// between documents (a navigation the page started, such as a form submission, whose
+    /// server has not answered yet) until the next document commits. Waits for that until
+    /// the navigation has taken `navigation_timeout`, else stops it (reported in the next
+    /// observation), after which the page it was leaving answers again. Checked before
+    /// stopping scripts: a termination held back like the call would reach the new
+    /// document and kill its scripts. False when no navigation is in progress.
+    async fn outlast_navigation(&self) -> bool {
+        let tab = self.tab();
+        let Some(navigating) = tab.navigating() else {
+            return false;
+        };
+        let deadline = navigating.since + self.cfg.navigation_timeout;
+        if tokio::time::timeout_at(deadline.into(), tab.navigation_over())
+            .await
+            .is_ok()
+        {
+            return true;
+        }
+        let stop = self.page.execute(StopLoadingParams::default());
+        if !matches!(
+            tokio::time::timeout(self.cfg.cdp_timeout, stop).await,
+            Ok(Ok(_))
+        ) {
+            return false;
+        }
+        tracing::debug!(
+            url = navigating.url,
+            "stopped a navigation that got no answer"
+        );
+        // Its request fails as cancelled, which ends it here too.
+        let _ = tokio::time::timeout(Duration::from_millis(500), tab.navigation_over()).await;
+        self.events.push(PageEvent::NavigationStopped {
+            url: navigating.url,
+            after_ms: navigating.since.elapsed().as_millis() as u64,
+        });
+        true
     }
 
     /// After a call timed out: when the page's main thread is busy (an infinite loop, an

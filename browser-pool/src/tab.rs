@@ -49,6 +49,17 @@ struct Requests {
     last_started: Option<Instant>,
 }
 
+/// A navigation of the main frame that has started and not yet committed or failed.
+#[derive(Debug, Clone)]
+pub(crate) struct Navigating {
+    /// The document request's id (redirects keep it).
+    request: String,
+    /// Where it is going (after redirects so far).
+    pub(crate) url: String,
+    /// When it started.
+    pub(crate) since: Instant,
+}
+
 /// How Chromium words a refused `file://` (or other local) navigation in the page's log.
 const LOCAL_RESOURCE: &str = "Not allowed to load local resource: ";
 
@@ -71,6 +82,8 @@ pub(crate) struct Tab {
     inflight: Arc<Mutex<Requests>>,
     /// Documents the main frame has committed since the tab was attached.
     documents: watch::Receiver<u64>,
+    /// The main frame's navigation in progress, if any.
+    navigating: watch::Receiver<Option<Navigating>>,
     /// Their URLs, since the session last took them (web pages only).
     committed: Arc<Mutex<Vec<String>>>,
     /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
@@ -145,12 +158,17 @@ impl Tab {
 
         let inflight = Arc::new(Mutex::new(Requests::default()));
         let (documents_tx, documents) = watch::channel(0u64);
+        let (navigating_tx, navigating) = watch::channel(None);
         let committed = Arc::new(Mutex::new(Vec::new()));
-        tasks.push(
-            track_requests(&page, inflight.clone(), documents_tx, committed.clone())
-                .await
-                .map_err(gone)?,
-        );
+        let watch = Watch {
+            inflight: inflight.clone(),
+            documents: documents_tx,
+            navigating: navigating_tx,
+            // A page's main frame has its target's id.
+            main_frame: target.inner().clone(),
+            committed: committed.clone(),
+        };
+        tasks.push(track_requests(&page, watch).await.map_err(gone)?);
 
         let frames = Arc::new(Mutex::new(HashSet::new()));
         let mut attached = page
@@ -199,6 +217,7 @@ impl Tab {
             closer: life_tx,
             inflight,
             documents,
+            navigating,
             committed,
             stays,
             frames,
@@ -230,6 +249,20 @@ impl Tab {
             .unwrap_or_else(|p| p.into_inner())
             .last_started
             .is_some_and(|s| s > t)
+    }
+
+    /// The main frame's navigation in progress: one the page started (a link, a form) and
+    /// whose next document has not committed yet.
+    pub(crate) fn navigating(&self) -> Option<Navigating> {
+        self.navigating.borrow().clone()
+    }
+
+    /// Resolves once no navigation of the main frame is in progress.
+    pub(crate) async fn navigation_over(&self) {
+        let mut rx = self.navigating.clone();
+        if rx.wait_for(Option::is_none).await.is_err() {
+            futures::future::pending::<()>().await;
+        }
     }
 
     /// How many times the page was kept from leaving so far.
@@ -319,17 +352,30 @@ fn done(inflight: &Mutex<Requests>, id: &str) {
     }
 }
 
-async fn track_requests(
-    page: &Page,
+/// What [`track_requests`] keeps up to date.
+struct Watch {
     inflight: Arc<Mutex<Requests>>,
     documents: watch::Sender<u64>,
-    committed_urls: Arc<Mutex<Vec<String>>>,
+    navigating: watch::Sender<Option<Navigating>>,
+    main_frame: String,
+    committed: Arc<Mutex<Vec<String>>>,
+}
+
+async fn track_requests(
+    page: &Page,
+    w: Watch,
 ) -> Result<JoinHandle<()>, chromiumoxide::error::CdpError> {
     let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
     let mut failed = page.event_listener::<EventLoadingFailed>().await?;
     let mut committed = page.event_listener::<EventFrameNavigated>().await?;
     Ok(tokio::spawn(async move {
+        let inflight = &w.inflight;
+        // A navigation that ends without a document (a download, a 204, a stop) ends here.
+        let ended = |id: &str| {
+            w.navigating
+                .send_if_modified(|n| n.take_if(|n| n.request == id).is_some());
+        };
         loop {
             tokio::select! {
                 Some(ev) = committed.next() => {
@@ -337,13 +383,14 @@ async fn track_requests(
                     // will never report finishing to this session.
                     if ev.frame.parent_id.is_none() {
                         inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
-                        documents.send_modify(|n| *n += 1);
+                        w.navigating.send_replace(None);
+                        w.documents.send_modify(|n| *n += 1);
                         // A page passed through between two observations (a client-side
                         // redirect, a link followed while the machine was slow to show it)
                         // was still visited. Blank and error pages are not places.
                         let url = &ev.frame.url;
                         if url.starts_with("http:") || url.starts_with("https:") {
-                            committed_urls
+                            w.committed
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
                                 .push(url.clone());
@@ -363,9 +410,31 @@ async fn track_requests(
                         r.started.insert(ev.request_id.inner().clone(), Instant::now());
                         r.last_started = Some(Instant::now());
                     }
+                    let main_document = ev.r#type == Some(ResourceType::Document)
+                        && ev.frame_id.as_ref().is_some_and(|f| *f.inner() == w.main_frame);
+                    if main_document {
+                        let id = ev.request_id.inner();
+                        w.navigating.send_modify(|n| match n {
+                            // A redirect: the same navigation, going elsewhere.
+                            Some(n) if n.request == *id => n.url.clone_from(&ev.request.url),
+                            _ => {
+                                *n = Some(Navigating {
+                                    request: id.clone(),
+                                    url: ev.request.url.clone(),
+                                    since: Instant::now(),
+                                });
+                            }
+                        });
+                    }
                 }
-                Some(ev) = finished.next() => done(&inflight, ev.request_id.inner()),
-                Some(ev) = failed.next() => done(&inflight, ev.request_id.inner()),
+                Some(ev) = finished.next() => {
+                    done(inflight, ev.request_id.inner());
+                    ended(ev.request_id.inner());
+                }
+                Some(ev) = failed.next() => {
+                    done(inflight, ev.request_id.inner());
+                    ended(ev.request_id.inner());
+                }
                 else => break,
             }
         }

@@ -850,6 +850,78 @@ async fn a_server_slower_than_the_page_limit_is_waited_for_and_asked_once() {
     pool.shutdown().await;
 }
 
+/// Chromium holds every call to a page whose own navigation (a form submission here) is
+/// waiting for its server. A slow server is waited for; one that never answers is stopped
+/// at the navigation timeout and reported, and the page it was leaving is usable again
+/// (it was "unresponsive" before, failing the episode as an infrastructure error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_leaving_for_a_server_that_never_answers_is_stopped_and_stays_usable() {
+    const FORMS: &str = r#"<!doctype html><html><head><title>Forms</title></head><body>
+<form action="/slow.html"><button id="slow">Slow</button></form>
+<form action="/never.html"><button id="never">Never</button></form></body></html>"#;
+    let mut cfg = config();
+    cfg.navigation_timeout = Duration::from_secs(6);
+    let slow = cfg.script_timeout + Duration::from_secs(1);
+    let base = common::serve(vec![
+        html("/", INDEX),
+        html("/forms.html", FORMS),
+        Route {
+            delay: slow,
+            ..html("/slow.html", SECOND)
+        },
+        Route {
+            delay: Duration::from_secs(600),
+            ..html("/never.html", ADMIN)
+        },
+    ])
+    .await;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    let stopped = |obs: &browser_pool::Observation| {
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::NavigationStopped { .. }))
+    };
+
+    // Slower than the page limit, within the navigation timeout: waited for.
+    s.act(&Action::Goto(format!("{base}/forms.html")))
+        .await
+        .unwrap();
+    let r = s.act(&act(r##"click(css="#slow")"##)).await.unwrap();
+    assert_eq!(r.error, None);
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.title, "Second");
+    assert!(!stopped(&obs), "{:?}", obs.events);
+
+    // Never answers: stopped at the navigation timeout, reported, still on the form.
+    s.act(&Action::Goto(format!("{base}/forms.html")))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let r = s.act(&act(r##"click(css="#never")"##)).await.unwrap();
+    assert_eq!(r.error, None);
+    let obs = s.observe().await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(6) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    assert_eq!(obs.title, "Forms");
+    assert!(
+        obs.events.iter().any(|e| matches!(
+            e,
+            PageEvent::NavigationStopped { url, after_ms } if url.contains("/never.html") && *after_ms >= 6000
+        )),
+        "{:?}",
+        obs.events
+    );
+    let r = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!(s.observe().await.unwrap().title, "Hostile");
+    s.close().await;
+    pool.shutdown().await;
+}
+
 /// Reads of the page during a cross-site navigation find no page for a moment (Chromium:
 /// "Not attached to an active page", seen failing 1 of 172 episodes on a 16-core run); the
 /// observation waits for the new page instead of failing the episode.

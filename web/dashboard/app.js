@@ -1174,6 +1174,7 @@ function eventText(e) {
     case 'download': return `download refused: ${e.filename} (${e.url})`;
     case 'blocked': return `blocked ${e.url}: ${e.reason}`;
     case 'script_stopped': return `stopped a runaway script (during ${e.during})`;
+    case 'navigation_stopped': return `stopped loading ${e.url}: no answer after ${(Number(e.after_ms) / 1000).toFixed(1)} s`;
     default: return JSON.stringify(e);
   }
 }

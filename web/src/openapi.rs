@@ -224,7 +224,7 @@ pub fn document() -> Value {
                 &["id", "campaign_id", "task_id", "status", "step_count"]),
             "Step": obj(json!({"idx": {"type": "integer"}, "url": {"type": "string"}, "title": {"type": "string"}, "screenshot": {"type": ["string", "null"]},
                 "elements": {"type": "array"},
-                "events": {"type": "array", "description": "What the page did on its own since the previous step: {kind: dialog|tab_opened|tab_closed|download|blocked|script_stopped, ...}"},
+                "events": {"type": "array", "description": "What the page did on its own since the previous step: {kind: dialog|tab_opened|tab_closed|download|blocked|script_stopped|navigation_stopped, ...}"},
                 "tabs": {"type": "array", "description": "Open tabs: {number, url, title, active}"},
                 "action": {"type": "string"}, "thought": {"type": ["string", "null"]}, "raw_output": {"type": ["string", "null"]},
                 "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},

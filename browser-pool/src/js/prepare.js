@@ -5,7 +5,8 @@
 // click that submitted it: a settling probe that runs first would find this page quiet and
 // observe it as if nothing were coming. The submit event itself is synchronous, so it is
 // noted here (when no handler cancelled it and it navigates this window), and settle.js
-// waits for the navigation to begin.
+// waits for the navigation to begin. A script's `form.submit()` fires no submit event but
+// navigates the same way, so the method notes it too.
 (() => {
   const n = __ACTION__;
   window.addEventListener('beforeunload', () => { window.__sgLeaving = n; }, { once: true });
@@ -13,14 +14,22 @@
   if (!window.__sgSubmitHooked) {
     // Once per document; the listener reads which action is current.
     window.__sgSubmitHooked = true;
+    const note = (method, target) => {
+      if (method.toLowerCase() === 'dialog' || (target && target !== '_self')) return;
+      window.__sgSubmitting = { n: window.__sgAction, at: performance.now() };
+    };
     window.addEventListener('submit', (e) => {
       if (e.defaultPrevented) return;
       const form = e.target;
-      const method = ((e.submitter && e.submitter.getAttribute('formmethod')) || (form && form.method) || '').toLowerCase();
-      const target = (e.submitter && e.submitter.getAttribute('formtarget')) || (form && form.getAttribute('target')) || '';
-      if (method === 'dialog' || (target && target !== '_self')) return;
-      window.__sgSubmitting = { n: window.__sgAction, at: performance.now() };
+      const by = (name) => e.submitter && e.submitter.getAttribute(name);
+      note(by('formmethod') || (form && form.method) || '', by('formtarget') || (form && form.getAttribute('target')) || '');
     });
+    const proto = HTMLFormElement.prototype;
+    const submit = proto.submit;
+    proto.submit = function () {
+      note(this.method || '', this.getAttribute('target') || '');
+      return submit.call(this);
+    };
   }
   return true;
 })()
