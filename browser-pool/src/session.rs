@@ -111,6 +111,25 @@ pub struct Session {
     watchers: Vec<JoinHandle<()>>,
 }
 
+/// What [`Session::outlast_navigation`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outlasted {
+    /// No navigation in progress (or it could not be stopped): the call hung for another
+    /// reason.
+    Nothing,
+    /// The navigation committed or ended without a document.
+    Ended,
+    /// It got no answer in time and was stopped.
+    Stopped,
+}
+
+impl Outlasted {
+    /// Whether a navigation held the call and is over now, so the call can be sent again.
+    fn ended(self) -> bool {
+        self != Outlasted::Nothing
+    }
+}
+
 /// What [`Session::stop_scripts`] found.
 enum Rescue {
     /// The page answered at once: the call was slow, not the page stuck.
@@ -422,7 +441,9 @@ impl Session {
         limit: Duration,
     ) -> Result<C::Response, PoolError> {
         let mut outcome = self.call_once(op, cmd.clone(), limit).await;
-        if matches!(outcome, Err(PoolError::Timeout { .. })) && self.outlast_navigation().await {
+        if matches!(outcome, Err(PoolError::Timeout { .. }))
+            && self.outlast_navigation().await.ended()
+        {
             outcome = self.call_once(op, cmd.clone(), limit).await;
         }
         match outcome {
@@ -454,7 +475,7 @@ impl Session {
         match self.call_once(op, cmd, limit).await {
             Ok(_) => Ok(()),
             // Held for a navigation, then delivered to one page or the other.
-            Err(PoolError::Timeout { .. }) if self.outlast_navigation().await => Ok(()),
+            Err(PoolError::Timeout { .. }) if self.outlast_navigation().await.ended() => Ok(()),
             Err(PoolError::Timeout { after, .. }) => match self.stop_scripts(op).await {
                 Rescue::Stopped | Rescue::Responsive => Ok(()),
                 Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
@@ -489,7 +510,7 @@ impl Session {
         }
         match timed_out {
             None => Ok(()),
-            Some(_) if self.outlast_navigation().await => Ok(()),
+            Some(_) if self.outlast_navigation().await.ended() => Ok(()),
             Some(after) => match self.stop_scripts(op).await {
                 Rescue::Stopped | Rescue::Responsive => Ok(()),
                 Rescue::Failed => Err(PoolError::PageUnresponsive { op, after }),
@@ -542,25 +563,25 @@ impl Session {
     /// the navigation has taken `navigation_timeout`, else stops it (reported in the next
     /// observation), after which the page it was leaving answers again. Checked before
     /// stopping scripts: a termination held back like the call would reach the new
-    /// document and kill its scripts. False when no navigation is in progress.
-    async fn outlast_navigation(&self) -> bool {
+    /// document and kill its scripts.
+    async fn outlast_navigation(&self) -> Outlasted {
         let tab = self.tab();
         let Some(navigating) = tab.navigating() else {
-            return false;
+            return Outlasted::Nothing;
         };
         let deadline = navigating.since + self.cfg.navigation_timeout;
         if tokio::time::timeout_at(deadline.into(), tab.navigation_over())
             .await
             .is_ok()
         {
-            return true;
+            return Outlasted::Ended;
         }
         let stop = self.page.execute(StopLoadingParams::default());
         if !matches!(
             tokio::time::timeout(self.cfg.cdp_timeout, stop).await,
             Ok(Ok(_))
         ) {
-            return false;
+            return Outlasted::Nothing;
         }
         tracing::debug!(
             url = navigating.url,
@@ -572,7 +593,7 @@ impl Session {
             url: navigating.url,
             after_ms: navigating.since.elapsed().as_millis() as u64,
         });
-        true
+        Outlasted::Stopped
     }
 
     /// After a call timed out: when the page's main thread is busy (an infinite loop, an
@@ -765,9 +786,12 @@ impl Session {
                             warn_endless_animation();
                         }
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
+                        // A navigation in progress is a page about to change, whatever
+                        // started it (the action, a page script, a hung goto resent).
                         let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
                             && p.timers == 0
-                            && !self.tab().network_busy(self.cfg.settle_quiet);
+                            && !self.tab().network_busy(self.cfg.settle_quiet)
+                            && self.tab().navigating().is_none();
                         if quiet || loaded.elapsed() >= RESTLESS_MAX {
                             return Ok(());
                         }
@@ -2027,7 +2051,22 @@ impl Session {
             Err(PoolError::Cdp { message, .. }) => Ok(ActReport::failed(format!(
                 "could not open {url}: {message}"
             ))),
+            // Waiting for its server (a slow one): waited for up to the navigation timeout,
+            // then stopped. (Chromium holds calls to the page meanwhile, so stopping scripts
+            // would find it unresponsive, and the termination would reach the new page.)
+            Err(PoolError::Timeout { .. }) if self.tab().navigating().is_some() => {
+                Ok(match self.outlast_navigation().await {
+                    Outlasted::Stopped => ActReport::failed(format!(
+                        "{url} did not answer within {:?}; loading it was stopped",
+                        self.cfg.navigation_timeout
+                    )),
+                    Outlasted::Ended | Outlasted::Nothing => ActReport::default(),
+                })
+            }
             Err(PoolError::Timeout { .. }) => match self.stop_scripts("Page.navigate").await {
+                Rescue::Responsive if self.tab().documents() > documents => {
+                    Ok(ActReport::default())
+                }
                 Rescue::Responsive if self.navigation_stuck(documents, sent, limit).await => {
                     // Nothing committed, nothing requested, yet the page answers: Chromium
                     // left Page.navigate hanging (it does after a download a page started
@@ -2035,10 +2074,10 @@ impl Session {
                     tracing::debug!(url, "Page.navigate hung; navigating from the page");
                     self.navigate_from_page(url, documents).await
                 }
-                // Something was requested since (the navigation's own request, or only the
-                // old page's): settling must start on the new document, whose leaving mark
-                // on the old one may be spent, so wait for it to commit. If none does, the
-                // navigation was dropped after all; navigating from the page still works.
+                // Requests were made since, but none is the navigation's: settling must
+                // start on the new document, whose leaving mark on the old one may be
+                // spent, so wait for it to commit. If none does, the navigation was
+                // dropped after all; navigating from the page still works.
                 Rescue::Responsive => {
                     let next = self.tab().document_after(documents);
                     if tokio::time::timeout(limit, next).await.is_ok() {

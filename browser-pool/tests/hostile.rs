@@ -815,16 +815,22 @@ async fn navigations_in_a_used_context_settle_promptly() {
 }
 
 /// A server slower than the page limit: `Page.navigate` times out while the request is in
-/// flight. The goto waits for the page to commit and asks the server only once.
+/// flight. The goto waits for the page to commit and asks the server only once; one that
+/// never answers is stopped at the navigation timeout, the goto failing with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_slower_than_the_page_limit_is_waited_for_and_asked_once() {
-    let cfg = config();
+async fn a_slow_server_is_waited_for_and_asked_once_and_a_silent_one_given_up() {
+    let mut cfg = config();
+    cfg.navigation_timeout = Duration::from_secs(5);
     let delay = cfg.script_timeout + Duration::from_secs(1);
     let (base, log) = common::serve_logged(vec![
         html("/", INDEX),
         Route {
             delay,
             ..html("/slow.html", SECOND)
+        },
+        Route {
+            delay: Duration::from_secs(600),
+            ..html("/never.html", ADMIN)
         },
     ])
     .await;
@@ -838,12 +844,48 @@ async fn a_server_slower_than_the_page_limit_is_waited_for_and_asked_once() {
         .unwrap();
     assert_eq!(r.error, None);
     assert!(started.elapsed() >= delay, "{:?}", started.elapsed());
-    assert_eq!(s.observe().await.unwrap().title, "Second");
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.title, "Second");
+    // Waiting is not a hung script (it was reported as one, and its scripts "stopped").
+    assert_eq!(obs.events, []);
     let asked = log
         .lock()
         .unwrap()
         .iter()
         .filter(|p| p.starts_with("/slow.html"))
+        .count();
+    assert_eq!(asked, 1);
+
+    let started = Instant::now();
+    let r = s
+        .act(&Action::Goto(format!("{base}/never.html")))
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.contains("did not answer")),
+        "{r:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(5) && took < Duration::from_secs(12),
+        "{took:?}"
+    );
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.title, "Second");
+    assert!(
+        obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::NavigationStopped { .. })),
+        "{:?}",
+        obs.events
+    );
+    let asked = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.starts_with("/never.html"))
         .count();
     assert_eq!(asked, 1);
     s.close().await;
