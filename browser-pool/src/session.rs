@@ -372,6 +372,15 @@ impl Session {
         self.tabs.iter().flat_map(Tab::take_committed).collect()
     }
 
+    /// Drops what the session has noted so far (page events, the last action's error,
+    /// the pages visited), so that work done before an episode (a setup that logs in)
+    /// shows in none of its observations and counts as none of its visits.
+    pub fn forget(&mut self) {
+        self.events.take();
+        self.last_error = None;
+        self.take_visited();
+    }
+
     /// What this session's pages render at (the lease's screen, else the pool's).
     pub fn screen(&self) -> crate::Screen {
         crate::Screen::of(&self.cfg)

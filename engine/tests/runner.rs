@@ -753,3 +753,107 @@ async fn pages_passed_through_count_as_visited(pool: PgPool) {
     assert_eq!(eps[0].success, Some(true));
     engine.shutdown().await;
 }
+
+/// A task's setup actions prepare the site in the episode's own browser context (here:
+/// storage the start page reads), and are no part of the episode: no step, no page event,
+/// no visited page. A setup action that fails ends the episode as an infrastructure
+/// failure naming the action, never scored.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_setup_prepares_the_site_and_is_no_part_of_the_episode(pool: PgPool) {
+    let page =
+        |body: &'static str| axum::routing::get(move || async move { axum::response::Html(body) });
+    let app = axum::Router::new()
+        .route(
+            "/setup.html",
+            page(
+                r#"<title>Setup</title><script>localStorage.setItem('prepared', 'yes'); alert('welcome')</script>
+<button id="mark" onclick="localStorage.setItem('clicked', 'yes')">Mark</button>"#,
+            ),
+        )
+        .route(
+            "/start.html",
+            page(
+                r#"<title>Start</title><p id="state"></p><script>
+document.getElementById('state').textContent = 'prepared=' + localStorage.getItem('prepared') + ' clicked=' + localStorage.getItem('clicked');
+</script>"#,
+            ),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let task = |id: &str, click: &str| {
+        tasks::parse_task(
+            &serde_json::json!({
+                "id": id, "site": "prepared", "instruction": "Read the state.",
+                "start_url": format!("{base}/start.html"),
+                "setup": {"type": "actions", "actions": [
+                    format!("goto(\"{base}/setup.html\")"), format!("click(css=\"{click}\")")
+                ]},
+                "reference_solution": ["stop()"],
+                "rubric": {"groups": [{"facts": [
+                    {"id": "state", "check": {"type": "element", "selector": "#state",
+                        "text": {"contains": "prepared=yes clicked=yes"}}},
+                    {"id": "setup-seen", "check": {"type": "url", "contains": "/setup.html", "scope": "any"}}]}]}
+            })
+            .to_string(),
+        )
+        .unwrap()
+    };
+    for t in [
+        task("prepared-ok", "#mark"),
+        task("prepared-bad", "#missing"),
+    ] {
+        engine.store().upsert_task(&t).await.unwrap();
+    }
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            tasks: Some(TaskFilter {
+                site: Some("prepared".into()),
+                ..Default::default()
+            }),
+            max_attempts: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
+        .await
+        .unwrap();
+    assert_eq!(eps.len(), 2);
+
+    let ok = eps.iter().find(|e| e.task_id == "prepared-ok").unwrap();
+    let detail = engine.store().get_episode(ok.id).await.unwrap().unwrap();
+    assert_eq!(detail.steps.len(), 1, "the setup's actions are not steps");
+    assert!(detail.steps[0].url.ends_with("/start.html"));
+    assert_eq!(
+        detail.steps[0].events,
+        serde_json::json!([]),
+        "the setup page's dialog is not the episode's"
+    );
+    let verdicts: Vec<(&str, Option<bool>)> = detail
+        .verdicts
+        .iter()
+        .map(|v| (v.fact_id.as_str(), v.passed))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [("state", Some(true)), ("setup-seen", Some(false))],
+        "prepared in the episode's context; the setup page was not visited by the agent"
+    );
+
+    let bad = eps.iter().find(|e| e.task_id == "prepared-bad").unwrap();
+    assert_eq!(bad.status, "failed");
+    assert_eq!(bad.success, None, "a setup failure is never scored");
+    let error = bad.last_error.clone().unwrap();
+    assert!(
+        error.contains("setup action 2 of 2") && error.contains("#missing"),
+        "{error}"
+    );
+    engine.shutdown().await;
+}

@@ -171,8 +171,11 @@ pub struct TaskSpec {
     /// The expected final answer, for tasks that ask a question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_answer: Option<String>,
-    /// An environment to start on the start page: `{"type": "miniwob"}` starts a seeded
-    /// MiniWoB++ episode, whose utterance becomes the instruction.
+    /// What to do before the episode: `{"type": "miniwob"}` starts a seeded MiniWoB++
+    /// episode on the start page, whose utterance becomes the instruction;
+    /// `{"type": "actions", "actions": ["goto(...)", "fill(...)", ...]}` prepares the fresh
+    /// browser context (logs in, fills a cart, makes a booking to be cancelled) before the
+    /// start page opens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<serde_json::Value>,
     /// What the task's pages render at, e.g. `{"width": 332, "height": 214,
@@ -182,13 +185,89 @@ pub struct TaskSpec {
     pub screen: Option<Screen>,
 }
 
-/// What the runner starts on the start page before the first observation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the runner does before the first observation.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Setup {
     /// A MiniWoB++ page: `core.startEpisodeReal()` with the episode's seed; the page's
     /// utterance replaces the task's instruction, and the page's `WOB_DONE_GLOBAL` ends the
     /// episode.
     MiniWob,
+    /// Actions run in the episode's fresh browser context before it opens the start page,
+    /// to put the site in the state the task starts from. They are not steps: the policy
+    /// never sees them, and one that fails ends the episode as a setup failure (an
+    /// infrastructure failure, never scored).
+    Actions(Vec<Action>),
+}
+
+/// Most actions a setup may run.
+pub const MAX_SETUP_ACTIONS: usize = 50;
+
+/// The setup in `v` (the `setup` field), or the problems with it.
+fn parse_setup(v: &serde_json::Value) -> Result<Setup, Vec<FieldError>> {
+    const KNOWN: &str = "known: miniwob, actions";
+    let one = |field: &str, message: String| Err(vec![FieldError::new(field, message)]);
+    let Some(fields) = v.as_object() else {
+        return one(
+            "setup",
+            format!("must be an object with a `type` ({KNOWN})"),
+        );
+    };
+    match fields.get("type").map(|t| t.as_str()) {
+        Some(Some("miniwob")) if fields.len() == 1 => Ok(Setup::MiniWob),
+        Some(Some("miniwob")) => one("setup", "a miniwob setup takes no other fields".into()),
+        Some(Some("actions")) => {
+            if let Some(other) = fields
+                .keys()
+                .find(|k| !["type", "actions"].contains(&k.as_str()))
+            {
+                return one(
+                    &format!("setup.{other}"),
+                    "unknown field (an actions setup has `actions`)".into(),
+                );
+            }
+            let Some(lines) = fields.get("actions").and_then(|a| a.as_array()) else {
+                return one(
+                    "setup.actions",
+                    "is required: a list of actions, e.g. [\"goto(\\\"https://site/login\\\")\"]"
+                        .into(),
+                );
+            };
+            if lines.is_empty() || lines.len() > MAX_SETUP_ACTIONS {
+                return one(
+                    "setup.actions",
+                    format!(
+                        "must hold 1 to {MAX_SETUP_ACTIONS} actions, not {}",
+                        lines.len()
+                    ),
+                );
+            }
+            let mut errors = Vec::new();
+            let mut actions = Vec::new();
+            for (i, line) in lines.iter().enumerate() {
+                let field = format!("setup.actions[{i}]");
+                let Some(line) = line.as_str() else {
+                    errors.push(FieldError::new(field, "must be a string"));
+                    continue;
+                };
+                match browser_pool::parse_action(line) {
+                    Ok(a) if a.is_terminal() => errors.push(FieldError::new(
+                        field,
+                        format!("`{}` ends an episode; a setup only prepares one", a.name()),
+                    )),
+                    Ok(a) => actions.push(a),
+                    Err(e) => errors.push(FieldError::new(field, e.message)),
+                }
+            }
+            if errors.is_empty() {
+                Ok(Setup::Actions(actions))
+            } else {
+                Err(errors)
+            }
+        }
+        Some(Some(other)) => one("setup.type", format!("unknown setup `{other}` ({KNOWN})")),
+        Some(None) => one("setup.type", format!("must be a string ({KNOWN})")),
+        None => one("setup.type", format!("is required ({KNOWN})")),
+    }
 }
 
 /// A validated task.
@@ -439,34 +518,13 @@ impl TryFrom<TaskSpec> for Task {
                 ),
             ));
         }
-        let setup = match &spec.setup {
+        let setup = match spec.setup.as_ref().map(parse_setup) {
             None => None,
-            Some(v) => match v.get("type").and_then(|t| t.as_str()) {
-                Some("miniwob") if v.as_object().is_some_and(|o| o.len() == 1) => {
-                    Some(Setup::MiniWob)
-                }
-                Some("miniwob") => {
-                    errors.push(FieldError::new(
-                        "setup",
-                        "a miniwob setup takes no other fields",
-                    ));
-                    None
-                }
-                Some(other) => {
-                    errors.push(FieldError::new(
-                        "setup.type",
-                        format!("unknown setup `{other}` (known: miniwob)"),
-                    ));
-                    None
-                }
-                None => {
-                    errors.push(FieldError::new(
-                        "setup.type",
-                        "is required (known: miniwob)",
-                    ));
-                    None
-                }
-            },
+            Some(Ok(setup)) => Some(setup),
+            Some(Err(problems)) => {
+                errors.extend(problems);
+                None
+            }
         };
         let id = match spec.id.as_deref() {
             Some(s) => TaskId::parse(s)
@@ -535,8 +593,12 @@ impl Task {
                 .map(ToString::to_string)
                 .collect(),
             reference_answer: self.reference_answer.clone(),
-            setup: self.setup.map(|s| match s {
+            setup: self.setup.as_ref().map(|s| match s {
                 Setup::MiniWob => serde_json::json!({"type": "miniwob"}),
+                Setup::Actions(actions) => serde_json::json!({
+                    "type": "actions",
+                    "actions": actions.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                }),
             }),
             screen: self.screen,
         }

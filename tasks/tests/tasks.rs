@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Value, json};
 use tasks::{
-    Difficulty, Split, Task, TaskSpec, bundled_tasks, parse_jsonl, parse_task, site_file,
+    Difficulty, Setup, Split, Task, TaskSpec, bundled_tasks, parse_jsonl, parse_task, site_file,
     site_names,
 };
 
@@ -69,6 +69,19 @@ fn specs_round_trip() {
         Task::try_from(TaskSpec::from_json(serde_json::to_value(t.to_spec()).unwrap()).unwrap())
             .unwrap();
     assert_eq!(back.screen, Some(screen));
+
+    let setup = json!({"type": "actions", "actions": [
+        "goto(\"http://127.0.0.1:8001/login\")", "type(css=\"#user\", \"ada\")", "click(2)"
+    ]});
+    let t = parse_task(&with("setup", setup).to_string()).unwrap();
+    let Some(Setup::Actions(actions)) = &t.setup else {
+        panic!("{:?}", t.setup)
+    };
+    assert_eq!(actions.len(), 3);
+    let back =
+        Task::try_from(TaskSpec::from_json(serde_json::to_value(t.to_spec()).unwrap()).unwrap())
+            .unwrap();
+    assert_eq!(back.setup, t.setup);
 }
 
 #[test]
@@ -130,6 +143,50 @@ fn every_bad_field_is_named() {
         (
             with("screen", json!({"width": 400, "height": 300, "depth": 24})),
             "screen.depth",
+        ),
+        (with("setup", json!("login")), "setup"),
+        (with("setup", json!({})), "setup.type"),
+        (with("setup", json!({"type": "fixture"})), "setup.type"),
+        (
+            with("setup", json!({"type": "miniwob", "seed": 3})),
+            "setup",
+        ),
+        (with("setup", json!({"type": "actions"})), "setup.actions"),
+        (
+            with("setup", json!({"type": "actions", "actions": []})),
+            "setup.actions",
+        ),
+        (
+            with(
+                "setup",
+                json!({"type": "actions", "actions": ["click(1)", "fly(2)"]}),
+            ),
+            "setup.actions[1]",
+        ),
+        (
+            with("setup", json!({"type": "actions", "actions": [7]})),
+            "setup.actions[0]",
+        ),
+        (
+            with(
+                "setup",
+                json!({"type": "actions", "actions": ["answer(\"x\")"]}),
+            ),
+            "setup.actions[0]",
+        ),
+        (
+            with(
+                "setup",
+                json!({"type": "actions", "actions": ["click(1)"], "retries": 2}),
+            ),
+            "setup.retries",
+        ),
+        (
+            with(
+                "setup",
+                json!({"type": "actions", "actions": vec!["scroll(down)"; 51]}),
+            ),
+            "setup.actions",
         ),
     ];
     for (v, field) in cases {
@@ -216,6 +273,11 @@ fn the_bundled_suite_is_valid_and_complete() {
             "{} placeholders filled",
             t.id
         );
+        if let Some(Setup::Actions(actions)) = &t.setup {
+            for a in actions {
+                assert!(!a.to_string().contains("{{"), "{} setup filled: {a}", t.id);
+            }
+        }
         let path = t.start_url.path();
         assert!(
             site_file(&t.site, path).is_some(),

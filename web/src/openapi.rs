@@ -177,7 +177,7 @@ pub fn document() -> Value {
                 "rubric": r("Rubric"), "difficulty": {"enum": ["easy", "medium", "hard"]}, "tags": {"type": "array", "items": {"type": "string"}},
                 "split": {"enum": ["train", "test"]}, "max_steps": {"type": "integer"}, "reference_solution": {"type": "array", "items": {"type": "string"}},
                 "reference_answer": {"type": "string"},
-                "setup": {"type": "object", "description": "`{\"type\": \"miniwob\"}` starts a seeded MiniWoB++ episode"},
+                "setup": {"type": "object", "description": "`{\"type\": \"actions\", \"actions\": [\"goto(...)\", ...]}` prepares the episode's fresh browser context before its start page opens (1-50 actions, not steps of the episode; a failing one is a `setup` infrastructure failure); `{\"type\": \"miniwob\"}` starts a seeded MiniWoB++ episode"},
                 "screen": r("Screen")
             }), &["instruction", "start_url", "rubric"]),
             "Task": obj(json!({"id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string"},

@@ -166,11 +166,35 @@ pub struct Finished {
     pub screen: Screen,
 }
 
+/// Runs a task's setup actions in its episode's fresh context, then forgets them: the
+/// episode's observations and visited pages start at its start page.
+async fn prepare(session: &mut Session, actions: &[Action]) -> Result<(), InfraError> {
+    for (i, action) in actions.iter().enumerate() {
+        let report = session.act(action).await?;
+        if let Some(message) = report.error {
+            return Err(InfraError::Setup(format!(
+                "setup action {} of {} `{action}` failed: {message} (fix the task's setup.actions)",
+                i + 1,
+                actions.len()
+            )));
+        }
+    }
+    session.forget();
+    Ok(())
+}
+
 impl Episode {
-    /// Leases a browser context and loads the task's start page.
+    /// Leases a browser context, runs the task's setup actions if it has some, and loads
+    /// the task's start page.
     pub async fn open(pool: &BrowserPool, run: EpisodeRun) -> Result<Episode, InfraError> {
         let started = Instant::now();
         let mut session = pool.lease_with(run.screen.as_ref()).await?;
+        if let Some(Setup::Actions(actions)) = &run.task.setup {
+            if let Err(e) = prepare(&mut session, actions).await {
+                session.close().await;
+                return Err(e);
+            }
+        }
         let url = run.task.start_url.to_string();
         let opened = match session.act(&Action::Goto(url.clone())).await {
             Ok(r) => r,
@@ -184,7 +208,7 @@ impl Episode {
             return Err(InfraError::StartPage { url, message });
         }
         let instruction: Arc<str> = match run.task.setup {
-            None => run.task.instruction.as_str().into(),
+            None | Some(Setup::Actions(_)) => run.task.instruction.as_str().into(),
             Some(Setup::MiniWob) => {
                 match crate::environments::miniwob_start(&session, run.seed).await {
                     Ok(utterance) => utterance.into(),
@@ -399,7 +423,9 @@ impl Episode {
         let screen = self.session.screen();
         self.session.close().await;
         let (final_screenshot, snapshot) = result?;
-        let instruction = self.run.task.setup.map(|_| self.instruction.to_string());
+        // Stored only where the environment generated it.
+        let instruction =
+            (self.run.task.setup == Some(Setup::MiniWob)).then(|| self.instruction.to_string());
         Ok(Finished {
             run: self.run,
             instruction,
