@@ -189,11 +189,11 @@ impl Episode {
     pub async fn open(pool: &BrowserPool, run: EpisodeRun) -> Result<Episode, InfraError> {
         let started = Instant::now();
         let mut session = pool.lease_with(run.screen.as_ref()).await?;
-        if let Some(Setup::Actions(actions)) = &run.task.setup {
-            if let Err(e) = prepare(&mut session, actions).await {
-                session.close().await;
-                return Err(e);
-            }
+        if let Some(Setup::Actions(actions)) = &run.task.setup
+            && let Err(e) = prepare(&mut session, actions).await
+        {
+            session.close().await;
+            return Err(e);
         }
         let url = run.task.start_url.to_string();
         let opened = match session.act(&Action::Goto(url.clone())).await {
