@@ -805,6 +805,17 @@ impl Session {
                             return Ok(());
                         }
                     }
+                    // Parsed, but a request that never ends (a hung image, a tracker)
+                    // holds the load event back for good: settled once the rest is.
+                    Ok(p) if p.state == "interactive" && self.tab().long_request_in_flight() => {
+                        let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
+                            && p.timers == 0
+                            && !self.tab().network_busy(self.cfg.settle_quiet)
+                            && self.tab().navigating().is_none();
+                        if quiet {
+                            return Ok(());
+                        }
+                    }
                     // Still loading.
                     Ok(_) | Err(_) => {}
                 },
@@ -2043,8 +2054,19 @@ impl Session {
         let (documents, sent) = (self.tab().documents(), Instant::now());
         let stays = self.tab().stays();
         let navigate = self.call_once("Page.navigate", NavigateParams::new(url), limit);
+        // The client answers Page.navigate only once the page has loaded, which a hung
+        // subresource (an ad, a tracker) postpones forever; a committed document is enough,
+        // loading the rest is settling's. A failed navigation commits an error page: its
+        // answer (which names the error) follows at once.
+        let committed = async {
+            self.tab().document_after(documents).await;
+            if self.tab().on_error_page() {
+                futures::future::pending::<()>().await;
+            }
+        };
         let outcome = tokio::select! {
             r = navigate => r,
+            () = committed => return Ok(ActReport::default()),
             // Page.navigate would wait for a commit that never comes.
             () = self.tab().stayed_after(stays) => {
                 return Ok(ActReport::failed(format!(

@@ -86,6 +86,8 @@ pub(crate) struct Tab {
     navigating: watch::Receiver<Option<Navigating>>,
     /// Their URLs, since the session last took them (web pages only).
     committed: Arc<Mutex<Vec<String>>>,
+    /// The URL of the last one, whatever its scheme.
+    last_committed: Arc<Mutex<String>>,
     /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
     stays: watch::Receiver<u64>,
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
@@ -160,7 +162,9 @@ impl Tab {
         let (documents_tx, documents) = watch::channel(0u64);
         let (navigating_tx, navigating) = watch::channel(None);
         let committed = Arc::new(Mutex::new(Vec::new()));
+        let last_committed = Arc::new(Mutex::new(String::new()));
         let watch = Watch {
+            last_committed: last_committed.clone(),
             inflight: inflight.clone(),
             documents: documents_tx,
             navigating: navigating_tx,
@@ -219,6 +223,7 @@ impl Tab {
             documents,
             navigating,
             committed,
+            last_committed,
             stays,
             frames,
             numbering: Default::default(),
@@ -300,6 +305,25 @@ impl Tab {
     /// Whether a request that started recently is still in flight, or one finished less
     /// than `grace` ago (the page's callback for it may not have run yet: the DOM looks
     /// quiet only because the change is still coming).
+    /// Whether a request has been in flight so long that it no longer counts as busy (a
+    /// hung tracker, an image from a server that never answers): such a request also
+    /// keeps the page's load event from ever firing.
+    pub(crate) fn long_request_in_flight(&self) -> bool {
+        let r = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        r.started
+            .values()
+            .any(|started| started.elapsed() >= LONG_REQUEST)
+    }
+
+    /// Whether the main frame's last committed document is Chromium's error page (a
+    /// navigation that failed commits one).
+    pub(crate) fn on_error_page(&self) -> bool {
+        self.last_committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .starts_with("chrome-error:")
+    }
+
     pub(crate) fn network_busy(&self, grace: Duration) -> bool {
         let r = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         r.last_done.is_some_and(|t| t.elapsed() < grace)
@@ -359,6 +383,7 @@ struct Watch {
     navigating: watch::Sender<Option<Navigating>>,
     main_frame: String,
     committed: Arc<Mutex<Vec<String>>>,
+    last_committed: Arc<Mutex<String>>,
 }
 
 async fn track_requests(
@@ -389,6 +414,7 @@ async fn track_requests(
                         // redirect, a link followed while the machine was slow to show it)
                         // was still visited. Blank and error pages are not places.
                         let url = &ev.frame.url;
+                        url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
                         if url.starts_with("http:") || url.starts_with("https:") {
                             w.committed
                                 .lock()

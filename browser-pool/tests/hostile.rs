@@ -1057,3 +1057,52 @@ async fn the_accessibility_tree_reaches_into_iframes() {
     s.close().await;
     pool.shutdown().await;
 }
+
+/// A subresource whose server never answers (an ad, a tracker, an image) keeps the page's
+/// load event from ever firing. The goto does not wait for it past the page limit, and
+/// actions on the page settle as fast as on any other (each took `settle_max`, 5 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subresource_that_never_loads_holds_up_neither_goto_nor_actions() {
+    let base = common::serve(vec![
+        html(
+            "/img.html",
+            r#"<title>Img</title><img src="/never.png"><p id="out"></p>
+<button id="b" onclick="document.getElementById('out').textContent += 'x'">Go</button>"#,
+        ),
+        Route {
+            delay: Duration::from_secs(600),
+            ..html("/never.png", "x")
+        },
+    ])
+    .await;
+    let cfg = config();
+    let page_limit = cfg.script_timeout;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    let started = Instant::now();
+    let r = s
+        .act(&Action::Goto(format!("{base}/img.html")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    assert!(
+        started.elapsed() < page_limit + Duration::from_secs(1),
+        "goto took {:?}",
+        started.elapsed()
+    );
+    for n in 1..=3 {
+        let started = Instant::now();
+        let r = s.act(&act(r##"click(css="#b")"##)).await.unwrap();
+        assert_eq!(r.error, None);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "click {n} took {:?}",
+            started.elapsed()
+        );
+        let out = s.query_selector("#out").await.unwrap().unwrap().unwrap();
+        assert_eq!(out.text, "x".repeat(n));
+    }
+    assert_eq!(s.observe().await.unwrap().title, "Img");
+    s.close().await;
+    pool.shutdown().await;
+}
