@@ -44,6 +44,9 @@ pub struct PoolConfig {
     /// Fresh contexts each browser keeps open ahead of leases (0: open on demand). Each
     /// costs a renderer's memory (~30 MB) and makes a lease near-instant.
     pub standby_contexts: usize,
+    /// Most tabs a session keeps open: a popup past it is closed at once and reported
+    /// (a page opening windows in a loop would otherwise start a renderer each).
+    pub max_tabs: usize,
     /// Existing browsers to drive by their CDP address (`ws://host:port/devtools/browser/…`,
     /// or `http://host:port`): one slot each, beside the `browsers` launched locally.
     pub remote: Vec<String>,
@@ -125,6 +128,7 @@ impl PoolConfig {
             recycle_after: Some(500),
             recycle_above_bytes: Some(3 << 30),
             standby_contexts: 1,
+            max_tabs: 10,
             remote: Vec::new(),
             script_timeout: Duration::from_secs(4),
             cdp_timeout: Duration::from_secs(10),
@@ -171,6 +175,9 @@ impl PoolConfig {
         }
         if self.navigation_timeout < Duration::from_millis(100) {
             return Err("navigation_timeout must be at least 100 ms".into());
+        }
+        if self.max_tabs == 0 {
+            return Err("max_tabs must be at least 1".into());
         }
         if self.recycle_after == Some(0) {
             return Err("recycle_after must be at least 1 (or none)".into());

@@ -26,7 +26,8 @@ use chromiumoxide::cdp::browser_protocol::page::{
     Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    CreateTargetParams, EventTargetCreated, EventTargetDestroyed, GetTargetsParams, TargetId,
+    CloseTargetParams, CreateTargetParams, EventTargetCreated, EventTargetDestroyed,
+    GetTargetsParams, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     EvaluateParams, ExecutionContextId, GetPropertiesParams, ReleaseObjectGroupParams,
@@ -795,24 +796,14 @@ impl Session {
                             warn_endless_animation();
                         }
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
-                        // A navigation in progress is a page about to change, whatever
-                        // started it (the action, a page script, a hung goto resent).
-                        let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
-                            && p.timers == 0
-                            && !self.tab().network_busy(self.cfg.settle_quiet)
-                            && self.tab().navigating().is_none();
-                        if quiet || loaded.elapsed() >= RESTLESS_MAX {
+                        if self.quiet(&p) || loaded.elapsed() >= RESTLESS_MAX {
                             return Ok(());
                         }
                     }
                     // Parsed, but a request that never ends (a hung image, a tracker)
                     // holds the load event back for good: settled once the rest is.
                     Ok(p) if p.state == "interactive" && self.tab().long_request_in_flight() => {
-                        let quiet = p.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
-                            && p.timers == 0
-                            && !self.tab().network_busy(self.cfg.settle_quiet)
-                            && self.tab().navigating().is_none();
-                        if quiet {
+                        if self.quiet(&p) {
                             return Ok(());
                         }
                     }
@@ -825,6 +816,16 @@ impl Session {
             }
             tokio::time::sleep(SETTLE_POLL).await;
         }
+    }
+
+    /// Whether the page as `probe` found it, and the tab's network, look settled. A
+    /// navigation in progress is a page about to change, whatever started it (the action,
+    /// a page script, a hung goto resent).
+    fn quiet(&self, probe: &Probe) -> bool {
+        probe.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
+            && probe.timers == 0
+            && !self.tab().network_busy(self.cfg.settle_quiet)
+            && self.tab().navigating().is_none()
     }
 
     /// Numbers and describes the page's interactive elements, without a screenshot or
@@ -1185,6 +1186,17 @@ impl Session {
             if self.tabs.iter().any(|t| t.target == target) {
                 continue;
             }
+            if self.tabs.len() >= self.cfg.max_tabs {
+                self.close_unattached(target).await;
+                self.events.push(PageEvent::Blocked {
+                    url,
+                    reason: format!(
+                        "the page opened more than {} tabs; this one was closed",
+                        self.cfg.max_tabs
+                    ),
+                });
+                continue;
+            }
             let Some(page) = self.find_page(&target).await? else {
                 tracing::debug!(?target, "a new tab closed before it could be attached");
                 continue;
@@ -1206,6 +1218,18 @@ impl Session {
         }
         self.page = self.tab().page.clone();
         Ok(())
+    }
+
+    /// Closes a tab the session never attached to.
+    async fn close_unattached(&self, target: TargetId) {
+        let browser = self.browser.browser.read().await;
+        let close = browser.execute(CloseTargetParams::new(target));
+        if !matches!(
+            tokio::time::timeout(self.cfg.cdp_timeout, close).await,
+            Ok(Ok(_))
+        ) {
+            tracing::debug!("a tab past the limit could not be closed");
+        }
     }
 
     /// The page of a target the browser just created; the handler attaches to it

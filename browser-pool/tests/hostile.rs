@@ -1106,3 +1106,58 @@ async fn a_subresource_that_never_loads_holds_up_neither_goto_nor_actions() {
     s.close().await;
     pool.shutdown().await;
 }
+
+/// A page opening windows in a loop gets at most `max_tabs` tabs; the rest are closed at
+/// once and reported, and the session stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popup_storm_is_capped_at_max_tabs() {
+    let base = common::serve(vec![
+        html(
+            "/storm.html",
+            r#"<title>Storm</title><script>for (let i = 0; i < 12; i++) window.open('/second.html?' + i)</script>"#,
+        ),
+        html("/second.html", SECOND),
+        html("/", INDEX),
+    ])
+    .await;
+    let mut cfg = config();
+    cfg.max_tabs = 4;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    let r = s
+        .act(&Action::Goto(format!("{base}/storm.html")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    // Popups may still be arriving after the first observation: gather a few.
+    let mut events = Vec::new();
+    let mut tabs = 0;
+    for _ in 0..10 {
+        let obs = s.observe().await.unwrap();
+        tabs = obs.tabs.len();
+        events.extend(obs.events);
+        let closed = events
+            .iter()
+            .filter(|e| matches!(e, PageEvent::Blocked { reason, .. } if reason.contains("more than 4 tabs")))
+            .count();
+        if closed == 9 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(tabs, 4);
+    let opened = events
+        .iter()
+        .filter(|e| matches!(e, PageEvent::TabOpened { .. }))
+        .count();
+    let closed = events
+        .iter()
+        .filter(|e| matches!(e, PageEvent::Blocked { .. }))
+        .count();
+    assert_eq!((opened, closed), (3, 9), "{events:?}");
+    let r = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!(s.observe().await.unwrap().title, "Hostile");
+    s.close().await;
+    pool.shutdown().await;
+}
