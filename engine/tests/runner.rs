@@ -683,25 +683,37 @@ async fn a_task_renders_at_its_own_screen_whatever_the_campaign(pool: PgPool) {
     engine.shutdown().await;
 }
 
+/// Serves fixed HTML pages on loopback; returns the base URL.
+async fn serve_pages(pages: &[(&'static str, &'static str)]) -> String {
+    let mut app = axum::Router::new();
+    for &(path, body) in pages {
+        app = app.route(
+            path,
+            axum::routing::get(move || async move { axum::response::Html(body) }),
+        );
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
 /// A page the agent passed through without an observation landing on it (a client-side
 /// redirect) counts as visited for URL checks over the whole episode (`"scope": "any"`).
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn pages_passed_through_count_as_visited(pool: PgPool) {
-    let page =
-        |body: &'static str| axum::routing::get(move || async move { axum::response::Html(body) });
-    let app = axum::Router::new()
-        .route(
+    let base = serve_pages(&[
+        (
             "/start.html",
-            page(r#"<title>Start</title><a id="go" href="/hop.html">go</a>"#),
-        )
-        .route(
+            r#"<title>Start</title><a id="go" href="/hop.html">go</a>"#,
+        ),
+        (
             "/hop.html",
-            page(r#"<title>Hop</title><script>location.replace('/end.html')</script>"#),
-        )
-        .route("/end.html", page("<title>End</title><p>arrived</p>"));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+            r#"<title>Hop</title><script>location.replace('/end.html')</script>"#,
+        ),
+        ("/end.html", "<title>End</title><p>arrived</p>"),
+    ])
+    .await;
 
     let (engine, _sites) = engine(pool, vec![]).await;
     let task = tasks::parse_task(
@@ -760,27 +772,20 @@ async fn pages_passed_through_count_as_visited(pool: PgPool) {
 /// failure naming the action, never scored.
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn a_setup_prepares_the_site_and_is_no_part_of_the_episode(pool: PgPool) {
-    let page =
-        |body: &'static str| axum::routing::get(move || async move { axum::response::Html(body) });
-    let app = axum::Router::new()
-        .route(
+    let base = serve_pages(&[
+        (
             "/setup.html",
-            page(
-                r#"<title>Setup</title><script>localStorage.setItem('prepared', 'yes'); alert('welcome')</script>
+            r#"<title>Setup</title><script>localStorage.setItem('prepared', 'yes'); alert('welcome')</script>
 <button id="mark" onclick="localStorage.setItem('clicked', 'yes')">Mark</button>"#,
-            ),
-        )
-        .route(
+        ),
+        (
             "/start.html",
-            page(
-                r#"<title>Start</title><p id="state"></p><script>
+            r#"<title>Start</title><p id="state"></p><script>
 document.getElementById('state').textContent = 'prepared=' + localStorage.getItem('prepared') + ' clicked=' + localStorage.getItem('clicked');
 </script>"#,
-            ),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+        ),
+    ])
+    .await;
 
     let (engine, _sites) = engine(pool, vec![]).await;
     let task = |id: &str, click: &str| {
