@@ -137,7 +137,7 @@ mod tests {
                 let mut buf = [0u8; 4096];
                 let n = sock.read(&mut buf).await.unwrap_or(0);
                 if String::from_utf8_lossy(&buf[..n]).starts_with("GET /form ") {
-                    let body = r#"<title>Form</title><form id="f" action="/results"><input name="q" value="x"></form>
+                    let body = r#"<title>Form</title><form id="f" action="/results"><input name="q" value="x"><input name="method" value="m"><input name="target" value="t"></form>
                         <form id="g" action="/results" onsubmit="event.preventDefault()"></form>"#;
                     let head = format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -189,7 +189,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(state["state"], "leaving", "{state}");
-        // A script's form.submit() fires no submit event, yet navigates the same way. (A
+        // A script's form.submit() fires no submit event, yet navigates the same way; the
+        // form's fields named "method" and "target" must not trip the bookkeeping up. (A
         // fresh page: this one waits for /results.)
         s.close().await;
         let mut s = pool.lease().await.unwrap();

@@ -14,20 +14,23 @@
   if (!window.__sgSubmitHooked) {
     // Once per document; the listener reads which action is current.
     window.__sgSubmitHooked = true;
-    const note = (method, target) => {
-      if (method.toLowerCase() === 'dialog' || (target && target !== '_self')) return;
-      window.__sgSubmitting = { n: window.__sgAction, at: performance.now() };
+    // Attributes, not properties: a field named "method" or "target" shadows those. And
+    // never in the page's way: a failure here must not stop its submission.
+    const note = (form, submitter) => {
+      try {
+        const attr = (name) => (submitter && submitter.getAttribute('form' + name)) || form.getAttribute(name) || '';
+        const target = attr('target');
+        if (String(attr('method')).toLowerCase() === 'dialog' || (target && target !== '_self')) return;
+        window.__sgSubmitting = { n: window.__sgAction, at: performance.now() };
+      } catch (e) { /* see above */ }
     };
     window.addEventListener('submit', (e) => {
-      if (e.defaultPrevented) return;
-      const form = e.target;
-      const by = (name) => e.submitter && e.submitter.getAttribute(name);
-      note(by('formmethod') || (form && form.method) || '', by('formtarget') || (form && form.getAttribute('target')) || '');
+      if (!e.defaultPrevented) note(e.target, e.submitter);
     });
     const proto = HTMLFormElement.prototype;
     const submit = proto.submit;
     proto.submit = function () {
-      note(this.method || '', this.getAttribute('target') || '');
+      note(this, null);
       return submit.call(this);
     };
   }
