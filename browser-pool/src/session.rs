@@ -1343,10 +1343,12 @@ impl Session {
             })?
             .map_err(|e| PoolError::from_cdp("Target.getTargets", e))?;
             for t in &targets.result.target_infos {
-                infos.insert(
-                    t.target_id.inner().clone(),
-                    (t.url.clone(), t.title.clone()),
-                );
+                // Clipped like the active tab's (observe.js).
+                let title = match t.title.char_indices().nth(TITLE_CHARS - 1) {
+                    Some((end, _)) => format!("{}…", &t.title[..end]),
+                    None => t.title.clone(),
+                };
+                infos.insert(t.target_id.inner().clone(), (t.url.clone(), title));
             }
         }
         Ok(self
@@ -2403,6 +2405,9 @@ fn navigating(message: &str) -> bool {
         .iter()
         .any(|w| message.contains(w))
 }
+
+/// Longest page title an observation reports, in characters (as `js/observe.js` clips it).
+const TITLE_CHARS: usize = 300;
 
 /// How often settling probes a page that is still loading or has requests in flight.
 const SETTLE_POLL: Duration = Duration::from_millis(15);

@@ -1161,3 +1161,37 @@ async fn a_popup_storm_is_capped_at_max_tabs() {
     s.close().await;
     pool.shutdown().await;
 }
+
+/// A page cannot make every step's record huge through its title.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_title_is_clipped() {
+    let base = common::serve(vec![
+        html(
+            "/title.html",
+            r#"<title>t</title><script>document.title = 'Huge ' + 'x'.repeat(100000)</script>"#,
+        ),
+        html("/", INDEX),
+    ])
+    .await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/title.html")))
+        .await
+        .unwrap();
+    let clipped = |title: &str| {
+        assert!(
+            title.starts_with("Huge xxx") && title.ends_with('…'),
+            "{title:.40}"
+        );
+        assert_eq!(title.chars().count(), 300);
+    };
+    clipped(&s.observe().await.unwrap().title);
+    // An inactive tab's title comes from the browser: clipped the same.
+    s.evaluate("window.open('/'), 1").await.unwrap().unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.tabs.len(), 2);
+    assert!(obs.tabs[1].active);
+    clipped(&obs.tabs[0].title);
+    s.close().await;
+    pool.shutdown().await;
+}

@@ -224,7 +224,7 @@
   const doc = document.documentElement;
   return {
     url: location.href,
-    title: document.title,
+    title: clean(document.title, 300),
     scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },
     elements,
     holes,
