@@ -4,7 +4,8 @@
 //! (an open `alert` blocks every script in the page), noticing a crashed renderer (whose
 //! calls would otherwise hang), counting requests in flight (for network-quiet settling)
 //! and the main frame's committed documents (reads and navigations that a renderer swap
-//! left unanswered are resent) and listing the page's frames (downloads and refused
+//! left unanswered are resent) and its navigation in progress (Chromium holds the page's
+//! calls until it commits) and listing the page's frames (downloads and refused
 //! requests name the frame that made them). URL lists are enforced per browser, in
 //! `gate.rs`. The tasks end with the tab.
 
@@ -302,9 +303,6 @@ impl Tab {
         }
     }
 
-    /// Whether a request that started recently is still in flight, or one finished less
-    /// than `grace` ago (the page's callback for it may not have run yet: the DOM looks
-    /// quiet only because the change is still coming).
     /// Whether a request has been in flight so long that it no longer counts as busy (a
     /// hung tracker, an image from a server that never answers): such a request also
     /// keeps the page's load event from ever firing.
@@ -324,6 +322,9 @@ impl Tab {
             .starts_with("chrome-error:")
     }
 
+    /// Whether a request that started recently is still in flight, or one finished less
+    /// than `grace` ago (the page's callback for it may not have run yet: the DOM looks
+    /// quiet only because the change is still coming).
     pub(crate) fn network_busy(&self, grace: Duration) -> bool {
         let r = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         r.last_done.is_some_and(|t| t.elapsed() < grace)
