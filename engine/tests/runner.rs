@@ -698,6 +698,25 @@ async fn serve_pages(pages: &[(&'static str, &'static str)]) -> String {
     base
 }
 
+/// Runs the `scripted` policy over the tasks `filter` picks and lists the episodes.
+async fn run_scripted(engine: &Engine, filter: TaskFilter) -> Vec<EpisodeSummary> {
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            tasks: Some(filter),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap()
+        .0
+}
+
 /// A page the agent passed through without an observation landing on it (a client-side
 /// redirect) counts as visited for URL checks over the whole episode (`"scope": "any"`).
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
@@ -729,23 +748,14 @@ async fn pages_passed_through_count_as_visited(pool: PgPool) {
     )
     .unwrap();
     engine.store().upsert_task(&task).await.unwrap();
-    let id = engine
-        .create_campaign(CampaignSpec {
-            policy: Some("scripted".into()),
-            tasks: Some(TaskFilter {
-                ids: vec!["redirect-hop".into()],
-                ..Default::default()
-            }),
+    let eps = run_scripted(
+        &engine,
+        TaskFilter {
+            ids: vec!["redirect-hop".into()],
             ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
-    let (eps, _) = engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
-        .await
-        .unwrap();
+        },
+    )
+    .await;
     let detail = engine
         .store()
         .get_episode(eps[0].id)
@@ -812,24 +822,14 @@ document.getElementById('state').textContent = 'prepared=' + localStorage.getIte
     ] {
         engine.store().upsert_task(&t).await.unwrap();
     }
-    let id = engine
-        .create_campaign(CampaignSpec {
-            policy: Some("scripted".into()),
-            tasks: Some(TaskFilter {
-                site: Some("prepared".into()),
-                ..Default::default()
-            }),
-            max_attempts: Some(1),
+    let eps = run_scripted(
+        &engine,
+        TaskFilter {
+            site: Some("prepared".into()),
             ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
-    let (eps, _) = engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
-        .await
-        .unwrap();
+        },
+    )
+    .await;
     assert_eq!(eps.len(), 2);
 
     let ok = eps.iter().find(|e| e.task_id == "prepared-ok").unwrap();
