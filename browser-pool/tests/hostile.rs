@@ -957,6 +957,12 @@ async fn a_page_leaving_for_a_server_that_never_answers_is_stopped_and_stays_usa
         "{:?}",
         obs.events
     );
+    still_usable(pool, s, &base).await;
+}
+
+/// After a hostile page: the session still opens and observes the start page; then both
+/// are closed.
+async fn still_usable(pool: BrowserPool, mut s: browser_pool::Session, base: &str) {
     let r = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
     assert_eq!(r.error, None);
     assert_eq!(s.observe().await.unwrap().title, "Hostile");
@@ -1155,11 +1161,7 @@ async fn a_popup_storm_is_capped_at_max_tabs() {
         .filter(|e| matches!(e, PageEvent::Blocked { .. }))
         .count();
     assert_eq!((opened, closed), (3, 9), "{events:?}");
-    let r = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
-    assert_eq!(r.error, None);
-    assert_eq!(s.observe().await.unwrap().title, "Hostile");
-    s.close().await;
-    pool.shutdown().await;
+    still_usable(pool, s, &base).await;
 }
 
 /// A page cannot make every step's record huge through its title.
