@@ -32,6 +32,9 @@ pub struct BrowserArgs {
     /// Fresh browser contexts each browser keeps open ahead of leases (0: open on demand).
     #[arg(long, default_value_t = 1, global = true)]
     pub standby_contexts: usize,
+    /// Most tabs an episode keeps open; popups past it are closed as they open (reported).
+    #[arg(long, default_value_t = 10, global = true)]
+    pub max_tabs: usize,
     /// Screenshot encoding.
     #[arg(long, value_enum, default_value_t = ShotFormat::Jpeg, global = true)]
     pub screenshot_format: ShotFormat,
@@ -88,6 +91,7 @@ impl BrowserArgs {
         };
         cfg.recycle_after = (self.recycle_after > 0).then_some(self.recycle_after);
         cfg.standby_contexts = self.standby_contexts;
+        cfg.max_tabs = self.max_tabs;
         cfg.recycle_above_bytes =
             (self.recycle_above_mb > 0).then_some(self.recycle_above_mb << 20);
         cfg.screenshot_format = match self.screenshot_format {

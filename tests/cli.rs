@@ -155,6 +155,27 @@ fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
     assert!(!stdout.contains("wrong:"), "{stdout}");
 }
 
+#[test]
+fn bad_browser_options_are_refused_before_anything_runs() {
+    for (flag, value, named) in [
+        ("--max-tabs", "0", "max_tabs must be at least 1"),
+        (
+            "--navigation-timeout-ms",
+            "0",
+            "navigation_timeout must be at least 100 ms",
+        ),
+    ] {
+        // No database behind this address: refused before one is needed.
+        let out = surfgym(
+            &["run", flag, value, "--policy", "scripted"],
+            "postgres://127.0.0.1:1/unused",
+        );
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{flag} {value}: {stdout}");
+        assert!(stderr.contains(named), "{flag} {value}: {stderr}");
+    }
+}
+
 /// A page whose form sits in a cross-site frame (`localhost` beside `127.0.0.1`).
 const FRAMED_FORM: &str = r#"<!doctype html><html><head><title>Framed form</title></head><body>
 <button onclick="this.textContent = 'top clicked'">Top button</button>
