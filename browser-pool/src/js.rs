@@ -158,36 +158,27 @@ mod tests {
         let goto = crate::parse_action(&format!("goto(\"{base}/form\")")).unwrap();
         assert_eq!(s.act(&goto).await.unwrap().error, None);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let submit_then_probe = |n: u64, submission: &str| {
-            format!(
-                "({}, {submission}, {})",
-                prepare(n),
-                settle(n, Duration::from_millis(1), Duration::from_millis(2_000))
-            )
-        };
+        // The submission and action `n`'s probe in one evaluation; the probe's state.
+        async fn submit_then_probe(
+            s: &crate::Session,
+            n: u64,
+            submission: &str,
+        ) -> serde_json::Value {
+            let probe = settle(n, Duration::from_millis(1), Duration::from_millis(2_000));
+            let js = format!("({}, {submission}, {probe})", prepare(n));
+            s.evaluate(&js).await.unwrap().unwrap()
+        }
         // A submission the page handles itself (cancelled) navigates nowhere: nothing to
         // wait for.
-        let state = s
-            .evaluate(&submit_then_probe(
-                1_000,
-                "document.getElementById('g').requestSubmit()",
-            ))
-            .await
-            .unwrap()
-            .unwrap();
+        let state =
+            submit_then_probe(&s, 1_000, "document.getElementById('g').requestSubmit()").await;
         assert_eq!(
             (&state["state"], &state["timers"]),
             (&"complete".into(), &0.into()),
             "{state}"
         );
-        let state = s
-            .evaluate(&submit_then_probe(
-                1_001,
-                "document.getElementById('f').requestSubmit()",
-            ))
-            .await
-            .unwrap()
-            .unwrap();
+        let state =
+            submit_then_probe(&s, 1_001, "document.getElementById('f').requestSubmit()").await;
         assert_eq!(state["state"], "leaving", "{state}");
         // A script's form.submit() fires no submit event, yet navigates the same way; the
         // form's fields named "method" and "target" must not trip the bookkeeping up. (A
@@ -196,14 +187,7 @@ mod tests {
         let mut s = pool.lease().await.unwrap();
         assert_eq!(s.act(&goto).await.unwrap().error, None);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let state = s
-            .evaluate(&submit_then_probe(
-                1_002,
-                "document.getElementById('f').submit()",
-            ))
-            .await
-            .unwrap()
-            .unwrap();
+        let state = submit_then_probe(&s, 1_002, "document.getElementById('f').submit()").await;
         assert_eq!(state["state"], "leaving", "{state}");
         s.close().await;
         pool.shutdown().await;

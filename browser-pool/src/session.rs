@@ -825,7 +825,7 @@ impl Session {
         probe.quiet_ms >= self.cfg.settle_quiet.as_millis() as f64
             && probe.timers == 0
             && !self.tab().network_busy(self.cfg.settle_quiet)
-            && self.tab().navigating().is_none()
+            && !self.tab().is_navigating()
     }
 
     /// Numbers and describes the page's interactive elements, without a screenshot or
@@ -866,6 +866,7 @@ impl Session {
         if self.enforce_url_policy(&page.url).await? {
             page = self.scan().await?;
         }
+        page.title = clip_title(&page.title);
         let holes = std::mem::take(&mut page.holes);
         let (elements, numbering) = self
             .with_frames(std::mem::take(&mut page.elements), holes)
@@ -1343,12 +1344,10 @@ impl Session {
             })?
             .map_err(|e| PoolError::from_cdp("Target.getTargets", e))?;
             for t in &targets.result.target_infos {
-                // Clipped like the active tab's (observe.js).
-                let title = match t.title.char_indices().nth(TITLE_CHARS - 1) {
-                    Some((end, _)) => format!("{}…", &t.title[..end]),
-                    None => t.title.clone(),
-                };
-                infos.insert(t.target_id.inner().clone(), (t.url.clone(), title));
+                infos.insert(
+                    t.target_id.inner().clone(),
+                    (t.url.clone(), clip_title(&t.title)),
+                );
             }
         }
         Ok(self
@@ -2111,7 +2110,7 @@ impl Session {
             // Waiting for its server (a slow one): waited for up to the navigation timeout,
             // then stopped. (Chromium holds calls to the page meanwhile, so stopping scripts
             // would find it unresponsive, and the termination would reach the new page.)
-            Err(PoolError::Timeout { .. }) if self.tab().navigating().is_some() => {
+            Err(PoolError::Timeout { .. }) if self.tab().is_navigating() => {
                 Ok(match self.outlast_navigation().await {
                     Outlasted::Stopped => ActReport::failed(format!(
                         "{url} did not answer within {:?}; loading it was stopped",
@@ -2406,8 +2405,19 @@ fn navigating(message: &str) -> bool {
         .any(|w| message.contains(w))
 }
 
-/// Longest page title an observation reports, in characters (as `js/observe.js` clips it).
+/// Longest page title an observation reports, in characters: a page must not make every
+/// stored step and prompt huge through its title.
 const TITLE_CHARS: usize = 300;
+
+/// `title`, cut to [`TITLE_CHARS`] (the last one an ellipsis) when longer.
+fn clip_title(title: &str) -> String {
+    // `end`: where the last character allowed starts; it gives way to the ellipsis when
+    // more follow.
+    match title.char_indices().nth(TITLE_CHARS - 1) {
+        Some((end, _)) if title[end..].chars().nth(1).is_some() => format!("{}…", &title[..end]),
+        _ => title.to_string(),
+    }
+}
 
 /// How often settling probes a page that is still loading or has requests in flight.
 const SETTLE_POLL: Duration = Duration::from_millis(15);
@@ -2418,3 +2428,18 @@ const PROBE_WAIT: Duration = Duration::from_millis(250);
 
 /// Once loaded, a page that never goes quiet (animations, tickers) is not waited for longer.
 const RESTLESS_MAX: Duration = Duration::from_millis(1500);
+
+#[cfg(test)]
+mod tests {
+    use super::{TITLE_CHARS, clip_title};
+
+    #[test]
+    fn titles_are_cut_only_past_the_limit_and_by_characters() {
+        let exact = "é".repeat(TITLE_CHARS);
+        assert_eq!(clip_title(&exact), exact);
+        let long = clip_title(&"é".repeat(TITLE_CHARS + 1));
+        assert_eq!(long.chars().count(), TITLE_CHARS);
+        assert!(long.ends_with("é…"));
+        assert_eq!(clip_title("short"), "short");
+    }
+}

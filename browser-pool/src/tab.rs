@@ -263,6 +263,11 @@ impl Tab {
         self.navigating.borrow().clone()
     }
 
+    /// Whether [`Tab::navigating`] has one (without copying it: settling asks every poll).
+    pub(crate) fn is_navigating(&self) -> bool {
+        self.navigating.borrow().is_some()
+    }
+
     /// Resolves once no navigation of the main frame is in progress.
     pub(crate) async fn navigation_over(&self) {
         let mut rx = self.navigating.clone();

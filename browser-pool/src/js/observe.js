@@ -224,7 +224,7 @@
   const doc = document.documentElement;
   return {
     url: location.href,
-    title: clean(document.title, 300),
+    title: document.title,
     scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },
     elements,
     holes,
