@@ -8,6 +8,14 @@ use std::time::Duration;
 
 use crate::action::Target;
 
+/// The name of our isolated world, in the top document and in cross-origin frames alike:
+/// the element snippets run there, where the page's scripts can neither see what they
+/// keep nor break them by replacing built-ins (`Symbol`, `Array.from`, `getComputedStyle`
+/// and the like, as old libraries and anti-bot scripts do). The snippets that must see
+/// the page's own state (the timers it scheduled, its form submissions, settling) run in
+/// its main world.
+pub(crate) const WORLD: &str = "surfgym";
+
 const OBSERVE: &str = include_str!("js/observe.js");
 const SETTLE: &str = include_str!("js/settle.js");
 const TIMERS: &str = include_str!("js/timers.js");

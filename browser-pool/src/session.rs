@@ -51,6 +51,7 @@ use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo}
 use crate::tab::{Life, Tab};
 
 pub(crate) mod frames;
+mod world;
 
 /// What happened when an action ran.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -696,25 +697,6 @@ impl Session {
         Ok(value_of(ret))
     }
 
-    /// Evaluates one of our own snippets, retrying while a navigation replaces the document.
-    async fn eval_ours(&self, expression: &str) -> Result<Result<Value, String>, PoolError> {
-        let deadline = Instant::now() + self.cfg.settle_max;
-        loop {
-            let transient = match self.evaluate(expression).await {
-                Ok(Ok(v)) => return Ok(Ok(v)),
-                // A real exception (an invalid selector, say) will not go away by waiting.
-                Ok(Err(js)) if !navigating(&js) => return Ok(Err(js)),
-                Ok(Err(js)) => js,
-                Err(PoolError::Cdp { message, .. }) => message,
-                Err(e) => return Err(e),
-            };
-            if Instant::now() >= deadline {
-                return Ok(Err(transient));
-            }
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
-    }
-
     /// Reads the first element matching `css`, or `None` when nothing matches: in the top
     /// document, its open shadow roots and same-origin frames, else in the cross-origin
     /// frames the last observation scanned.
@@ -990,7 +972,13 @@ impl Session {
         const GROUP: &str = "surfgym-numbered";
         let mut params = EvaluateParams::new("window[Symbol.for('surfgym.elements')] || []");
         params.object_group = Some(GROUP.into());
-        params.context_id = frame.map(|(_, c)| c);
+        match frame {
+            Some((_, c)) => params.context_id = Some(c),
+            None => match self.top_world(false).await? {
+                Some(world) => world.apply(&mut params),
+                None => return Ok(HashMap::new()),
+            },
+        }
         let numbering = &self.tab().numbering;
         let array = match self.call("Runtime.evaluate", params).await {
             Ok(ret) => ret.result.object_id,
@@ -1437,16 +1425,20 @@ impl Session {
             }));
         }
         let mut at = self.locate(target);
-        let js = match (at.frame, self.pending_prepare.swap(0, Ordering::SeqCst)) {
-            (_, 0) => js::resolve(&at.target),
-            (None, seq) => format!("{};\n{}", js::prepare(seq), js::resolve(&at.target)),
-            // The mark belongs to the top document; the target is in a frame's world.
-            (Some(_), seq) => {
-                let _ = self.evaluate(&js::prepare(seq)).await?;
-                js::resolve(&at.target)
+        let resolve = js::resolve(&at.target);
+        let first = match self.pending_prepare.swap(0, Ordering::SeqCst) {
+            0 => self.eval_at(at.frame, &resolve).await?,
+            // The mark goes to the page's main world, the resolution to our world: sent
+            // together, they cost one round trip (a session's calls run in order).
+            seq => {
+                let prepare = js::prepare(seq);
+                let (marked, found) =
+                    tokio::join!(self.evaluate(&prepare), self.eval_at(at.frame, &resolve));
+                let _ = marked?;
+                found?
             }
         };
-        let mut r = match resolved(self.eval_at(at.frame, &js).await?) {
+        let mut r = match resolved(first) {
             Ok(r) => r,
             Err(e) => {
                 // A selector the top document (and its same-origin frames) does not match
@@ -1463,7 +1455,7 @@ impl Session {
                     return Ok(Err(e));
                 };
                 at.frame = Some(frame);
-                match resolved(self.eval_at(at.frame, &js::resolve(&at.target)).await?) {
+                match resolved(self.eval_at(at.frame, &resolve).await?) {
                     Ok(r) => r,
                     Err(e) => return Ok(Err(e)),
                 }
@@ -2025,7 +2017,7 @@ impl Session {
             Scroll::By { dx, dy } => (*dx, *dy),
         };
         let before = self
-            .evaluate("[window.scrollX, window.scrollY]")
+            .eval_ours("[window.scrollX, window.scrollY]")
             .await?
             .ok();
         let params = DispatchMouseEventParams {
@@ -2039,7 +2031,7 @@ impl Session {
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_millis(20)).await;
             after = self
-                .evaluate("[window.scrollX, window.scrollY]")
+                .eval_ours("[window.scrollX, window.scrollY]")
                 .await?
                 .ok();
             if after != before {

@@ -5,9 +5,10 @@
 //! calls would otherwise hang), counting requests in flight (for network-quiet settling)
 //! and the main frame's committed documents (reads and navigations that a renderer swap
 //! left unanswered are resent) and its navigation in progress (Chromium holds the page's
-//! calls until it commits) and listing the page's frames (downloads and refused
-//! requests name the frame that made them). URL lists are enforced per browser, in
-//! `gate.rs`. The tasks end with the tab.
+//! calls until it commits), listing the page's frames (downloads and refused
+//! requests name the frame that made them) and naming our isolated world in the current
+//! document (where the session's own snippets run, out of the page's reach). URL lists
+//! are enforced per browser, in `gate.rs`. The tasks end with the tab.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,9 @@ use chromiumoxide::cdp::browser_protocol::page::{
     EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EventExecutionContextCreated, EventExecutionContextDestroyed,
+};
 use futures::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -96,6 +100,9 @@ pub(crate) struct Tab {
     pub(crate) frames: Arc<Mutex<HashSet<String>>>,
     /// Where the last observation's element numbers live (cross-origin frames).
     pub(crate) numbering: crate::session::frames::Numbering,
+    /// The unique id of our isolated world in the main frame's current document, once a
+    /// snippet has made it there (see [`Tab::world`]).
+    world: Arc<Mutex<Option<String>>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -164,7 +171,9 @@ impl Tab {
         let (navigating_tx, navigating) = watch::channel(None);
         let committed = Arc::new(Mutex::new(Vec::new()));
         let last_committed = Arc::new(Mutex::new(String::new()));
+        let world = Arc::new(Mutex::new(None));
         let watch = Watch {
+            world: world.clone(),
             last_committed: last_committed.clone(),
             inflight: inflight.clone(),
             documents: documents_tx,
@@ -228,6 +237,7 @@ impl Tab {
             stays,
             frames,
             numbering: Default::default(),
+            world,
             tasks,
         })
     }
@@ -274,6 +284,16 @@ impl Tab {
         if rx.wait_for(Option::is_none).await.is_err() {
             futures::future::pending::<()>().await;
         }
+    }
+
+    /// Our isolated world ([`js::WORLD`]) in the main frame's current document, by its
+    /// unique id: unlike a numeric context id, which a new renderer process may hand out
+    /// again after a cross-site navigation, it cannot name a context of another process.
+    /// `None` until a snippet has made the world in this document; for a moment after a
+    /// new document commits it may still name the old one's (gone: an evaluation there
+    /// fails, and the session makes the new one).
+    pub(crate) fn world(&self) -> Option<String> {
+        self.world.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// How many times the page was kept from leaving so far.
@@ -390,6 +410,7 @@ struct Watch {
     main_frame: String,
     committed: Arc<Mutex<Vec<String>>>,
     last_committed: Arc<Mutex<String>>,
+    world: Arc<Mutex<Option<String>>>,
 }
 
 async fn track_requests(
@@ -400,6 +421,12 @@ async fn track_requests(
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
     let mut failed = page.event_listener::<EventLoadingFailed>().await?;
     let mut committed = page.event_listener::<EventFrameNavigated>().await?;
+    let mut created = page
+        .event_listener::<EventExecutionContextCreated>()
+        .await?;
+    let mut destroyed = page
+        .event_listener::<EventExecutionContextDestroyed>()
+        .await?;
     Ok(tokio::spawn(async move {
         let inflight = &w.inflight;
         // A navigation that ends without a document (a download, a 204, a stop) ends here.
@@ -415,6 +442,11 @@ async fn track_requests(
                     if ev.frame.parent_id.is_none() {
                         inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
                         w.navigating.send_replace(None);
+                        // Our world was the old document's, which may live on in the
+                        // back-forward cache of a remote browser. Seen after the new
+                        // document's world (another stream brings it), this only costs the
+                        // session one more `Page.createIsolatedWorld`.
+                        *w.world.lock().unwrap_or_else(|p| p.into_inner()) = None;
                         w.documents.send_modify(|n| *n += 1);
                         // A page passed through between two observations (a client-side
                         // redirect, a link followed while the machine was slow to show it)
@@ -457,6 +489,19 @@ async fn track_requests(
                                 });
                             }
                         });
+                    }
+                }
+                Some(ev) = created.next() => {
+                    let c = &ev.context;
+                    let frame = c.aux_data.as_ref().and_then(|a| a.get("frameId"));
+                    if c.name == js::WORLD && frame.and_then(|f| f.as_str()) == Some(&w.main_frame) {
+                        *w.world.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.unique_id.clone());
+                    }
+                }
+                Some(ev) = destroyed.next() => {
+                    let mut world = w.world.lock().unwrap_or_else(|p| p.into_inner());
+                    if world.as_deref() == Some(ev.execution_context_unique_id.as_str()) {
+                        *world = None;
                     }
                 }
                 Some(ev) = finished.next() => {

@@ -1197,3 +1197,98 @@ async fn a_huge_title_is_clipped() {
     s.close().await;
     pool.shutdown().await;
 }
+
+/// Controls in the top document, a same-origin frame and an open shadow root.
+const CONTROLS: &str = r#"<title>Controls</title>
+<button id="b" onclick="this.textContent = 'pressed'">Press</button>
+<label>Name <input id="i" value="old"></label>
+<select id="s"><option>Tea</option><option>Coffee</option></select>
+<iframe srcdoc="<button onclick='this.textContent = &quot;framed pressed&quot;'>Framed</button>"></iframe>
+<div id="host"></div>
+<script>
+  document.getElementById('host').attachShadow({ mode: 'open' }).innerHTML = '<a href="/second.html">Shadow link</a>';
+</script>"#;
+
+/// What polyfills, old libraries and anti-bot scripts do to a page's built-ins, here at
+/// its worst: every one a scan or an action uses is replaced by a broken one.
+const TAMPERING: &str = r#"<script>
+  Array.prototype.map = function () { return []; };
+  Array.from = function () { return []; };
+  String.prototype.trim = function () { return 'tampered'; };
+  Set.prototype.has = function () { return true; };
+  window.getComputedStyle = function () { return { display: 'none', visibility: 'hidden' }; };
+  window.Symbol = undefined;
+  JSON.stringify = function () { return '"tampered"'; };
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_replaces_built_ins_is_observed_and_driven_as_if_it_had_not() {
+    let base = common::serve(vec![
+        html("/clean.html", CONTROLS),
+        html("/tampered.html", format!("{CONTROLS}{TAMPERING}")),
+        html("/", INDEX),
+    ])
+    .await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    let describe = |obs: &browser_pool::Observation| -> Vec<String> {
+        obs.elements
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} {:?} {:?} {:?}",
+                    e.role, e.label, e.value, e.options, e.bbox
+                )
+            })
+            .collect()
+    };
+    s.act(&Action::Goto(format!("{base}/clean.html")))
+        .await
+        .unwrap();
+    let clean = describe(&s.observe().await.unwrap());
+    assert_eq!(clean.len(), 5, "{clean:#?}");
+    s.act(&Action::Goto(format!("{base}/tampered.html")))
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    assert_eq!(describe(&obs), clean);
+    assert_eq!(obs.title, "Controls");
+
+    let n = |label: &str| number_of(&obs, label);
+    for line in [
+        format!("click({})", n("Press")),
+        format!("type({}, \"new\", clear=true)", n("Name")),
+        format!("select({}, \"Coffee\")", n("")),
+        format!("click({})", n("Framed")),
+    ] {
+        let r = s.act(&act(&line)).await.unwrap();
+        assert_eq!(r.error, None, "{line}");
+    }
+    let read = |css: &'static str| {
+        let s = &s;
+        async move { s.query_selector(css).await.unwrap().unwrap().unwrap() }
+    };
+    assert_eq!(read("#b").await.text, "pressed");
+    assert_eq!(read("#i").await.value.as_deref(), Some("new"));
+    assert_eq!(read("#s").await.value.as_deref(), Some("Coffee"));
+    let framed = s
+        .evaluate("document.querySelector('iframe').contentDocument.body.innerText")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(framed, "framed pressed");
+
+    // What the scan keeps is out of the page's sight (it could tell an agent by it).
+    s.act(&Action::Goto(format!("{base}/clean.html")))
+        .await
+        .unwrap();
+    s.observe().await.unwrap();
+    let seen = s
+        .evaluate("Object.getOwnPropertySymbols(window).map(String).join()")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(seen, "", "the page sees our keys");
+    s.close().await;
+    pool.shutdown().await;
+}

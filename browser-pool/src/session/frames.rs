@@ -35,8 +35,6 @@ const MAX_FRAMES: usize = 16;
 const MAX_DEPTH: usize = 3;
 /// Elements listed per observation at most, over all documents (as `observe.js`).
 const MAX_ELEMENTS: usize = 400;
-/// The isolated world's name: one world per frame and name, reused by later scans.
-const WORLD: &str = "surfgym";
 /// The object group of the iframe handles a scan takes.
 const OBJECTS: &str = "surfgym-frames";
 
@@ -339,7 +337,13 @@ impl Session {
     ) -> Result<Option<FrameId>, PoolError> {
         let mut params =
             EvaluateParams::new(format!("window[Symbol.for('surfgym.frames')][{slot}]"));
-        params.context_id = parent;
+        match parent {
+            Some(c) => params.context_id = Some(c),
+            None => match self.top_world(false).await? {
+                Some(world) => world.apply(&mut params),
+                None => return Ok(None),
+            },
+        }
         params.object_group = Some(OBJECTS.into());
         let object = match self.call("Runtime.evaluate", params).await {
             Ok(ret) => ret.result.object_id,
@@ -363,7 +367,7 @@ impl Session {
     /// Our isolated world in a frame (the same one for the frame's document every time).
     async fn world_in(&self, frame: &FrameId) -> Result<Option<ExecutionContextId>, PoolError> {
         let mut world = CreateIsolatedWorldParams::new(frame.clone());
-        world.world_name = Some(WORLD.into());
+        world.world_name = Some(js::WORLD.into());
         match self.call("Page.createIsolatedWorld", world).await {
             Ok(w) => Ok(Some(w.execution_context_id)),
             // Another renderer's frame (site isolation on a remote browser), or gone.
