@@ -33,7 +33,8 @@ use chromiumoxide::cdp::js_protocol::runtime::{
     EvaluateParams, ExecutionContextId, GetPropertiesParams, ReleaseObjectGroupParams,
     TerminateExecutionParams,
 };
-use chromiumoxide::types::Command;
+use chromiumoxide::error::CdpError;
+use chromiumoxide::types::{Command, CommandResponse};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
@@ -535,6 +536,16 @@ impl Session {
         cmd: C,
         limit: Duration,
     ) -> Result<C::Response, PoolError> {
+        self.answer_of(op, self.page.execute(cmd), limit).await
+    }
+
+    /// A call's answer within `limit`, or the infrastructure error that kept it away.
+    async fn answer_of<R: std::fmt::Debug>(
+        &self,
+        op: &'static str,
+        answer: impl Future<Output = Result<CommandResponse<R>, CdpError>>,
+        limit: Duration,
+    ) -> Result<R, PoolError> {
         let tab = self.tab();
         let ended = |life| match life {
             Life::Crashed => PoolError::TargetCrashed { op },
@@ -547,7 +558,7 @@ impl Session {
         if tab.life() != Life::Live {
             return Err(ended(tab.life()));
         }
-        let call = tokio::time::timeout(limit, self.page.execute(cmd));
+        let call = tokio::time::timeout(limit, answer);
         let outcome = tokio::select! {
             r = call => r,
             life = tab.ended() => return Err(ended(life)),
@@ -2069,8 +2080,29 @@ impl Session {
         // the scripts are stopped and the navigation left to settling, never sent twice.
         let limit = self.page_limit();
         let (documents, sent) = (self.tab().documents(), Instant::now());
+        if self.tab().client_holds_navigation() {
+            // An earlier goto's page has not loaded (below: a goto returns at its commit);
+            // a Page.navigate now would wait behind it for the client's timeout.
+            tracing::debug!(
+                url,
+                "the client still holds a navigation; navigating from the page"
+            );
+            return self.navigate_from_page(url, documents).await;
+        }
         let stays = self.tab().stays();
-        let navigate = self.call_once("Page.navigate", NavigateParams::new(url), limit);
+        // Sent from a task of its own, which outlives this call when the goto returns at
+        // the commit, so that the tab knows while the client still holds it.
+        let held = self.tab().client_navigation();
+        held.store(true, Ordering::SeqCst);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (page, params) = (self.page.clone(), NavigateParams::new(url));
+        tokio::spawn(async move {
+            let answer = page.execute(params).await;
+            held.store(false, Ordering::SeqCst);
+            let _ = tx.send(answer);
+        });
+        let answer = async { rx.await.unwrap_or(Err(CdpError::NoResponse)) };
+        let navigate = self.answer_of("Page.navigate", answer, limit);
         // The client answers Page.navigate only once the page has loaded, which a hung
         // subresource (an ad, a tracker) postpones forever; a committed document is enough,
         // loading the rest is settling's. A failed navigation commits an error page: its

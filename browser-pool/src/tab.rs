@@ -11,6 +11,7 @@
 //! are enforced per browser, in `gate.rs`. The tasks end with the tab.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -98,6 +99,9 @@ pub(crate) struct Tab {
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
     /// the frame that started it.
     pub(crate) frames: Arc<Mutex<HashSet<String>>>,
+    /// Whether the client still waits for the load of a page the session navigated to
+    /// (see [`Tab::client_holds_navigation`]).
+    client_navigation: Arc<AtomicBool>,
     /// Where the last observation's element numbers live (cross-origin frames).
     pub(crate) numbering: crate::session::frames::Numbering,
     /// The unique id of our isolated world in the main frame's current document, once a
@@ -236,6 +240,7 @@ impl Tab {
             last_committed,
             stays,
             frames,
+            client_navigation: Arc::default(),
             numbering: Default::default(),
             world,
             tasks,
@@ -294,6 +299,19 @@ impl Tab {
     /// fails, and the session makes the new one).
     pub(crate) fn world(&self) -> Option<String> {
         self.world.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether a `Page.navigate` sent through the client is still unanswered. The client
+    /// answers one only once its page has loaded, and sends the next only after that (or
+    /// its own timeout): a page whose subresource never answers would hold the next
+    /// navigation back for that long.
+    pub(crate) fn client_holds_navigation(&self) -> bool {
+        self.client_navigation.load(Ordering::SeqCst)
+    }
+
+    /// The flag behind [`Tab::client_holds_navigation`], for the task that sends one.
+    pub(crate) fn client_navigation(&self) -> Arc<AtomicBool> {
+        self.client_navigation.clone()
     }
 
     /// How many times the page was kept from leaving so far.

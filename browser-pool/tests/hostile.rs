@@ -1079,6 +1079,7 @@ async fn a_subresource_that_never_loads_holds_up_neither_goto_nor_actions() {
             delay: Duration::from_secs(600),
             ..html("/never.png", "x")
         },
+        html("/next.html", "<title>Next</title><p>next</p>"),
     ])
     .await;
     let pool = BrowserPool::launch(config()).await.unwrap();
@@ -1109,6 +1110,20 @@ async fn a_subresource_that_never_loads_holds_up_neither_goto_nor_actions() {
         assert_eq!(out.text, "x".repeat(n));
     }
     assert_eq!(s.observe().await.unwrap().title, "Img");
+    // Leaving it: the client holds a navigation back until the last one's page has loaded,
+    // which this one never does (it took the page limit, then navigating from the page).
+    let started = Instant::now();
+    let r = s
+        .act(&Action::Goto(format!("{base}/next.html")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "leaving took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(s.observe().await.unwrap().title, "Next");
     s.close().await;
     pool.shutdown().await;
 }
