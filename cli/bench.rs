@@ -18,6 +18,9 @@ pub enum BenchCommand {
     Env(crate::bench_env::EnvArgs),
     /// Scaling with `surfgym worker` processes pulling one campaign from one Postgres.
     Workers(crate::bench_workers::WorkersArgs),
+    /// Many episodes through one pool, ordinary and hostile pages mixed: failures, and what
+    /// would grow if something leaked.
+    Soak(crate::bench_soak::SoakArgs),
 }
 
 /// Runs a benchmark.
@@ -27,6 +30,7 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::Policy(a) => crate::bench_policy::run(common, a).await,
         BenchCommand::Env(a) => crate::bench_env::run(common, a).await,
         BenchCommand::Workers(a) => crate::bench_workers::run(common, a).await,
+        BenchCommand::Soak(a) => crate::bench_soak::run(common, a).await,
     }
 }
 

@@ -136,11 +136,11 @@ pub struct EnvArgs {
 
 /// Summary of a sample, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-struct Stats {
+pub(crate) struct Stats {
     n: usize,
     mean: f64,
-    p50: f64,
-    p90: f64,
+    pub(crate) p50: f64,
+    pub(crate) p90: f64,
     min: f64,
     max: f64,
 }
@@ -159,7 +159,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
-fn stats(ms: &[f64]) -> Stats {
+pub(crate) fn stats(ms: &[f64]) -> Stats {
     let mut v = ms.to_vec();
     v.sort_by(f64::total_cmp);
     Stats {
@@ -182,9 +182,9 @@ fn ms(d: Duration) -> f64 {
 
 /// Raw timings of one set of episodes, in milliseconds.
 #[derive(Debug, Default)]
-struct Samples {
+pub(crate) struct Samples {
     /// act + done check + observe.
-    step: Vec<f64>,
+    pub(crate) step: Vec<f64>,
     act: Vec<f64>,
     done: Vec<f64>,
     observe: Vec<f64>,
@@ -198,16 +198,16 @@ struct Samples {
     /// A bare `Runtime.evaluate("0")` round trip.
     rtt: Vec<f64>,
     /// lease → first observation.
-    reset: Vec<f64>,
+    pub(crate) reset: Vec<f64>,
     lease: Vec<f64>,
     goto: Vec<f64>,
     setup: Vec<f64>,
     first_observe: Vec<f64>,
     close: Vec<f64>,
-    episodes: usize,
-    successes: usize,
+    pub(crate) episodes: usize,
+    pub(crate) successes: usize,
     action_errors: usize,
-    failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
 }
 
 impl Samples {
@@ -302,7 +302,7 @@ enum Driver {
 }
 
 #[derive(Clone)]
-struct EnvTask {
+pub(crate) struct EnvTask {
     task: Arc<Task>,
     driver: Driver,
     miniwob: bool,
@@ -310,7 +310,7 @@ struct EnvTask {
 }
 
 impl EnvTask {
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.task.id.as_str()
     }
 
@@ -323,7 +323,7 @@ impl EnvTask {
     }
 }
 
-fn miniwob_tasks(base: &str) -> anyhow::Result<Vec<EnvTask>> {
+pub(crate) fn miniwob_tasks(base: &str) -> anyhow::Result<Vec<EnvTask>> {
     BROWSERGYM_TASKS
         .iter()
         .map(|name| {
@@ -348,7 +348,10 @@ fn miniwob_tasks(base: &str) -> anyhow::Result<Vec<EnvTask>> {
         .collect()
 }
 
-fn bundled_tasks(bases: &BTreeMap<String, String>, limit: Option<usize>) -> Vec<EnvTask> {
+pub(crate) fn bundled_tasks(
+    bases: &BTreeMap<String, String>,
+    limit: Option<usize>,
+) -> Vec<EnvTask> {
     tasks::bundled_tasks(bases)
         .into_iter()
         .filter_map(|l| l.line.result.ok())
@@ -378,7 +381,7 @@ async fn miniwob_reward(session: &Session) -> anyhow::Result<f64> {
 
 /// What the latency phase measures beside each step.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Probes {
+pub(crate) enum Probes {
     /// Floor, settle probe and round trip on every step.
     All,
     /// Nothing but the environment loop (throughput).
@@ -386,7 +389,7 @@ enum Probes {
 }
 
 /// How an episode ended.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Ran to its end.
     Finished,
     /// The deadline passed before it ended (its later steps are not counted).
@@ -396,7 +399,7 @@ enum Outcome {
 /// Runs one episode: lease, start page, environment start, first observation, then
 /// policy → act → done check → observe until the episode ends, the step limit, or
 /// `deadline`. Steps that complete before `deadline` are recorded in `out`.
-async fn run_episode(
+pub(crate) async fn run_episode(
     pool: &BrowserPool,
     t: &EnvTask,
     seed: u64,
@@ -922,7 +925,7 @@ fn loadavg() -> Vec<f64> {
 }
 
 /// This process's resident set size in bytes.
-fn own_rss() -> u64 {
+pub(crate) fn own_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -5,6 +5,7 @@ mod bench;
 mod bench_env;
 mod bench_policy;
 mod bench_rollout;
+mod bench_soak;
 mod bench_workers;
 mod browser_args;
 mod db;

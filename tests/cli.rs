@@ -1,7 +1,8 @@
 //! The `surfgym` binary itself: `tasks import --format ...` (MiniWoB++ task names and a
 //! WebArena array with a broken item) against a real database, `judge eval` on the
 //! bundled labelled set with the rule judge, `observe` on a page with a cross-site frame
-//! in real Chromium, and `export` of a real scripted episode with its screenshots.
+//! in real Chromium, `export` of a real scripted episode with its screenshots, and a short
+//! `bench soak` over every hostile page.
 
 use std::process::{Command, Output};
 
@@ -465,4 +466,45 @@ async fn run_names_the_model_its_episodes_ran_under(pool: PgPool) {
     let line: serde_json::Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
     assert_eq!(line["policy"]["fingerprint"], fingerprint.as_str());
     assert_eq!(line["policy"]["sampling"]["max_tokens"], 8);
+}
+
+/// `bench soak`: each hostile page once, ordinary episodes between them; the command
+/// checks that the pool handled each as documented and the session stayed usable, and
+/// exits non-zero when any episode failed.
+#[test]
+fn the_soak_benchmark_meets_every_hostile_page_and_none_fails() {
+    let out = surfgym(
+        &[
+            "bench",
+            "soak",
+            "--episodes",
+            "18",
+            "--contexts",
+            "2",
+            "--hostile-every",
+            "2",
+            "--sample-every",
+            "6",
+        ],
+        "postgres://127.0.0.1:1/unused",
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for kind in [
+        "alerts",
+        "popups",
+        "spin",
+        "download",
+        "local-file",
+        "tampered",
+        "hung-image",
+        "huge-title",
+        "hopping",
+    ] {
+        assert!(
+            stdout.contains(&format!("| hostile: {kind} | 1 | 0 |")),
+            "{kind}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("| idle, after |"), "{stdout}");
 }
