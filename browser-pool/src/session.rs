@@ -708,6 +708,16 @@ impl Session {
         Ok(value_of(ret))
     }
 
+    /// Runs one of the marks settling reads in the page's main world. A document on its
+    /// way out ("Inspected target navigated or closed") needs no mark: the next one is
+    /// settled from its own load.
+    async fn mark(&self, expression: &str) -> Result<(), PoolError> {
+        match self.evaluate(expression).await {
+            Ok(_) | Err(PoolError::Cdp { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads the first element matching `css`, or `None` when nothing matches: in the top
     /// document, its open shadow roots and same-origin frames, else in the cross-origin
     /// frames the last observation scanned.
@@ -781,7 +791,7 @@ impl Session {
                         if self.downloads.load(Ordering::SeqCst) != before.downloads
                             || self.tab().stays() != before.stays
                         {
-                            let _ = self.evaluate("window.__sgLeaving = null").await?;
+                            self.mark("window.__sgLeaving = null").await?;
                         }
                     }
                     Ok(p) if p.state == "complete" => {
@@ -983,19 +993,9 @@ impl Session {
         const GROUP: &str = "surfgym-numbered";
         let mut params = EvaluateParams::new("window[Symbol.for('surfgym.elements')] || []");
         params.object_group = Some(GROUP.into());
-        match frame {
-            Some((_, c)) => params.context_id = Some(c),
-            None => match self.top_world(false).await? {
-                Some(world) => world.apply(&mut params),
-                None => return Ok(HashMap::new()),
-            },
-        }
+        let evaluated = self.eval_object(params, frame.map(|(_, c)| c)).await?;
         let numbering = &self.tab().numbering;
-        let array = match self.call("Runtime.evaluate", params).await {
-            Ok(ret) => ret.result.object_id,
-            Err(PoolError::Cdp { .. }) => None,
-            Err(e) => return Err(e),
-        };
+        let array = evaluated.and_then(|ret| ret.result.object_id);
         let Some(array) = array else {
             return Ok(HashMap::new());
         };
@@ -1112,7 +1112,7 @@ impl Session {
         self.pending_prepare
             .store(if deferred { seq } else { 0 }, Ordering::SeqCst);
         if !deferred {
-            let _ = self.evaluate(&js::prepare(seq)).await?;
+            self.mark(&js::prepare(seq)).await?;
         }
         let before = self.stuck_marks();
         let tab_before = self.tab().target.clone();
@@ -1147,6 +1147,29 @@ impl Session {
         };
         self.pending_prepare.store(0, Ordering::SeqCst);
         self.settle(seq, before).await?;
+        let mut report = report;
+        if let Action::Goto(url) = action {
+            // A few times at most: a page that keeps navigating itself could otherwise keep
+            // the goto busy for good.
+            let mut tries = 1;
+            let mut since = started;
+            while tries < GOTO_TRIES
+                && report.error.is_none()
+                && self.tab().target == tab_before
+                && self.tab().overtaken(url, since)
+            {
+                tracing::debug!(
+                    url,
+                    tries,
+                    "the page left behind overtook the goto; going again"
+                );
+                tries += 1;
+                since = Instant::now();
+                let before = self.stuck_marks();
+                report = self.goto(url).await?;
+                self.settle(seq, before).await?;
+            }
+        }
         if let Some(frame) = in_frame
             && self.tab().target == tab_before
         {
@@ -2428,6 +2451,9 @@ fn navigating(message: &str) -> bool {
         .iter()
         .any(|w| message.contains(w))
 }
+
+/// How many times a `goto` is sent when the page it leaves keeps overtaking it.
+const GOTO_TRIES: u32 = 3;
 
 /// Longest page title an observation reports, in characters: a page must not make every
 /// stored step and prompt huge through its title.

@@ -1307,3 +1307,55 @@ async fn a_page_that_replaces_built_ins_is_observed_and_driven_as_if_it_had_not(
     s.close().await;
     pool.shutdown().await;
 }
+
+/// A page that moves on by itself 700 ms after loading (a timer that long is not waited
+/// for by settling), to a slow page on the other loopback name: another site, so the
+/// navigation runs in another renderer, beside a goto's.
+const MOVING_ON: &str = r#"<!doctype html><title>Moving on</title><p>moving on</p>
+<script>setTimeout(() => {
+  const u = new URL('/elsewhere.html', location.href);
+  u.hostname = u.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
+  location.href = u.href;
+}, 700)</script>"#;
+
+/// A `goto` sent while the page it leaves is starting a navigation of its own: Chromium
+/// lets that navigation go on beside the goto's, and it commits after it. The goto must
+/// still land where it was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goto_lands_where_it_was_sent_when_the_page_left_moves_on_meanwhile() {
+    let base = common::serve(vec![
+        html("/moving.html", MOVING_ON),
+        Route {
+            delay: Duration::from_millis(150),
+            ..html(
+                "/elsewhere.html",
+                "<title>Elsewhere</title><p>elsewhere</p>",
+            )
+        },
+        html("/second.html", SECOND),
+    ])
+    .await;
+    let pool = BrowserPool::launch(config()).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    // Leave at moments around the page's own navigation.
+    let other = base.replace("127.0.0.1", "localhost");
+    for (i, wait) in (540..=700).step_by(15).enumerate() {
+        s.act(&Action::Goto(format!("{other}/moving.html")))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let r = s
+            .act(&Action::Goto(format!("{base}/second.html")))
+            .await
+            .unwrap();
+        assert_eq!(r.error, None, "goto {i}");
+        let obs = s.observe().await.unwrap();
+        assert_eq!(
+            obs.title, "Second",
+            "goto {i} after {wait} ms landed on {}",
+            obs.url
+        );
+    }
+    s.close().await;
+    pool.shutdown().await;
+}

@@ -337,19 +337,9 @@ impl Session {
     ) -> Result<Option<FrameId>, PoolError> {
         let mut params =
             EvaluateParams::new(format!("window[Symbol.for('surfgym.frames')][{slot}]"));
-        match parent {
-            Some(c) => params.context_id = Some(c),
-            None => match self.top_world(false).await? {
-                Some(world) => world.apply(&mut params),
-                None => return Ok(None),
-            },
-        }
         params.object_group = Some(OBJECTS.into());
-        let object = match self.call("Runtime.evaluate", params).await {
-            Ok(ret) => ret.result.object_id,
-            Err(PoolError::Cdp { .. }) => None,
-            Err(e) => return Err(e),
-        };
+        let evaluated = self.eval_object(params, parent).await?;
+        let object = evaluated.and_then(|ret| ret.result.object_id);
         let Some(object) = object else {
             return Ok(None);
         };

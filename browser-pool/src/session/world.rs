@@ -10,7 +10,9 @@
 //! later snippets go straight to it.
 
 use chromiumoxide::cdp::browser_protocol::page::{CreateIsolatedWorldParams, FrameId};
-use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EvaluateParams, EvaluateReturns, ExecutionContextId,
+};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -87,6 +89,44 @@ impl Session {
                 tokio::time::sleep(Duration::from_millis(30)).await;
             }
             fresh = true;
+        }
+    }
+
+    /// Runs `params`, an evaluation that keeps its result as a remote object, in a
+    /// frame's world (`context`) or else in ours of the top document (the known one, else
+    /// one made now, as a snippet's first evaluation in a new document does). `None` when
+    /// the world or its document is gone.
+    pub(super) async fn eval_object(
+        &self,
+        mut params: EvaluateParams,
+        context: Option<ExecutionContextId>,
+    ) -> Result<Option<EvaluateReturns>, PoolError> {
+        if context.is_some() {
+            params.context_id = context;
+            return self.object_of(params).await;
+        }
+        for fresh in [false, true] {
+            let Some(world) = self.top_world(fresh).await? else {
+                return Ok(None);
+            };
+            let mut params = params.clone();
+            world.apply(&mut params);
+            if let Some(ret) = self.object_of(params).await? {
+                return Ok(Some(ret));
+            }
+        }
+        Ok(None)
+    }
+
+    /// An evaluation's answer; `None` when its world is gone.
+    async fn object_of(
+        &self,
+        params: EvaluateParams,
+    ) -> Result<Option<EvaluateReturns>, PoolError> {
+        match self.call("Runtime.evaluate", params).await {
+            Ok(ret) => Ok(Some(ret)),
+            Err(PoolError::Cdp { .. }) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 }
