@@ -1147,29 +1147,13 @@ impl Session {
         };
         self.pending_prepare.store(0, Ordering::SeqCst);
         self.settle(seq, before).await?;
-        let mut report = report;
-        if let Action::Goto(url) = action {
-            // A few times at most: a page that keeps navigating itself could otherwise keep
-            // the goto busy for good.
-            let mut tries = 1;
-            let mut since = started;
-            while tries < GOTO_TRIES
-                && report.error.is_none()
-                && self.tab().target == tab_before
-                && self.tab().overtaken(url, since)
-            {
-                tracing::debug!(
-                    url,
-                    tries,
-                    "the page left behind overtook the goto; going again"
-                );
-                tries += 1;
-                since = Instant::now();
-                let before = self.stuck_marks();
-                report = self.goto(url).await?;
-                self.settle(seq, before).await?;
+        let report = match action {
+            Action::Goto(url) if self.tab().target == tab_before => {
+                self.goto_again_if_overtaken(url, seq, started, report)
+                    .await?
             }
-        }
+            _ => report,
+        };
         if let Some(frame) = in_frame
             && self.tab().target == tab_before
         {
@@ -2202,6 +2186,33 @@ impl Session {
             },
             Err(e) => Err(e),
         }
+    }
+
+    /// After a settled `goto(url)` sent at `since`: when the page it left overtook it (see
+    /// [`Tab::overtaken`]), sends it again, a few times at most (a page that keeps
+    /// navigating itself could otherwise keep the goto busy for good).
+    async fn goto_again_if_overtaken(
+        &mut self,
+        url: &str,
+        seq: u64,
+        mut since: Instant,
+        mut report: ActReport,
+    ) -> Result<ActReport, PoolError> {
+        for tries in 1..GOTO_TRIES {
+            if report.error.is_some() || !self.tab().overtaken(url, since) {
+                break;
+            }
+            tracing::debug!(
+                url,
+                tries,
+                "the page left behind overtook the goto; going again"
+            );
+            since = Instant::now();
+            let before = self.stuck_marks();
+            report = self.goto(url).await?;
+            self.settle(seq, before).await?;
+        }
+        Ok(report)
     }
 
     /// Opens `url` by setting `location.href` in the page, for when `Page.navigate` hung or
