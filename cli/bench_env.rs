@@ -366,6 +366,18 @@ pub(crate) fn bundled_tasks(
         .collect()
 }
 
+/// The bundled practice sites on loopback, with MiniWoB++'s HTML as the `miniwob` site
+/// where it is installed.
+pub(crate) async fn practice_sites(common: &Common) -> anyhow::Result<SitesServer> {
+    let extra = engine::sites::find_miniwob(&common.data_dir)
+        .map(|d| ("miniwob".to_string(), d))
+        .into_iter()
+        .collect();
+    SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), None, extra)
+        .await
+        .context("serving the practice sites")
+}
+
 // ---- MiniWoB++: started and ended as the runner does (engine::environments) ----
 
 async fn miniwob_reward(session: &Session) -> anyhow::Result<f64> {
@@ -1085,14 +1097,7 @@ pub async fn run(common: &Common, mut args: EnvArgs) -> anyhow::Result<ExitCode>
     }
     let loadavg_at_start = loadavg();
     println!("load average at start: {loadavg_at_start:?}");
-    let miniwob_dir = engine::sites::find_miniwob(&common.data_dir);
-    let extra = miniwob_dir
-        .iter()
-        .map(|d| ("miniwob".to_string(), d.clone()))
-        .collect();
-    let sites = SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), None, extra)
-        .await
-        .context("serving the practice sites")?;
+    let sites = practice_sites(common).await?;
     let mw = match sites.bases().get("miniwob") {
         Some(base) => miniwob_tasks(base)?,
         None => {

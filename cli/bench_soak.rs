@@ -12,7 +12,7 @@
 //! It exits non-zero when any episode failed.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,13 +26,13 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use browser_pool::{Action, BrowserPool, Observation, PageEvent, PoolConfig, Session};
 use clap::Args;
-use engine::sites::SitesServer;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::Common;
 use crate::bench_env::{
-    EnvTask, Probes, Samples, bundled_tasks, miniwob_tasks, own_rss, run_episode, stats,
+    EnvTask, Probes, Samples, bundled_tasks, miniwob_tasks, own_rss, practice_sites, run_episode,
+    stats,
 };
 
 /// Options of the soak benchmark.
@@ -429,14 +429,7 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
     if args.episodes == 0 || args.contexts == 0 || args.sample_every == 0 {
         bail!("--episodes, --contexts and --sample-every must be at least 1");
     }
-    let miniwob_dir = engine::sites::find_miniwob(&common.data_dir);
-    let extra = miniwob_dir
-        .iter()
-        .map(|d| ("miniwob".to_string(), d.clone()))
-        .collect();
-    let sites = SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), None, extra)
-        .await
-        .context("serving the practice sites")?;
+    let sites = practice_sites(common).await?;
     let mut ordinary = match sites.bases().get("miniwob") {
         Some(base) => miniwob_tasks(base)?,
         None => {

@@ -23,8 +23,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
     EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    AddScriptToEvaluateOnNewDocumentParams, DialogType, EventFrameAttached, EventFrameNavigated,
-    EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+    AddScriptToEvaluateOnNewDocumentParams, CreateIsolatedWorldParams, DialogType,
+    EventFrameAttached, EventFrameNavigated, EventJavascriptDialogOpening,
+    HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use chromiumoxide::cdp::js_protocol::runtime::{
@@ -93,6 +94,10 @@ fn same_document_url(a: &str, b: &str) -> bool {
     };
     bare(a) == bare(b)
 }
+
+/// How long a world made ahead for a new document may take (the session makes its own if
+/// it is not there when needed).
+const WORLD_AHEAD_WAIT: Duration = Duration::from_secs(10);
 
 /// How Chromium words a refused `file://` (or other local) navigation in the page's log.
 const LOCAL_RESOURCE: &str = "Not allowed to load local resource: ";
@@ -505,6 +510,7 @@ async fn track_requests(
     let mut destroyed = page
         .event_listener::<EventExecutionContextDestroyed>()
         .await?;
+    let page = page.clone();
     Ok(tokio::spawn(async move {
         let inflight = &w.inflight;
         // A navigation that ends without a document (a download, a 204, a stop) ends here.
@@ -525,6 +531,14 @@ async fn track_requests(
                         // document's world (another stream brings it), this only costs the
                         // session one more `Page.createIsolatedWorld`.
                         *w.world.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        // Made now, while the page loads and settles, the world is there
+                        // for the first observation instead of costing it a round trip.
+                        let mut world = CreateIsolatedWorldParams::new(ev.frame.id.clone());
+                        world.world_name = Some(js::WORLD.into());
+                        let page = page.clone();
+                        tokio::spawn(async move {
+                            let _ = tokio::time::timeout(WORLD_AHEAD_WAIT, page.execute(world)).await;
+                        });
                         w.documents.send_modify(|n| *n += 1);
                         keep(
                             &mut w.landings.lock().unwrap_or_else(|p| p.into_inner()).commits,

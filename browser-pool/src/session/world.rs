@@ -5,9 +5,9 @@
 //! (Prototype's `Array.from`), polyfills and anti-bot scripts replace built-ins, and a
 //! page could read or disturb the elements a scan keeps; in the main world either broke
 //! every observation of such a page. The isolated world sees the same DOM through its own
-//! built-ins and globals. It is made per document by `Page.createIsolatedWorld` when a
-//! snippet first needs it there; the tab learns its unique id from the context event and
-//! later snippets go straight to it.
+//! built-ins and globals. The tab asks for it (`Page.createIsolatedWorld`) as each
+//! document commits and learns its unique id from the context event, so snippets go
+//! straight to it; a snippet that finds none known, or a stale one, makes it itself.
 
 use chromiumoxide::cdp::browser_protocol::page::{CreateIsolatedWorldParams, FrameId};
 use chromiumoxide::cdp::js_protocol::runtime::{
