@@ -68,7 +68,7 @@ pub(crate) struct Navigating {
 }
 
 /// Main-frame document requests and commits, newest last, a few of each: enough to tell
-/// whose document a navigation left showing (see [`Tab::landed_elsewhere`]).
+/// whose document a navigation left showing (see [`Tab::overtaken`]).
 #[derive(Default)]
 struct Landings {
     /// Request id (a document's loader id is its request's), first URL, when it started.
@@ -139,8 +139,8 @@ pub(crate) struct Tab {
     client_navigation: Arc<AtomicBool>,
     /// Where the last observation's element numbers live (cross-origin frames).
     pub(crate) numbering: crate::session::frames::Numbering,
-    /// The unique id of our isolated world in the main frame's current document, once a
-    /// snippet has made it there (see [`Tab::world`]).
+    /// The unique id of our isolated world in the main frame's current document, once it
+    /// is made there (see [`Tab::world`]).
     world: Arc<Mutex<Option<String>>>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -332,9 +332,10 @@ impl Tab {
     /// Our isolated world ([`js::WORLD`]) in the main frame's current document, by its
     /// unique id: unlike a numeric context id, which a new renderer process may hand out
     /// again after a cross-site navigation, it cannot name a context of another process.
-    /// `None` until a snippet has made the world in this document; for a moment after a
-    /// new document commits it may still name the old one's (gone: an evaluation there
-    /// fails, and the session makes the new one).
+    /// `None` until the world is made in this document (the tab asks for it as each
+    /// document commits; a snippet that finds none makes it); for a moment after a new
+    /// document commits it may still name the old one's (gone: an evaluation there fails,
+    /// and the session makes the new one).
     pub(crate) fn world(&self) -> Option<String> {
         self.world.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
