@@ -1053,7 +1053,9 @@ struct Report {
     verdicts: Vec<Verdict>,
 }
 
-fn pool_config(common: &Common, args: &EnvArgs) -> anyhow::Result<PoolConfig> {
+/// The pool a benchmark drives: the command line's browser options, and leases that
+/// wait as long as a benchmark's queue of episodes may take.
+pub(crate) fn bench_pool(common: &Common) -> anyhow::Result<PoolConfig> {
     if !common.chromium.exists() {
         bail!(
             "Chromium not found at {}: run ./scripts/setup.sh, or point --chromium / SURFGYM_CHROMIUM at one",
@@ -1062,10 +1064,15 @@ fn pool_config(common: &Common, args: &EnvArgs) -> anyhow::Result<PoolConfig> {
     }
     let mut cfg = PoolConfig::new(&common.chromium);
     common.browser.apply(&mut cfg)?;
+    cfg.lease_timeout = Duration::from_secs(600);
+    Ok(cfg)
+}
+
+fn pool_config(common: &Common, args: &EnvArgs) -> anyhow::Result<PoolConfig> {
+    let mut cfg = bench_pool(common)?;
     // The pool's own switches already lift screenshot pacing (--disable-frame-rate-limit
     // --disable-gpu-vsync, browser-pool/src/launch.rs); these come on top.
     cfg.extra_args = args.chromium_args.clone();
-    cfg.lease_timeout = Duration::from_secs(600);
     if let Some(q) = args.settle_quiet_ms {
         cfg.settle_quiet = Duration::from_millis(q);
     }

@@ -31,8 +31,8 @@ use serde::Serialize;
 
 use crate::Common;
 use crate::bench_env::{
-    EnvTask, Probes, Samples, bundled_tasks, miniwob_tasks, own_rss, practice_sites, run_episode,
-    stats,
+    EnvTask, Probes, Samples, bench_pool, bundled_tasks, miniwob_tasks, own_rss, practice_sites,
+    run_episode, stats,
 };
 
 /// Options of the soak benchmark.
@@ -409,18 +409,10 @@ fn plan<'a>(i: usize, args: &SoakArgs, hostile: &[Hostile], ordinary: &'a [EnvTa
 }
 
 fn pool_config(common: &Common, args: &SoakArgs) -> anyhow::Result<PoolConfig> {
-    if !common.chromium.exists() {
-        bail!(
-            "Chromium not found at {}: run ./scripts/setup.sh, or point --chromium / SURFGYM_CHROMIUM at one",
-            common.chromium.display()
-        );
-    }
-    let mut cfg = PoolConfig::new(&common.chromium);
-    common.browser.apply(&mut cfg)?;
+    let mut cfg = bench_pool(common)?;
     let per = args.per_browser.clamp(1, args.contexts.max(1));
     cfg.contexts_per_browser = per;
     cfg.browsers = args.contexts.max(1).div_ceil(per);
-    cfg.lease_timeout = Duration::from_secs(600);
     Ok(cfg)
 }
 
