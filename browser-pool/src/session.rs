@@ -49,7 +49,7 @@ use crate::js;
 use crate::keys::{KeyCombo, Modifiers};
 use crate::launch::LiveBrowser;
 use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo};
-use crate::tab::{Life, Tab};
+use crate::tab::{Life, Tab, without_fragment};
 
 pub(crate) mod frames;
 mod world;
@@ -1147,13 +1147,6 @@ impl Session {
         };
         self.pending_prepare.store(0, Ordering::SeqCst);
         self.settle(seq, before).await?;
-        let report = match action {
-            Action::Goto(url) if self.tab().target == tab_before => {
-                self.goto_again_if_overtaken(url, seq, started, report)
-                    .await?
-            }
-            _ => report,
-        };
         if let Some(frame) = in_frame
             && self.tab().target == tab_before
         {
@@ -2071,7 +2064,6 @@ impl Session {
         // A fragment-only change is a same-document navigation: no load event follows, so
         // waiting for one (as Page.navigate does) would hang until the timeout.
         let current = self.url().await?;
-        let without_fragment = |u: &str| u.split('#').next().unwrap_or_default().to_string();
         if url.contains('#') && without_fragment(url) == without_fragment(&current) {
             let js = format!(
                 "location.href = {}",
@@ -2186,33 +2178,6 @@ impl Session {
             },
             Err(e) => Err(e),
         }
-    }
-
-    /// After a settled `goto(url)` sent at `since`: when the page it left overtook it (see
-    /// [`Tab::overtaken`]), sends it again, a few times at most (a page that keeps
-    /// navigating itself could otherwise keep the goto busy for good).
-    async fn goto_again_if_overtaken(
-        &mut self,
-        url: &str,
-        seq: u64,
-        mut since: Instant,
-        mut report: ActReport,
-    ) -> Result<ActReport, PoolError> {
-        for tries in 1..GOTO_TRIES {
-            if report.error.is_some() || !self.tab().overtaken(url, since) {
-                break;
-            }
-            tracing::debug!(
-                url,
-                tries,
-                "the page left behind overtook the goto; going again"
-            );
-            since = Instant::now();
-            let before = self.stuck_marks();
-            report = self.goto(url).await?;
-            self.settle(seq, before).await?;
-        }
-        Ok(report)
     }
 
     /// Opens `url` by setting `location.href` in the page, for when `Page.navigate` hung or
@@ -2462,9 +2427,6 @@ fn navigating(message: &str) -> bool {
         .iter()
         .any(|w| message.contains(w))
 }
-
-/// How many times a `goto` is sent when the page it leaves keeps overtaking it.
-const GOTO_TRIES: u32 = 3;
 
 /// Longest page title an observation reports, in characters: a page must not make every
 /// stored step and prompt huge through its title.

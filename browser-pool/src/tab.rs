@@ -10,7 +10,7 @@
 //! document (where the session's own snippets run, out of the page's reach). URL lists
 //! are enforced per browser, in `gate.rs`. The tasks end with the tab.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,32 +67,9 @@ pub(crate) struct Navigating {
     pub(crate) since: Instant,
 }
 
-/// Main-frame document requests and commits, newest last, a few of each: enough to tell
-/// whose document a navigation left showing (see [`Tab::overtaken`]).
-#[derive(Default)]
-struct Landings {
-    /// Request id (a document's loader id is its request's), first URL, when it started.
-    requests: VecDeque<(String, String, Instant)>,
-    /// Loader id, when it committed.
-    commits: VecDeque<(String, Instant)>,
-}
-
-const LANDINGS_KEPT: usize = 16;
-
-fn keep<T>(q: &mut VecDeque<T>, item: T) {
-    if q.len() == LANDINGS_KEPT {
-        q.pop_front();
-    }
-    q.push_back(item);
-}
-
-/// Two URLs for the same document, as a navigation request reports the one asked for.
-fn same_document_url(a: &str, b: &str) -> bool {
-    let bare = |u: &str| {
-        let u = u.split('#').next().unwrap_or_default();
-        u.strip_suffix('/').unwrap_or(u).to_string()
-    };
-    bare(a) == bare(b)
+/// A URL without its fragment: the document it names.
+pub(crate) fn without_fragment(url: &str) -> &str {
+    url.split('#').next().unwrap_or_default()
 }
 
 /// How long a world made ahead for a new document may take (the session makes its own if
@@ -127,8 +104,6 @@ pub(crate) struct Tab {
     committed: Arc<Mutex<Vec<String>>>,
     /// The URL of the last one, whatever its scheme.
     last_committed: Arc<Mutex<String>>,
-    /// The main frame's recent document requests and commits.
-    landings: Arc<Mutex<Landings>>,
     /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
     stays: watch::Receiver<u64>,
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
@@ -211,10 +186,8 @@ impl Tab {
         let committed = Arc::new(Mutex::new(Vec::new()));
         let last_committed = Arc::new(Mutex::new(String::new()));
         let world = Arc::new(Mutex::new(None));
-        let landings = Arc::new(Mutex::new(Landings::default()));
         let watch = Watch {
             world: world.clone(),
-            landings: landings.clone(),
             last_committed: last_committed.clone(),
             inflight: inflight.clone(),
             documents: documents_tx,
@@ -275,7 +248,6 @@ impl Tab {
             navigating,
             committed,
             last_committed,
-            landings,
             stays,
             frames,
             client_navigation: Arc::default(),
@@ -395,32 +367,6 @@ impl Tab {
             .any(|started| started.elapsed() >= LONG_REQUEST)
     }
 
-    /// Whether a `goto(url)` that started at `since` was overtaken by the page it was
-    /// leaving: a navigation that page had started (a script's, a timer's) went on beside
-    /// the goto's and committed after it, or instead of it. Told by when its request began:
-    /// before the first document committed since `since`, so not from any document the goto
-    /// opened (whose own scripts may well move on: a sign-in page forwarding to the account).
-    pub(crate) fn overtaken(&self, url: &str, since: Instant) -> bool {
-        let l = self.landings.lock().unwrap_or_else(|p| p.into_inner());
-        let request = |loader: &str| l.requests.iter().rev().find(|(id, _, _)| id == loader);
-        let commits: Vec<_> = l.commits.iter().filter(|(_, at)| *at >= since).collect();
-        let Some((_, first_commit)) = commits.first() else {
-            return false;
-        };
-        // After the goto's own document, if it committed at all.
-        let after_ours = commits
-            .iter()
-            .rposition(|(loader, _)| {
-                request(loader).is_some_and(|(_, u, _)| same_document_url(u, url))
-            })
-            .map_or(0, |i| i + 1);
-        commits[after_ours..].iter().any(|(loader, _)| {
-            request(loader).is_some_and(|(_, first_url, started)| {
-                !same_document_url(first_url, url) && started < first_commit
-            })
-        })
-    }
-
     /// Whether the main frame's last committed document is Chromium's error page (a
     /// navigation that failed commits one).
     pub(crate) fn on_error_page(&self) -> bool {
@@ -494,7 +440,6 @@ struct Watch {
     committed: Arc<Mutex<Vec<String>>>,
     last_committed: Arc<Mutex<String>>,
     world: Arc<Mutex<Option<String>>>,
-    landings: Arc<Mutex<Landings>>,
 }
 
 async fn track_requests(
@@ -541,10 +486,6 @@ async fn track_requests(
                             let _ = tokio::time::timeout(WORLD_AHEAD_WAIT, page.execute(world)).await;
                         });
                         w.documents.send_modify(|n| *n += 1);
-                        keep(
-                            &mut w.landings.lock().unwrap_or_else(|p| p.into_inner()).commits,
-                            (ev.frame.loader_id.inner().clone(), Instant::now()),
-                        );
                         // A page passed through between two observations (a client-side
                         // redirect, a link followed while the machine was slow to show it)
                         // was still visited. Blank and error pages are not places.
@@ -584,10 +525,6 @@ async fn track_requests(
                                     url: ev.request.url.clone(),
                                     since: Instant::now(),
                                 });
-                                keep(
-                                    &mut w.landings.lock().unwrap_or_else(|p| p.into_inner()).requests,
-                                    (id.clone(), ev.request.url.clone(), Instant::now()),
-                                );
                             }
                         });
                     }
