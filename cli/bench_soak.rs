@@ -300,14 +300,17 @@ async fn drive_hostile(
     h: Hostile,
     max_tabs: usize,
 ) -> anyhow::Result<()> {
-    let opened = s.act(&Action::Goto(format!("{base}/{}", h.name()))).await?;
+    let opened = s
+        .act(&Action::Goto(format!("{base}/{}", h.name())))
+        .await
+        .context("opening the page")?;
     match (h, opened.error) {
         (Hostile::Redirects, Some(e)) if e.contains("ERR_TOO_MANY_REDIRECTS") => {}
         (Hostile::Redirects, e) => bail!("a redirect loop was not reported: {e:?}"),
         (_, Some(e)) => bail!("opening the page: {e}"),
         (_, None) => {}
     }
-    let before = s.observe().await?;
+    let before = s.observe().await.context("observing the page")?;
     let after = if h.has_go() {
         let go = before
             .elements
@@ -315,18 +318,22 @@ async fn drive_hostile(
             .find(|e| e.label == "Go")
             .ok_or_else(|| anyhow!("no Go among {} elements", before.elements.len()))?;
         s.act(&browser_pool::parse_action(&format!("click({})", go.id))?)
-            .await?;
-        s.observe().await?
+            .await
+            .context("clicking Go")?;
+        s.observe().await.context("observing after Go")?
     } else {
-        let mut last = s.observe().await?;
+        let mut last = s.observe().await.context("observing the page")?;
         for _ in 0..3 {
-            last = s.observe().await?;
+            last = s.observe().await.context("observing the page")?;
         }
         last
     };
     h.check(&before, &after, max_tabs).map_err(|e| anyhow!(e))?;
-    let back = s.act(&Action::Goto(format!("{base}/plain"))).await?;
-    let obs = s.observe().await?;
+    let back = s
+        .act(&Action::Goto(format!("{base}/plain")))
+        .await
+        .context("leaving for a plain page")?;
+    let obs = s.observe().await.context("observing the plain page")?;
     if back.error.is_some() || obs.title != "Plain" {
         bail!(
             "not usable afterwards: {:?}, title {:?}",

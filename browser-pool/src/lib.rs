@@ -27,6 +27,7 @@ mod events;
 mod gate;
 mod js;
 mod keys;
+mod landing;
 mod launch;
 pub mod marks;
 mod memory;

@@ -2074,6 +2074,9 @@ impl Session {
                 Err(e) => ActReport::failed(format!("could not open {url}: {e}")),
             });
         }
+        // Until it commits, a navigation the page being left starts must not overtake it.
+        let _landing = self.tab().guard_landing(url).await;
+        let overtaken = self.tab().overtaken();
         // Page.navigate answers once the navigation commits or fails; loading the rest is
         // what settling waits for. A page whose scripts hang keeps it from answering: then
         // the scripts are stopped and the navigation left to settling, never sent twice.
@@ -2107,7 +2110,7 @@ impl Session {
         // loading the rest is settling's. A failed navigation commits an error page: its
         // answer (which names the error) follows at once.
         let committed = async {
-            self.tab().document_after(documents).await;
+            self.tab().our_document_after(documents).await;
             if self.tab().on_error_page() {
                 futures::future::pending::<()>().await;
             }
@@ -2115,6 +2118,13 @@ impl Session {
         let outcome = tokio::select! {
             r = navigate => r,
             () = committed => return Ok(ActReport::default()),
+            // The page's own navigation cancelled ours and was refused: nothing is coming.
+            // The client still holds ours (until its load), so it goes again from the page.
+            () = self.tab().overtaken_after(overtaken) => {
+                tracing::debug!(url, "the page being left cancelled the goto; going again from the page");
+                let _again = self.tab().guard_landing(url).await;
+                return self.navigate_from_page(url, self.tab().documents()).await;
+            }
             // Page.navigate would wait for a commit that never comes.
             () = self.tab().stayed_after(stays) => {
                 return Ok(ActReport::failed(format!(
@@ -2192,7 +2202,7 @@ impl Session {
                 // Settling must start on the new document: the old one looks settled, and its
                 // leaving mark may be gone (it was spent on the hung navigation, or cleared
                 // for a download meanwhile).
-                let next = self.tab().document_after(documents);
+                let next = self.tab().our_document_after(documents);
                 if tokio::time::timeout(self.cfg.settle_max, next)
                     .await
                     .is_err()

@@ -17,14 +17,19 @@ use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
+};
 use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::log::EventEntryAdded;
+use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use chromiumoxide::cdp::browser_protocol::network::{
     EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, CreateIsolatedWorldParams, DialogType,
-    EventFrameAttached, EventFrameNavigated, EventJavascriptDialogOpening,
+    EventFrameAttached, EventFrameNavigated, EventFrameStartedNavigating,
+    EventJavascriptDialogOpening, FrameStartedNavigatingNavigationType,
     HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
@@ -39,6 +44,7 @@ use crate::config::{DialogPolicy, PoolConfig};
 use crate::error::PoolError;
 use crate::events::{EventLog, PageEvent};
 use crate::js;
+use crate::landing::Landing;
 
 /// A request in flight longer than this is treated as long-lived (long polling, streaming)
 /// and no longer holds up settling.
@@ -117,6 +123,8 @@ pub(crate) struct Tab {
     /// The unique id of our isolated world in the main frame's current document, once it
     /// is made there (see [`Tab::world`]).
     world: Arc<Mutex<Option<String>>>,
+    /// Our navigations in flight and the page's own that must not overtake them.
+    landing: Interception,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -186,7 +194,15 @@ impl Tab {
         let committed = Arc::new(Mutex::new(Vec::new()));
         let last_committed = Arc::new(Mutex::new(String::new()));
         let world = Arc::new(Mutex::new(None));
+        let landing = Interception {
+            page: page.clone(),
+            landing: Arc::default(),
+            on: Arc::default(),
+            limit: cfg.cdp_timeout,
+            overtaken: Arc::new(watch::channel(0).0),
+        };
         let watch = Watch {
+            landing: landing.clone(),
             world: world.clone(),
             last_committed: last_committed.clone(),
             inflight: inflight.clone(),
@@ -197,7 +213,6 @@ impl Tab {
             committed: committed.clone(),
         };
         tasks.push(track_requests(&page, watch).await.map_err(gone)?);
-
         let frames = Arc::new(Mutex::new(HashSet::new()));
         let mut attached = page
             .event_listener::<EventFrameAttached>()
@@ -253,6 +268,7 @@ impl Tab {
             client_navigation: Arc::default(),
             numbering: Default::default(),
             world,
+            landing,
             tasks,
         })
     }
@@ -323,6 +339,54 @@ impl Tab {
     /// The flag behind [`Tab::client_holds_navigation`], for the task that sends one.
     pub(crate) fn client_navigation(&self) -> Arc<AtomicBool> {
         self.client_navigation.clone()
+    }
+
+    /// Keeps a navigation of ours to `url` from being overtaken by one the page it leaves
+    /// starts meanwhile (`landing.rs`), until the returned guard is dropped: call it before
+    /// sending the navigation, drop the guard once the session stops waiting for it.
+    pub(crate) async fn guard_landing(&self, url: &str) -> LandingGuard {
+        let left = self
+            .last_committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        self.landing.lock().begin(url, &left);
+        self.landing.intercept().await;
+        LandingGuard(self.landing.clone())
+    }
+
+    /// Whether a navigation the session sent (see [`Tab::guard_landing`]) has started and
+    /// not yet committed or failed: a document committing meanwhile is the page's own.
+    pub(crate) fn awaiting_our_commit(&self) -> bool {
+        self.landing.lock().awaiting_ours()
+    }
+
+    /// How many navigations of ours were overtaken so far: cancelled by one the page being
+    /// left started, whose request is refused, so that nothing of either would commit.
+    pub(crate) fn overtaken(&self) -> u64 {
+        *self.landing.overtaken.borrow()
+    }
+
+    /// Resolves once more than `seen` navigations of ours were overtaken.
+    pub(crate) async fn overtaken_after(&self, seen: u64) {
+        let mut rx = self.landing.overtaken.subscribe();
+        if rx.wait_for(|n| *n > seen).await.is_err() {
+            futures::future::pending::<()>().await;
+        }
+    }
+
+    /// Resolves once a document of ours commits after the `seen`-th: not one that the page
+    /// being left got in first (its own navigation, ready before ours) while ours is still
+    /// coming.
+    pub(crate) async fn our_document_after(&self, seen: u64) {
+        let mut seen = seen;
+        loop {
+            self.document_after(seen).await;
+            seen = self.documents();
+            if !self.awaiting_our_commit() {
+                return;
+            }
+        }
     }
 
     /// How many times the page was kept from leaving so far.
@@ -440,6 +504,149 @@ struct Watch {
     committed: Arc<Mutex<Vec<String>>>,
     last_committed: Arc<Mutex<String>>,
     world: Arc<Mutex<Option<String>>>,
+    landing: Interception,
+}
+
+/// A tab's [`Landing`] and the `Fetch` interception of its document requests that it
+/// needs while a navigation of ours is in flight (only then: every intercepted request
+/// costs a round trip).
+#[derive(Clone)]
+struct Interception {
+    page: Page,
+    landing: Arc<Mutex<Landing>>,
+    /// Whether `Fetch` is enabled; held across the call that switches it, so that a switch
+    /// off never lands after the next switch on.
+    on: Arc<tokio::sync::Mutex<bool>>,
+    limit: Duration,
+    /// Times a navigation of ours was overtaken (see [`Landing::ended`]).
+    overtaken: Arc<watch::Sender<u64>>,
+}
+
+impl Interception {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Landing> {
+        self.landing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Intercepts the tab's document requests from now on. Without it (the call failed)
+    /// nothing is refused: the navigation goes as it did before this guard existed.
+    async fn intercept(&self) {
+        let mut on = self.on.lock().await;
+        if *on {
+            return;
+        }
+        let pattern = RequestPattern {
+            url_pattern: Some("*".into()),
+            resource_type: Some(ResourceType::Document),
+            request_stage: Some(fetch::RequestStage::Request),
+        };
+        let enable = fetch::EnableParams {
+            patterns: Some(vec![pattern]),
+            handle_auth_requests: None,
+        };
+        match tokio::time::timeout(self.limit, self.page.execute(enable)).await {
+            Ok(Ok(_)) => *on = true,
+            Ok(Err(e)) => tracing::debug!(error = %e, "Fetch.enable failed; landing unguarded"),
+            Err(_) => tracing::debug!("Fetch.enable timed out; landing unguarded"),
+        }
+    }
+
+    /// Stops intercepting once nothing is left to intercept for.
+    fn release_when_idle(&self) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut on = this.on.lock().await;
+            if *on && this.lock().idle() {
+                let _ = tokio::time::timeout(
+                    this.limit,
+                    this.page.execute(fetch::DisableParams::default()),
+                )
+                .await;
+                *on = false;
+            }
+        });
+    }
+
+    /// A request ended; see [`Landing::ended`].
+    fn ended(&self, request: &str) {
+        tracing::trace!(request, "request ended");
+        if self.lock().ended(request) {
+            self.overtaken.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Stops intercepting once the old document can no longer be heard from, if nothing
+    /// else is left to intercept for then.
+    fn release_later(&self) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(crate::landing::AFTER_COMMIT).await;
+            this.release_when_idle();
+        });
+    }
+
+    /// Answers an intercepted request: refused if it is one of the page's navigations that
+    /// would overtake ours, else let go.
+    fn answer(&self, ev: &EventRequestPaused) {
+        let referer = ev
+            .request
+            .headers
+            .inner()
+            .get("Referer")
+            .and_then(|r| r.as_str());
+        let refuse = ev
+            .network_id
+            .as_ref()
+            .is_some_and(|id| self.lock().refuse(id.inner(), referer));
+        if refuse {
+            tracing::debug!(
+                url = ev.request.url,
+                "refused a navigation the page being left started while ours was on its way"
+            );
+        }
+        let (this, id) = (self.clone(), ev.request_id.clone());
+        tokio::spawn(async move {
+            let call = async {
+                if refuse {
+                    this.page
+                        .execute(FailRequestParams::new(id, ErrorReason::Aborted))
+                        .await
+                        .map(|_| ())
+                } else {
+                    this.page
+                        .execute(ContinueRequestParams::new(id))
+                        .await
+                        .map(|_| ())
+                }
+            };
+            if let Ok(Err(e)) = tokio::time::timeout(this.limit, call).await {
+                tracing::debug!(error = %e, "answering an intercepted request failed");
+            }
+            // Only now: switched off first, the refusal would find nothing to answer and
+            // the request would go on.
+            if refuse || this.lock().idle() {
+                this.release_when_idle();
+            }
+        });
+    }
+}
+
+/// Held while the session waits for a navigation of its own; see [`Tab::guard_landing`].
+pub(crate) struct LandingGuard(Interception);
+
+impl Drop for LandingGuard {
+    fn drop(&mut self) {
+        self.0.lock().release();
+        self.0.release_later();
+    }
+}
+
+/// Whether a started navigation loads another document into the frame.
+fn new_document(kind: &FrameStartedNavigatingNavigationType) -> bool {
+    !matches!(
+        kind,
+        FrameStartedNavigatingNavigationType::SameDocument
+            | FrameStartedNavigatingNavigationType::HistorySameDocument
+    )
 }
 
 async fn track_requests(
@@ -450,6 +657,8 @@ async fn track_requests(
     let mut finished = page.event_listener::<EventLoadingFinished>().await?;
     let mut failed = page.event_listener::<EventLoadingFailed>().await?;
     let mut committed = page.event_listener::<EventFrameNavigated>().await?;
+    let mut starting = page.event_listener::<EventFrameStartedNavigating>().await?;
+    let mut paused = page.event_listener::<EventRequestPaused>().await?;
     let mut created = page
         .event_listener::<EventExecutionContextCreated>()
         .await?;
@@ -466,10 +675,25 @@ async fn track_requests(
         };
         loop {
             tokio::select! {
+                // Commits, then starts, then intercepted requests: of events already here,
+                // a commit must be known before a start is judged (a start taken in late
+                // is left alone, never a new document's navigation refused), and a start
+                // before its request.
+                biased;
                 Some(ev) = committed.next() => {
                     // A new document in the main frame: whatever the old one had in flight
                     // will never report finishing to this session.
                     if ev.frame.parent_id.is_none() {
+                        tracing::trace!(loader = ev.frame.loader_id.inner(), url = ev.frame.url, "main frame committed");
+                        let was_ours = {
+                            let mut landing = w.landing.lock();
+                            let awaiting = landing.awaiting_ours();
+                            landing.committed(ev.frame.loader_id.inner(), &ev.frame.url);
+                            awaiting && !landing.awaiting_ours()
+                        };
+                        if was_ours {
+                            w.landing.release_later();
+                        }
                         inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
                         w.navigating.send_replace(None);
                         // Our world was the old document's, which may live on in the
@@ -499,6 +723,13 @@ async fn track_requests(
                         }
                     }
                 }
+                Some(ev) = starting.next() => {
+                    if *ev.frame_id.inner() == w.main_frame && new_document(&ev.navigation_type) {
+                        tracing::trace!(loader = ev.loader_id.inner(), url = ev.url, "main frame navigation started");
+                        w.landing.lock().started(ev.loader_id.inner(), &ev.url);
+                    }
+                }
+                Some(ev) = paused.next() => w.landing.answer(&ev),
                 Some(ev) = sent.next() => {
                     // Streams never finish; they must not hold up settling.
                     let streaming = matches!(
@@ -543,10 +774,12 @@ async fn track_requests(
                     }
                 }
                 Some(ev) = finished.next() => {
+                    w.landing.ended(ev.request_id.inner());
                     done(inflight, ev.request_id.inner());
                     ended(ev.request_id.inner());
                 }
                 Some(ev) = failed.next() => {
+                    w.landing.ended(ev.request_id.inner());
                     done(inflight, ev.request_id.inner());
                     ended(ev.request_id.inner());
                 }
