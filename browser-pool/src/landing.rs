@@ -16,11 +16,16 @@
 //!   be heard from), with the old document's origin as its `Referer`, when our document
 //!   has another origin (so the new page cannot have sent it).
 //!
-//! While a navigation of ours is in flight and for a moment after, the tab intercepts its
-//! document requests (`Fetch`, only then: each costs a round trip) and refuses those
-//! navigations' requests: they never reach their server, nothing commits, no error page
-//! is shown. Navigations the new document starts (a sign-in page forwarding to the
-//! account) are left alone.
+//! From the first navigation of ours on, the tab intercepts its document requests
+//! (`Fetch`) and refuses those navigations' requests: they never reach their server,
+//! nothing commits, no error page is shown. Navigations the new document starts (a
+//! sign-in page forwarding to the account) are let go, as is everything while no
+//! navigation of ours is in flight. (Interception stays on: switching it off raced with a
+//! request being paused, which then waited for an answer that never came.)
+//!
+//! Ours committing right after such a refusal is sometimes not reported at all (Chromium
+//! sends no `Page.frameNavigated` for it); the tab then takes the commit from the new
+//! document's main world being created (`tab.rs`).
 //!
 //! What it cannot stop, left to land as before: a navigation that needs no request (a
 //! page restored from the back-forward cache, `about:blank`, a `data:` URL); one started
@@ -89,17 +94,21 @@ struct Going {
     ours: Option<String>,
     /// When it was sent: past [`KEPT`] it is no longer waited for.
     sent: Instant,
-    /// Whether a navigation of the page's started after it (see [`Landing::ended`]).
+    /// Whether a navigation of the page's started after it (see [`Landing::failed`]).
     crossed: bool,
     /// When the session stopped waiting for it: past [`AFTER_RELEASE`] it is no longer
     /// guarded (a navigation held back for good, say by a page asking to stay, reports no
     /// end, and must not leave the page's own navigations refused).
     released: Option<Instant>,
+    /// When its request finished loading, its commit not yet seen.
+    finished: Option<Instant>,
 }
 
 impl Going {
     fn expired(&self) -> bool {
-        self.sent.elapsed() >= KEPT || self.released.is_some_and(|r| r.elapsed() >= AFTER_RELEASE)
+        self.sent.elapsed() >= KEPT
+            || self.released.is_some_and(|r| r.elapsed() >= AFTER_RELEASE)
+            || self.finished.is_some_and(|f| f.elapsed() >= AFTER_COMMIT)
     }
 }
 
@@ -142,6 +151,7 @@ impl Landing {
             sent: Instant::now(),
             crossed: false,
             released: None,
+            finished: None,
         });
         self.landed = None;
     }
@@ -155,16 +165,28 @@ impl Landing {
         }
     }
 
-    /// A navigation's request ended (failed, cancelled, refused, turned into a download,
-    /// or answered without a document to show): if ours ends before it commits, nothing of
-    /// it is coming. Returns whether ours was *overtaken*: it ended after the page started
-    /// a navigation of its own, which cancelled it (Chromium lets a page's navigation
-    /// replace ours before ours is ready to commit) and whose request is refused, so that
-    /// nothing would commit at all: the session sends ours again.
-    pub(crate) fn ended(&mut self, loader: &str) -> bool {
+    /// A navigation's request failed (cancelled, refused, turned into a download): if
+    /// ours fails before it commits, nothing of it is coming. Returns whether ours was
+    /// *overtaken*: it failed after the page started a navigation of its own, which
+    /// cancelled it (Chromium lets a page's navigation replace ours before ours is ready
+    /// to commit) and whose request is refused, so that nothing would commit at all: the
+    /// session sends ours again.
+    pub(crate) fn failed(&mut self, loader: &str) -> bool {
         self.going
             .take_if(|g| g.ours.as_deref() == Some(loader))
             .is_some_and(|g| g.crossed)
+    }
+
+    /// A navigation's request finished loading. Its document may commit after that (the
+    /// network reports a small body done before the renderer reports the commit), so ours
+    /// is still awaited, but only for [`AFTER_COMMIT`] more: a response with nothing to
+    /// show (a 204) never commits.
+    pub(crate) fn finished(&mut self, loader: &str) {
+        if let Some(g) = &mut self.going
+            && g.ours.as_deref() == Some(loader)
+        {
+            g.finished.get_or_insert_with(Instant::now);
+        }
     }
 
     /// Whether a navigation of ours has started and not yet committed or failed.
@@ -245,17 +267,6 @@ impl Landing {
             }
         }
     }
-
-    /// Whether nothing is left to intercept for: no navigation of ours in flight or just
-    /// landed, no request waiting to be judged.
-    pub(crate) fn idle(&self) -> bool {
-        self.going.as_ref().is_none_or(Going::expired)
-            && self
-                .landed
-                .as_ref()
-                .is_none_or(|l| l.at.elapsed() >= AFTER_COMMIT)
-            && self.watched.iter().all(|(_, _, at)| at.elapsed() >= KEPT)
-    }
 }
 
 #[cfg(test)]
@@ -274,12 +285,10 @@ mod tests {
     #[test]
     fn a_navigation_started_between_ours_and_its_commit_is_refused_once() {
         let mut l = landing();
-        assert!(!l.idle());
         l.started("A", OURS);
         l.started("B", "http://localhost:9/elsewhere.html");
         l.committed("A", OURS);
         l.release();
-        assert!(!l.idle(), "B's request is still to come");
         assert!(!l.refuse("A", None), "ours goes through");
         assert!(l.refuse("B", None));
         assert!(!l.refuse("B", None), "once");
@@ -308,15 +317,32 @@ mod tests {
         // B's request may be refused before ours is reported ended, or after.
         assert!(l.refuse("B", None));
         assert!(
-            l.ended("A"),
+            l.failed("A"),
             "overtaken: B was refused, so ours must go again"
         );
         assert!(!l.awaiting_ours());
         // A download (or a 204) ends ours with nothing of the page's on its way.
         let mut l = landing();
         l.started("A", OURS);
-        assert!(!l.ended("A"));
-        assert!(!l.ended("X"), "not ours");
+        assert!(!l.failed("A"));
+        assert!(!l.failed("X"), "not ours");
+    }
+
+    #[test]
+    fn ours_finished_loading_before_its_commit_is_still_awaited() {
+        // A small body is reported loaded before the renderer reports the commit.
+        let mut l = landing();
+        l.started("A", OURS);
+        l.finished("A");
+        assert!(l.awaiting_ours());
+        l.started("B", "http://localhost:9/elsewhere.html");
+        l.committed("A", OURS);
+        assert!(!l.awaiting_ours());
+        assert!(
+            l.refuse("B", None),
+            "started before our commit: the old page's"
+        );
+        assert!(!l.failed("A"), "landed, not overtaken");
     }
 
     #[test]
@@ -328,7 +354,7 @@ mod tests {
         assert!(!l.refuse("X", None));
         let mut l = landing();
         l.started("A", OURS);
-        assert!(!l.ended("A"));
+        assert!(!l.failed("A"));
         assert!(!l.awaiting_ours());
         l.started("X", "http://localhost:9/elsewhere.html");
         assert!(!l.refuse("X", None));
@@ -348,7 +374,6 @@ mod tests {
         assert!(l.refuse("B", Some("http://localhost:9/")));
         assert!(!l.refuse("C", Some(OURS)));
         assert!(!l.refuse("D", None));
-        assert!(!l.idle(), "still just after the commit");
     }
 
     #[test]
@@ -394,7 +419,6 @@ mod tests {
         l.committed("C", "http://127.0.0.1:9/third.html");
         l.started("D", "http://localhost:9/x.html");
         assert!(!l.refuse("D", Some("http://localhost:9/")));
-        assert!(l.idle());
     }
 
     #[test]

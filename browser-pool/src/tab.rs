@@ -6,9 +6,11 @@
 //! and the main frame's committed documents (reads and navigations that a renderer swap
 //! left unanswered are resent) and its navigation in progress (Chromium holds the page's
 //! calls until it commits), listing the page's frames (downloads and refused
-//! requests name the frame that made them) and naming our isolated world in the current
-//! document (where the session's own snippets run, out of the page's reach). URL lists
-//! are enforced per browser, in `gate.rs`. The tasks end with the tab.
+//! requests name the frame that made them), naming our isolated world in the current
+//! document (where the session's own snippets run, out of the page's reach) and, while a
+//! navigation of ours is in flight, refusing the page's own navigations that would
+//! overtake it (`landing.rs`). URL lists are enforced per browser, in `gate.rs`. The
+//! tasks end with the tab.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +31,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, CreateIsolatedWorldParams, DialogType,
     EventFrameAttached, EventFrameNavigated, EventFrameStartedNavigating,
-    EventJavascriptDialogOpening, FrameStartedNavigatingNavigationType,
+    EventJavascriptDialogOpening, FrameId, FrameStartedNavigatingNavigationType,
     HandleJavaScriptDialogParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
@@ -508,14 +510,13 @@ struct Watch {
 }
 
 /// A tab's [`Landing`] and the `Fetch` interception of its document requests that it
-/// needs while a navigation of ours is in flight (only then: every intercepted request
-/// costs a round trip).
+/// needs, switched on at the first navigation of ours (each intercepted request costs a
+/// round trip) and left on (see `landing.rs`).
 #[derive(Clone)]
 struct Interception {
     page: Page,
     landing: Arc<Mutex<Landing>>,
-    /// Whether `Fetch` is enabled; held across the call that switches it, so that a switch
-    /// off never lands after the next switch on.
+    /// Whether `Fetch` is enabled; held across the call that enables it.
     on: Arc<tokio::sync::Mutex<bool>>,
     limit: Duration,
     /// Times a navigation of ours was overtaken (see [`Landing::ended`]).
@@ -527,8 +528,8 @@ impl Interception {
         self.landing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Intercepts the tab's document requests from now on. Without it (the call failed)
-    /// nothing is refused: the navigation goes as it did before this guard existed.
+    /// Intercepts the tab's document requests from now on (a no-op once on). Without it
+    /// (the call failed) nothing is refused: the navigation goes as it did before this guard existed.
     async fn intercept(&self) {
         let mut on = self.on.lock().await;
         if *on {
@@ -550,38 +551,11 @@ impl Interception {
         }
     }
 
-    /// Stops intercepting once nothing is left to intercept for.
-    fn release_when_idle(&self) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let mut on = this.on.lock().await;
-            if *on && this.lock().idle() {
-                let _ = tokio::time::timeout(
-                    this.limit,
-                    this.page.execute(fetch::DisableParams::default()),
-                )
-                .await;
-                *on = false;
-            }
-        });
-    }
-
-    /// A request ended; see [`Landing::ended`].
-    fn ended(&self, request: &str) {
-        tracing::trace!(request, "request ended");
-        if self.lock().ended(request) {
+    /// A request failed; see [`Landing::failed`].
+    fn failed(&self, request: &str) {
+        if self.lock().failed(request) {
             self.overtaken.send_modify(|n| *n += 1);
         }
-    }
-
-    /// Stops intercepting once the old document can no longer be heard from, if nothing
-    /// else is left to intercept for then.
-    fn release_later(&self) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(crate::landing::AFTER_COMMIT).await;
-            this.release_when_idle();
-        });
     }
 
     /// Answers an intercepted request: refused if it is one of the page's navigations that
@@ -621,11 +595,6 @@ impl Interception {
             if let Ok(Err(e)) = tokio::time::timeout(this.limit, call).await {
                 tracing::debug!(error = %e, "answering an intercepted request failed");
             }
-            // Only now: switched off first, the refusal would find nothing to answer and
-            // the request would go on.
-            if refuse || this.lock().idle() {
-                this.release_when_idle();
-            }
         });
     }
 }
@@ -636,7 +605,6 @@ pub(crate) struct LandingGuard(Interception);
 impl Drop for LandingGuard {
     fn drop(&mut self) {
         self.0.lock().release();
-        self.0.release_later();
     }
 }
 
@@ -647,6 +615,53 @@ fn new_document(kind: &FrameStartedNavigatingNavigationType) -> bool {
         FrameStartedNavigatingNavigationType::SameDocument
             | FrameStartedNavigatingNavigationType::HistorySameDocument
     )
+}
+
+/// The main frame committed the document `loader` at `url`: everything the tab knows of
+/// the old one is over.
+fn commit(w: &Watch, page: &Page, loader: &str, url: &str) {
+    w.landing.lock().committed(loader, url);
+    // Whatever the old document had in flight will never report finishing to this session.
+    w.inflight
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .started
+        .clear();
+    w.navigating.send_replace(None);
+    // Our world was the old document's, which may live on in the back-forward cache of a
+    // remote browser. Seen after the new document's world (another stream brings it), this
+    // only costs the session one more `Page.createIsolatedWorld`.
+    *w.world.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    // Made now, while the page loads and settles, the world is there for the first
+    // observation instead of costing it a round trip.
+    let mut world = CreateIsolatedWorldParams::new(FrameId::new(w.main_frame.clone()));
+    world.world_name = Some(js::WORLD.into());
+    let page = page.clone();
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(WORLD_AHEAD_WAIT, page.execute(world)).await;
+    });
+    w.documents.send_modify(|n| *n += 1);
+    // A page passed through between two observations (a client-side redirect, a link
+    // followed while the machine was slow to show it) was still visited. Blank and error
+    // pages are not places.
+    url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
+    if url.starts_with("http:") || url.starts_with("https:") {
+        w.committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(url.to_string());
+    }
+}
+
+/// The navigation whose commit went unreported, if a new main world created in `origin`
+/// can only be its document: the one navigation to another document on its way, to that
+/// origin.
+fn unreported_commit(uncommitted: &[(String, String)], origin: &str) -> Option<(String, String)> {
+    let [(loader, url)] = uncommitted else {
+        return None;
+    };
+    let same = url::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == origin);
+    same.then(|| (loader.clone(), url.clone()))
 }
 
 async fn track_requests(
@@ -673,53 +688,47 @@ async fn track_requests(
             w.navigating
                 .send_if_modified(|n| n.take_if(|n| n.request == id).is_some());
         };
+        // The last document committed (loader id), and the main frame's navigations to
+        // another document started since, neither committed nor ended.
+        let mut last_loader: Option<String> = None;
+        let mut uncommitted: Vec<(String, String)> = Vec::new();
         loop {
             tokio::select! {
-                // Commits, then starts, then intercepted requests: of events already here,
-                // a commit must be known before a start is judged (a start taken in late
-                // is left alone, never a new document's navigation refused), and a start
-                // before its request.
+                // Commits (and worlds created, which may stand for one), then starts, then
+                // intercepted requests: of events already here, a commit must be known
+                // before a start is judged (a start taken in late is left alone, never a
+                // new document's navigation refused), and a start before its request.
                 biased;
                 Some(ev) = committed.next() => {
-                    // A new document in the main frame: whatever the old one had in flight
-                    // will never report finishing to this session.
                     if ev.frame.parent_id.is_none() {
-                        tracing::trace!(loader = ev.frame.loader_id.inner(), url = ev.frame.url, "main frame committed");
-                        let was_ours = {
-                            let mut landing = w.landing.lock();
-                            let awaiting = landing.awaiting_ours();
-                            landing.committed(ev.frame.loader_id.inner(), &ev.frame.url);
-                            awaiting && !landing.awaiting_ours()
-                        };
-                        if was_ours {
-                            w.landing.release_later();
+                        let loader = ev.frame.loader_id.inner();
+                        tracing::trace!(loader, url = ev.frame.url, "main frame committed");
+                        if last_loader.as_deref() != Some(loader.as_str()) {
+                            commit(&w, &page, loader, &ev.frame.url);
                         }
-                        inflight.lock().unwrap_or_else(|p| p.into_inner()).started.clear();
-                        w.navigating.send_replace(None);
-                        // Our world was the old document's, which may live on in the
-                        // back-forward cache of a remote browser. Seen after the new
-                        // document's world (another stream brings it), this only costs the
-                        // session one more `Page.createIsolatedWorld`.
-                        *w.world.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                        // Made now, while the page loads and settles, the world is there
-                        // for the first observation instead of costing it a round trip.
-                        let mut world = CreateIsolatedWorldParams::new(ev.frame.id.clone());
-                        world.world_name = Some(js::WORLD.into());
-                        let page = page.clone();
-                        tokio::spawn(async move {
-                            let _ = tokio::time::timeout(WORLD_AHEAD_WAIT, page.execute(world)).await;
-                        });
-                        w.documents.send_modify(|n| *n += 1);
-                        // A page passed through between two observations (a client-side
-                        // redirect, a link followed while the machine was slow to show it)
-                        // was still visited. Blank and error pages are not places.
-                        let url = &ev.frame.url;
-                        url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
-                        if url.starts_with("http:") || url.starts_with("https:") {
-                            w.committed
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .push(url.clone());
+                        last_loader = Some(loader.clone());
+                        uncommitted.clear();
+                    }
+                }
+                Some(ev) = created.next() => {
+                    let c = &ev.context;
+                    let aux = c.aux_data.as_ref();
+                    let frame = aux.and_then(|a| a.get("frameId")).and_then(|f| f.as_str());
+                    let default = aux.and_then(|a| a.get("isDefault")).and_then(serde_json::Value::as_bool);
+                    if frame == Some(w.main_frame.as_str()) {
+                        if c.name == js::WORLD {
+                            *w.world.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.unique_id.clone());
+                        } else if default == Some(true)
+                            && let Some((loader, url)) = unreported_commit(&uncommitted, &c.origin)
+                        {
+                            // Chromium sometimes reports no commit for a document that
+                            // commits right after a navigation of the old one was refused
+                            // (landing.rs); its main world, created in the new origin while
+                            // that navigation was the only one on its way, gives it away.
+                            tracing::debug!(loader, url, "a commit went unreported; taken from the new document's main world");
+                            commit(&w, &page, &loader, &url);
+                            last_loader = Some(loader);
+                            uncommitted.clear();
                         }
                     }
                 }
@@ -727,6 +736,7 @@ async fn track_requests(
                     if *ev.frame_id.inner() == w.main_frame && new_document(&ev.navigation_type) {
                         tracing::trace!(loader = ev.loader_id.inner(), url = ev.url, "main frame navigation started");
                         w.landing.lock().started(ev.loader_id.inner(), &ev.url);
+                        uncommitted.push((ev.loader_id.inner().clone(), ev.url.clone()));
                     }
                 }
                 Some(ev) = paused.next() => w.landing.answer(&ev),
@@ -760,13 +770,6 @@ async fn track_requests(
                         });
                     }
                 }
-                Some(ev) = created.next() => {
-                    let c = &ev.context;
-                    let frame = c.aux_data.as_ref().and_then(|a| a.get("frameId"));
-                    if c.name == js::WORLD && frame.and_then(|f| f.as_str()) == Some(&w.main_frame) {
-                        *w.world.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.unique_id.clone());
-                    }
-                }
                 Some(ev) = destroyed.next() => {
                     let mut world = w.world.lock().unwrap_or_else(|p| p.into_inner());
                     if world.as_deref() == Some(ev.execution_context_unique_id.as_str()) {
@@ -774,12 +777,14 @@ async fn track_requests(
                     }
                 }
                 Some(ev) = finished.next() => {
-                    w.landing.ended(ev.request_id.inner());
+                    w.landing.lock().finished(ev.request_id.inner());
+                    uncommitted.retain(|(l, _)| l != ev.request_id.inner());
                     done(inflight, ev.request_id.inner());
                     ended(ev.request_id.inner());
                 }
                 Some(ev) = failed.next() => {
-                    w.landing.ended(ev.request_id.inner());
+                    w.landing.failed(ev.request_id.inner());
+                    uncommitted.retain(|(l, _)| l != ev.request_id.inner());
                     done(inflight, ev.request_id.inner());
                     ended(ev.request_id.inner());
                 }
@@ -787,4 +792,32 @@ async fn track_requests(
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unreported_commit;
+
+    fn on_its_way(ids: &[(&str, &str)]) -> Vec<(String, String)> {
+        ids.iter()
+            .map(|(l, u)| ((*l).to_string(), (*u).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn an_unreported_commit_is_taken_only_where_it_can_be_no_other() {
+        let one = on_its_way(&[("A", "http://127.0.0.1:9/second.html#x")]);
+        assert_eq!(
+            unreported_commit(&one, "http://127.0.0.1:9"),
+            Some(("A".into(), "http://127.0.0.1:9/second.html#x".into()))
+        );
+        assert_eq!(unreported_commit(&one, "http://localhost:9"), None);
+        assert_eq!(unreported_commit(&one, "null"), None);
+        assert_eq!(unreported_commit(&[], "http://127.0.0.1:9"), None);
+        let two = on_its_way(&[
+            ("A", "http://127.0.0.1:9/second.html"),
+            ("B", "http://127.0.0.1:9/third.html"),
+        ]);
+        assert_eq!(unreported_commit(&two, "http://127.0.0.1:9"), None);
+    }
 }

@@ -154,6 +154,7 @@ async fn the_new_pages_own_navigations_go_through() {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(150 + 20 * i as u64)).await;
+        let t = std::time::Instant::now();
         let r = s
             .act(&Action::Goto(format!("{base}/{page}")))
             .await
@@ -171,6 +172,13 @@ async fn the_new_pages_own_navigations_go_through() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert_eq!(title, "Account", "{page}, goto {i}");
+        // Where the guard mistook the new page's forward for the old page's (Chromium left
+        // our commit unreported), the goto only got there by its 8 s fallback.
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{page}, goto {i}: took {:?}",
+            t.elapsed()
+        );
     }
     s.close().await;
     pool.shutdown().await;
