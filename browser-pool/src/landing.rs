@@ -195,6 +195,16 @@ impl Landing {
         self.going.as_ref().is_some_and(|g| g.ours.is_some())
     }
 
+    /// Whether `loader` is the navigation of ours still awaited (see
+    /// [`Landing::awaiting_ours`]).
+    pub(crate) fn awaits(&mut self, loader: &str) -> bool {
+        self.awaiting_ours()
+            && self
+                .going
+                .as_ref()
+                .is_some_and(|g| g.ours.as_deref() == Some(loader))
+    }
+
     /// The main frame started a navigation to another document.
     pub(crate) fn started(&mut self, loader: &str, url: &str) {
         self.going.take_if(|g| g.expired());
@@ -335,6 +345,7 @@ mod tests {
         l.started("A", OURS);
         l.finished("A");
         assert!(l.awaiting_ours());
+        assert!(l.awaits("A") && !l.awaits("B"));
         l.started("B", "http://localhost:9/elsewhere.html");
         l.committed("A", OURS);
         assert!(!l.awaiting_ours());

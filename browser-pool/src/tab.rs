@@ -720,11 +720,14 @@ async fn track_requests(
                             *w.world.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.unique_id.clone());
                         } else if default == Some(true)
                             && let Some((loader, url)) = unreported_commit(&uncommitted, &c.origin)
+                            && w.landing.lock().awaits(&loader)
                         {
-                            // Chromium sometimes reports no commit for a document that
+                            // Chromium sometimes reports no commit for our document when it
                             // commits right after a navigation of the old one was refused
-                            // (landing.rs); its main world, created in the new origin while
-                            // that navigation was the only one on its way, gives it away.
+                            // (landing.rs); its main world, created in its origin while ours
+                            // was the only navigation on its way, gives it away. Only ours:
+                            // a page's own navigation may be the one on its way while a
+                            // world is made for a document whose start is still queued.
                             tracing::debug!(loader, url, "a commit went unreported; taken from the new document's main world");
                             commit(&w, &page, &loader, &url);
                             last_loader = Some(loader);
