@@ -9,7 +9,7 @@
 //! requests name the frame that made them), naming our isolated world in the current
 //! document (where the session's own snippets run, out of the page's reach) and, while a
 //! navigation of ours is in flight, refusing the page's own navigations that would
-//! overtake it (`landing.rs`). URL lists are enforced per browser, in `gate.rs`. The
+//! overtake it and noticing its commit where Chromium does not report it (`landing.rs`). URL lists are enforced per browser, in `gate.rs`. The
 //! tasks end with the tab.
 
 use std::collections::{HashMap, HashSet};
@@ -519,7 +519,7 @@ struct Interception {
     /// Whether `Fetch` is enabled; held across the call that enables it.
     on: Arc<tokio::sync::Mutex<bool>>,
     limit: Duration,
-    /// Times a navigation of ours was overtaken (see [`Landing::ended`]).
+    /// Times a navigation of ours was overtaken (see [`Landing::failed`]).
     overtaken: Arc<watch::Sender<u64>>,
 }
 
@@ -529,7 +529,8 @@ impl Interception {
     }
 
     /// Intercepts the tab's document requests from now on (a no-op once on). Without it
-    /// (the call failed) nothing is refused: the navigation goes as it did before this guard existed.
+    /// (the call failed) nothing is refused: the navigation goes as it did before this
+    /// guard existed.
     async fn intercept(&self) {
         let mut on = self.on.lock().await;
         if *on {
