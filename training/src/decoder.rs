@@ -1,0 +1,396 @@
+//! The train-mode decoder: the Llama graph of `scripts/models/llama_onnx.py`, written with
+//! candle operations that all have gradients, over the very tensors of the ONNX file.
+//!
+//! Parameters keep their ONNX names and layout (`*.weight_t` as `[in, out]`, the attention
+//! scale already folded into `q_proj`), so a trained tensor goes back into ONNX Runtime
+//! under the name it came from, with no conversion. candle's fused `rms_norm`,
+//! `softmax_last_dim` and rope kernels have no backward pass; RMSNorm, softmax and the
+//! rotation are therefore spelled out here from differentiable primitives, in the same
+//! order of operations as the ONNX graph (which keeps fp32 parity within rounding).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use candle_core::{D, Device, Tensor, Var};
+
+use crate::TrainError;
+use crate::onnx_file::{DataType, Initializer, read_initializers};
+
+/// The decoder's shape, from the model's `config.json` (its `text_config` for a VLM).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecoderConfig {
+    /// Hidden width.
+    pub hidden: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// Key/value heads (grouped-query attention).
+    pub kv_heads: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Decoder layers.
+    pub layers: usize,
+    /// RMSNorm epsilon.
+    pub eps: f64,
+}
+
+impl DecoderConfig {
+    /// Reads the text model's settings from `dir/config.json`.
+    pub fn from_model_dir(dir: &Path) -> Result<Self, TrainError> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| TrainError::Model(format!("{}: {e}", path.display())))?;
+        let cfg = json.get("text_config").unwrap_or(&json);
+        let num = |k: &str| -> Result<usize, TrainError> {
+            cfg.get(k)
+                .and_then(serde_json::Value::as_u64)
+                .map(|v| v as usize)
+                .ok_or_else(|| {
+                    TrainError::Model(format!("{}: no integer `{k}`", path.display()))
+                })
+        };
+        let hidden = num("hidden_size")?;
+        let heads = num("num_attention_heads")?;
+        Ok(Self {
+            hidden,
+            heads,
+            kv_heads: num("num_key_value_heads").unwrap_or(heads),
+            head_dim: num("head_dim").unwrap_or(hidden / heads.max(1)),
+            layers: num("num_hidden_layers")?,
+            eps: cfg
+                .get("rms_norm_eps")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(1e-6),
+        })
+    }
+}
+
+/// Positions of a batch: `[batch, seq]`, or `[3, batch, seq]` for Qwen2-VL's M-RoPE.
+#[derive(Debug, Clone)]
+pub struct Positions {
+    /// Row-major values.
+    pub values: Vec<i64>,
+    /// Three axes (M-RoPE).
+    pub mrope: bool,
+}
+
+/// The decoder with its trainable parameters.
+pub struct Decoder {
+    cfg: DecoderConfig,
+    device: Device,
+    /// Trainable tensors by ONNX initializer name (every `model.*` and `lm_head.*` weight).
+    params: BTreeMap<String, Var>,
+    inv_freq: Tensor,
+    /// `[3, 1, 1, head_dim]` one-hot axis pick for M-RoPE.
+    mrope_pick: Option<Tensor>,
+    vocab: usize,
+}
+
+/// Whether an initializer is a weight the trainer updates (not a rope table or a constant).
+pub fn is_trainable(name: &str) -> bool {
+    name.starts_with("model.") || name.starts_with("lm_head.")
+}
+
+fn layer_names(i: usize) -> [String; 9] {
+    let p = format!("model.layers.{i}");
+    [
+        format!("{p}.input_layernorm.weight"),
+        format!("{p}.self_attn.q_proj.weight_t"),
+        format!("{p}.self_attn.k_proj.weight_t"),
+        format!("{p}.self_attn.v_proj.weight_t"),
+        format!("{p}.self_attn.o_proj.weight_t"),
+        format!("{p}.post_attention_layernorm.weight"),
+        format!("{p}.mlp.gate_proj.weight_t"),
+        format!("{p}.mlp.up_proj.weight_t"),
+        format!("{p}.mlp.down_proj.weight_t"),
+    ]
+}
+
+impl Decoder {
+    /// Loads `dir/onnx/decoder_model_merged.onnx` (and `dir/config.json`).
+    pub fn load(dir: &Path, device: &Device) -> Result<Self, TrainError> {
+        let cfg = DecoderConfig::from_model_dir(dir)?;
+        let path = dir.join("onnx").join("decoder_model_merged.onnx");
+        let inits = read_initializers(&path)?;
+        Self::from_initializers(cfg, &inits, device, &path)
+    }
+
+    /// Builds the decoder from already-read initializers.
+    pub fn from_initializers(
+        cfg: DecoderConfig,
+        inits: &[Initializer],
+        device: &Device,
+        path: &Path,
+    ) -> Result<Self, TrainError> {
+        let by_name: BTreeMap<&str, &Initializer> =
+            inits.iter().map(|i| (i.name.as_str(), i)).collect();
+        let tensor = |name: &str| -> Result<Tensor, TrainError> {
+            let init = by_name.get(name).ok_or_else(|| {
+                TrainError::Model(format!(
+                    "{}: no initializer `{name}`: the trainer reads decoders exported by \
+                     scripts/models/llama_onnx.py (tiny models, SmolLM2); an onnx-community \
+                     export is inference-only",
+                    path.display()
+                ))
+            })?;
+            if init.dtype != DataType::F32 {
+                return Err(TrainError::Model(format!(
+                    "{}: initializer `{name}` is {}, the trainer reads f32 exports",
+                    path.display(),
+                    init.dtype
+                )));
+            }
+            let data = init.to_f32().unwrap_or_default();
+            Ok(Tensor::from_vec(data, init.dims.clone(), device)?)
+        };
+        let mut params = BTreeMap::new();
+        let h = cfg.hidden;
+        let (q_out, kv_out) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        for i in 0..cfg.layers {
+            for name in layer_names(i) {
+                let t = tensor(&name)?;
+                params.insert(name, Var::from_tensor(&t)?);
+            }
+            let check = |name: String, want: &[usize]| -> Result<(), TrainError> {
+                let got = params[&name].dims();
+                if got != want {
+                    return Err(TrainError::Model(format!(
+                        "{}: `{name}` has shape {got:?}, config.json implies {want:?}",
+                        path.display()
+                    )));
+                }
+                Ok(())
+            };
+            let p = format!("model.layers.{i}");
+            check(format!("{p}.self_attn.q_proj.weight_t"), &[h, q_out])?;
+            check(format!("{p}.self_attn.k_proj.weight_t"), &[h, kv_out])?;
+            check(format!("{p}.self_attn.v_proj.weight_t"), &[h, kv_out])?;
+            check(format!("{p}.self_attn.o_proj.weight_t"), &[q_out, h])?;
+        }
+        for name in ["model.norm.weight", "lm_head.weight_t"] {
+            let t = tensor(name)?;
+            params.insert(name.to_string(), Var::from_tensor(&t)?);
+        }
+        let vocab = params["lm_head.weight_t"].dims()[1];
+        let mrope_pick = match by_name.contains_key("rope.mrope_pick") {
+            true => Some(tensor("rope.mrope_pick")?),
+            false => None,
+        };
+        Ok(Self {
+            inv_freq: tensor("rope.inv_freq")?,
+            cfg,
+            device: device.clone(),
+            params,
+            mrope_pick,
+            vocab,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.cfg
+    }
+
+    /// The vocabulary (the logits' width).
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
+    /// The device the parameters live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Whether `position_ids` has three axes (Qwen2-VL's M-RoPE).
+    pub fn mrope(&self) -> bool {
+        self.mrope_pick.is_some()
+    }
+
+    /// Trainable parameters by ONNX name.
+    pub fn params(&self) -> &BTreeMap<String, Var> {
+        &self.params
+    }
+
+    /// Replaces parameters by name (a published version's tensors over the base model).
+    pub fn set(&mut self, name: &str, value: &Tensor) -> Result<(), TrainError> {
+        let var = self
+            .params
+            .get(name)
+            .ok_or_else(|| TrainError::Model(format!("the decoder has no parameter `{name}`")))?;
+        if var.dims() != value.dims() {
+            return Err(TrainError::Model(format!(
+                "`{name}` has shape {:?}, the decoder's is {:?}",
+                value.dims(),
+                var.dims()
+            )));
+        }
+        if value.dtype() != var.dtype() {
+            return Err(TrainError::Model(format!(
+                "`{name}` is {:?}, the decoder's is {:?}",
+                value.dtype(),
+                var.dtype()
+            )));
+        }
+        var.set(&value.to_device(&self.device)?)?;
+        Ok(())
+    }
+
+    /// Logits `[batch, seq, vocab]` for input embeddings `[batch, seq, hidden]`, an attention
+    /// mask `[batch, seq]` (1 = real token) and positions.
+    pub fn forward(
+        &self,
+        embeds: &Tensor,
+        mask: &[u8],
+        positions: &Positions,
+    ) -> Result<Tensor, TrainError> {
+        self.head(&self.hidden(embeds, mask, positions)?)
+    }
+
+    /// The language-model head over final hidden states `[.., hidden]` (a trainer applies it
+    /// only to the rows it scores: the vocabulary is the widest tensor of a step).
+    pub fn head(&self, hidden: &Tensor) -> Result<Tensor, TrainError> {
+        linear(hidden, &self.params["lm_head.weight_t"])
+    }
+
+    /// The final normalised hidden states `[batch, seq, hidden]`.
+    pub fn hidden(
+        &self,
+        embeds: &Tensor,
+        mask: &[u8],
+        positions: &Positions,
+    ) -> Result<Tensor, TrainError> {
+        let (b, s, h) = embeds.dims3()?;
+        let c = &self.cfg;
+        let (d, kv, g) = (c.head_dim, c.kv_heads, c.heads / c.kv_heads.max(1));
+        if mask.len() != b * s {
+            return Err(TrainError::Input(format!(
+                "attention mask has {} values for a {b}x{s} batch",
+                mask.len()
+            )));
+        }
+        let (cos, sin) = self.rope_tables(b, s, positions)?; // [B, S, D]
+        let cos_k = cos.unsqueeze(1)?; // [B,1,S,D]
+        let sin_k = sin.unsqueeze(1)?;
+        let cos_q = cos_k.unsqueeze(1)?; // [B,1,1,S,D]
+        let sin_q = sin_k.unsqueeze(1)?;
+        let bias = self.attention_bias(b, s, mask)?; // [B,1,1,S,S]
+
+        let mut x = embeds.clone();
+        for i in 0..c.layers {
+            let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
+            let y = self.rms_norm(&x, ln1)?;
+            let q = linear(&y, wq)?
+                .reshape((b, s, kv, g, d))?
+                .permute((0, 2, 3, 1, 4))?;
+            let k = linear(&y, wk)?.reshape((b, s, kv, d))?.permute((0, 2, 1, 3))?;
+            let v = linear(&y, wv)?
+                .reshape((b, s, kv, d))?
+                .permute((0, 2, 1, 3))?
+                .contiguous()?;
+            let q = (q.broadcast_mul(&cos_q)? + rotate_half(&q, d)?.broadcast_mul(&sin_q)?)?;
+            let k = (k.broadcast_mul(&cos_k)? + rotate_half(&k, d)?.broadcast_mul(&sin_k)?)?;
+            // [B,KV,G*S,D] x [B,KV,D,T] -> [B,KV,G,S,T]
+            let scores = q
+                .contiguous()?
+                .reshape((b, kv, g * s, d))?
+                .matmul(&k.transpose(2, 3)?.contiguous()?)?
+                .reshape((b, kv, g, s, s))?
+                .broadcast_add(&bias)?;
+            let probs = softmax(&scores)?;
+            let attn = probs
+                .reshape((b, kv, g * s, s))?
+                .matmul(&v)?
+                .reshape((b, kv, g, s, d))?
+                .permute((0, 3, 1, 2, 4))?
+                .contiguous()?
+                .reshape((b, s, c.heads * d))?;
+            x = (x + linear(&attn, wo)?)?;
+            let y = self.rms_norm(&x, ln2)?;
+            let gate = linear(&y, wg)?;
+            let act = (&gate * candle_nn::ops::sigmoid(&gate)?)?;
+            let up = linear(&y, wu)?;
+            x = (x + linear(&(act * up)?, wd)?)?;
+        }
+        let x = self.rms_norm(&x, &self.params["model.norm.weight"])?;
+        debug_assert_eq!(x.dims(), &[b, s, h]);
+        Ok(x)
+    }
+
+    fn rms_norm(&self, x: &Tensor, w: &Tensor) -> Result<Tensor, TrainError> {
+        let var = x.sqr()?.mean_keepdim(D::Minus1)?;
+        let std = (var + self.cfg.eps)?.sqrt()?;
+        Ok(x.broadcast_div(&std)?.broadcast_mul(w)?)
+    }
+
+    /// cos and sin `[B, S, D]` of the rotary angles, as the ONNX graph computes them.
+    fn rope_tables(
+        &self,
+        b: usize,
+        s: usize,
+        positions: &Positions,
+    ) -> Result<(Tensor, Tensor), TrainError> {
+        let axes = if self.mrope() { 3 } else { 1 };
+        if positions.mrope != self.mrope() || positions.values.len() != axes * b * s {
+            return Err(TrainError::Input(format!(
+                "position_ids: {} values ({} axes) for a {b}x{s} batch of a decoder with {axes} axes",
+                positions.values.len(),
+                if positions.mrope { 3 } else { 1 },
+            )));
+        }
+        let pos: Vec<f32> = positions.values.iter().map(|p| *p as f32).collect();
+        let pos = Tensor::from_vec(pos, (axes, b, s, 1), &self.device)?;
+        let freqs = pos.broadcast_mul(&self.inv_freq)?;
+        let emb = Tensor::cat(&[&freqs, &freqs], D::Minus1)?; // [A,B,S,D]
+        let (cos, sin) = (emb.cos()?, emb.sin()?);
+        Ok(match &self.mrope_pick {
+            Some(pick) => (
+                cos.broadcast_mul(pick)?.sum(0)?,
+                sin.broadcast_mul(pick)?.sum(0)?,
+            ),
+            None => (cos.squeeze(0)?, sin.squeeze(0)?),
+        })
+    }
+
+    /// `[B,1,1,S,S]`: 0 where query i may see key j (j <= i and key j is not padding),
+    /// else the lowest f32 (as the ONNX graph: a softmax over it gives exactly 0).
+    fn attention_bias(&self, b: usize, s: usize, mask: &[u8]) -> Result<Tensor, TrainError> {
+        let mut bias = vec![0f32; b * s * s];
+        for r in 0..b {
+            for i in 0..s {
+                for j in 0..s {
+                    if j > i || mask[r * s + j] == 0 {
+                        bias[(r * s + i) * s + j] = f32::MIN;
+                    }
+                }
+            }
+        }
+        Ok(Tensor::from_vec(bias, (b, 1, 1, s, s), &self.device)?)
+    }
+}
+
+/// `x @ w` for `x: [.., in]` and an ONNX-layout `w: [in, out]`.
+fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor, TrainError> {
+    Ok(x.broadcast_matmul(w)?)
+}
+
+fn rotate_half(x: &Tensor, d: usize) -> Result<Tensor, TrainError> {
+    let half = d / 2;
+    let x1 = x.narrow(D::Minus1, 0, half)?;
+    let x2 = x.narrow(D::Minus1, half, half)?;
+    Ok(Tensor::cat(&[&x2.neg()?, &x1], D::Minus1)?)
+}
+
+/// A softmax over the last axis built from ops that have gradients.
+pub(crate) fn softmax(x: &Tensor) -> Result<Tensor, TrainError> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let e = x.broadcast_sub(&max)?.exp()?;
+    Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
+}
+
+/// `log_softmax` over the last axis, differentiable.
+pub(crate) fn log_softmax(x: &Tensor) -> Result<Tensor, TrainError> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let shifted = x.broadcast_sub(&max)?;
+    let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
+    Ok(shifted.broadcast_sub(&lse)?)
+}

@@ -1,0 +1,120 @@
+//! One training sample: a step exactly as the policy saw it and what it sampled.
+//!
+//! The decoder's inputs are stored as the frozen parts of the model made them (token
+//! embeddings and the vision encoder's features, from ONNX Runtime), so the trainer never
+//! re-renders or re-tokenises anything: the response is the stored token ids.
+
+use serde::{Deserialize, Serialize};
+
+use crate::TrainError;
+
+/// A set of token ids (the grammar's allowed next tokens), as a bitset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenSet {
+    bits: Vec<u64>,
+}
+
+impl TokenSet {
+    /// The empty set over a vocabulary of `vocab` tokens.
+    pub fn empty(vocab: usize) -> Self {
+        Self {
+            bits: vec![0; vocab.div_ceil(64)],
+        }
+    }
+
+    /// Adds a token (ids past the vocabulary are ignored).
+    pub fn insert(&mut self, id: usize) {
+        if let Some(w) = self.bits.get_mut(id / 64) {
+            *w |= 1 << (id % 64);
+        }
+    }
+
+    /// Whether the set holds `id`.
+    pub fn contains(&self, id: usize) -> bool {
+        self.bits.get(id / 64).is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+}
+
+/// One step's decoder inputs and sampled response.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Input embeddings of prompt then response, `[len, hidden]` row-major.
+    pub embeds: Vec<f32>,
+    /// Each token's position `[t, h, w]` (equal for models without M-RoPE).
+    pub positions: Vec<[i64; 3]>,
+    /// Tokens of the prompt (the response starts after them).
+    pub prompt_len: usize,
+    /// The sampled response's token ids, as stored.
+    pub response: Vec<u32>,
+    /// Their log-probabilities under the policy that sampled them (empty if unknown).
+    pub behaviour_logprobs: Vec<f32>,
+    /// Constrained decoding: the tokens the grammar allowed at each response position.
+    pub allowed: Option<Vec<TokenSet>>,
+    /// The objective's weight for this step: the advantage for GRPO, 1 for behaviour cloning.
+    pub advantage: f32,
+}
+
+impl Sample {
+    /// Tokens in all.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Whether the sample holds no token.
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Checks the sample against the decoder's width and vocabulary.
+    pub fn validate(&self, hidden: usize, vocab: usize) -> Result<(), TrainError> {
+        let bad = |why: String| Err(TrainError::Input(format!("sample: {why}")));
+        let len = self.positions.len();
+        if self.prompt_len == 0 {
+            return bad("the prompt is empty".into());
+        }
+        if self.response.is_empty() {
+            return bad("the response is empty".into());
+        }
+        if len != self.prompt_len + self.response.len() {
+            return bad(format!(
+                "{len} positions for {} prompt and {} response tokens",
+                self.prompt_len,
+                self.response.len()
+            ));
+        }
+        if self.embeds.len() != len * hidden {
+            return bad(format!(
+                "{} embedding values for {len} tokens of width {hidden}",
+                self.embeds.len()
+            ));
+        }
+        if let Some(t) = self.response.iter().find(|t| **t as usize >= vocab) {
+            return bad(format!("response token {t} is outside the vocabulary ({vocab})"));
+        }
+        if !self.behaviour_logprobs.is_empty()
+            && self.behaviour_logprobs.len() != self.response.len()
+        {
+            return bad(format!(
+                "{} behaviour log-probabilities for {} response tokens",
+                self.behaviour_logprobs.len(),
+                self.response.len()
+            ));
+        }
+        if let Some(allowed) = &self.allowed {
+            if allowed.len() != self.response.len() {
+                return bad(format!(
+                    "{} grammar masks for {} response tokens",
+                    allowed.len(),
+                    self.response.len()
+                ));
+            }
+            if let Some(j) = (0..allowed.len()).find(|j| !allowed[*j].contains(self.response[*j] as usize)) {
+                return bad(format!("response token {j} is not allowed by its grammar mask"));
+            }
+        }
+        if !self.advantage.is_finite() {
+            return bad("the advantage is not finite".into());
+        }
+        Ok(())
+    }
+}

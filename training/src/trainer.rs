@@ -1,0 +1,275 @@
+//! One update: epochs of minibatches over the selected samples, gradient accumulation,
+//! AdamW steps; the trainer keeps the decoder and the optimiser across updates (a run's
+//! iterations) and publishes versions.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::Device;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::TrainError;
+use crate::decoder::Decoder;
+use crate::objective::{GrpoConfig, GrpoStats, Objective, fbc_loss, grpo_loss, token_logprobs};
+use crate::optim::{Accumulator, AdamW, AdamWConfig, StepStats};
+use crate::sample::Sample;
+use crate::version::{self, Lineage, Publish};
+
+/// Settings of an update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// The loss.
+    pub objective: Objective,
+    /// AdamW and its schedule.
+    pub optimizer: AdamWConfig,
+    /// Samples per forward pass.
+    pub micro_batch: usize,
+    /// Micro-batches per optimiser step.
+    pub accumulation: usize,
+    /// Passes over the samples per update (AsyncWebRL: 3; WebGym's SFT: 2).
+    pub epochs: usize,
+    /// Softmax temperature of the log-probabilities (1: as the policy records them).
+    pub temperature: f32,
+    /// GRPO's clipping.
+    pub grpo: GrpoConfig,
+    /// Seed of the minibatch shuffle.
+    pub seed: u64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            objective: Objective::Fbc,
+            optimizer: AdamWConfig::default(),
+            micro_batch: 8,
+            accumulation: 1,
+            epochs: 1,
+            temperature: 1.0,
+            grpo: GrpoConfig::default(),
+            seed: 0,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks every setting, naming the bad one.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        let bad = |f: &str, why: &str| Err(TrainError::Input(format!("{f}: {why}")));
+        self.optimizer.validate()?;
+        if self.micro_batch == 0 {
+            return bad("micro_batch", "must be at least 1");
+        }
+        if self.accumulation == 0 {
+            return bad("accumulation", "must be at least 1");
+        }
+        if self.epochs == 0 {
+            return bad("epochs", "must be at least 1");
+        }
+        if !(self.temperature > 0.0 && self.temperature.is_finite()) {
+            return bad("temperature", "must be a positive number");
+        }
+        let g = &self.grpo;
+        if !(g.clip > 0.0 && g.clip < 1.0) {
+            return bad("grpo.clip", "must be in (0, 1)");
+        }
+        if g.dual_clip <= 1.0 {
+            return bad("grpo.dual_clip", "must be above 1");
+        }
+        if g.behaviour_cap <= 1.0 {
+            return bad("grpo.behaviour_cap", "must be above 1");
+        }
+        Ok(())
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateReport {
+    /// Samples trained on.
+    pub samples: usize,
+    /// Response tokens trained on (per epoch).
+    pub tokens: usize,
+    /// Optimiser steps taken.
+    pub steps: usize,
+    /// Mean loss of the first and of the last epoch.
+    pub first_loss: f64,
+    /// See `first_loss`.
+    pub last_loss: f64,
+    /// Each optimiser step's loss (mean over its micro-batches).
+    pub losses: Vec<f64>,
+    /// Each step's gradient norm and rate.
+    pub optimizer: Vec<StepStats>,
+    /// GRPO figures, summed over the update.
+    pub grpo: Option<GrpoStats>,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// Samples per second (all epochs).
+    pub samples_per_s: f64,
+    /// Tokens per second, prompts included (all epochs).
+    pub tokens_per_s: f64,
+}
+
+/// Called after each optimiser step with (steps done, steps in all, that step's loss).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, f64);
+
+/// The decoder under training and its optimiser.
+pub struct Trainer {
+    decoder: Decoder,
+    optimizer: AdamW,
+    cfg: TrainConfig,
+    source: PathBuf,
+}
+
+impl Trainer {
+    /// Loads the model (or version) at `dir`: a version's tensors and optimiser state are
+    /// taken up, so training goes on where it stopped.
+    pub fn load(dir: &Path, cfg: TrainConfig, device: &Device) -> Result<Self, TrainError> {
+        cfg.validate()?;
+        let base = version::base_of(dir)?;
+        let mut decoder = Decoder::load(&base, device)?;
+        let lineage = version::apply(dir, &mut decoder)?;
+        let opt_file = dir.join(version::OPTIMIZER);
+        let optimizer = match lineage {
+            Some(l) if opt_file.exists() => {
+                AdamW::load(cfg.optimizer.clone(), l.optimizer_steps, &opt_file, device)?
+            }
+            _ => AdamW::new(cfg.optimizer.clone())?,
+        };
+        Ok(Self {
+            decoder,
+            optimizer,
+            cfg,
+            source: dir.to_path_buf(),
+        })
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TrainConfig {
+        &self.cfg
+    }
+
+    /// The model or version the current weights were last published as (or loaded from).
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// The current weights' log-probabilities of each sample's response (no gradients).
+    pub fn logprobs(&self, samples: &[Sample]) -> Result<Vec<Vec<f32>>, TrainError> {
+        let mut out = Vec::with_capacity(samples.len());
+        for chunk in samples.chunks(self.cfg.micro_batch) {
+            let refs: Vec<&Sample> = chunk.iter().collect();
+            let lp = token_logprobs(&self.decoder, &refs, self.cfg.temperature)?;
+            let v = lp.values.detach().to_vec1::<f32>()?;
+            out.extend(lp.offsets.windows(2).map(|w| v[w[0]..w[1]].to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// One update over `samples` (their `advantage`s set by the selection).
+    pub fn update(
+        &mut self,
+        samples: &[Sample],
+        progress: Progress<'_>,
+    ) -> Result<UpdateReport, TrainError> {
+        if samples.is_empty() {
+            return Err(TrainError::Input(
+                "no samples to train on (every step was filtered out)".into(),
+            ));
+        }
+        let start = Instant::now();
+        let proximal = match self.cfg.objective {
+            Objective::Grpo => Some(self.logprobs(samples)?),
+            Objective::Fbc => None,
+        };
+        let per_step = self.cfg.micro_batch * self.cfg.accumulation;
+        let steps_per_epoch = samples.len().div_ceil(per_step);
+        let total_steps = steps_per_epoch * self.cfg.epochs;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.cfg.seed ^ self.optimizer.steps() as u64);
+        let mut report = UpdateReport {
+            samples: samples.len(),
+            tokens: samples.iter().map(|s| s.response.len()).sum(),
+            grpo: proximal.as_ref().map(|_| GrpoStats::default()),
+            ..UpdateReport::default()
+        };
+        let mut acc = Accumulator::default();
+        let mut seen_tokens = 0usize;
+        for epoch in 0..self.cfg.epochs {
+            let mut order: Vec<usize> = (0..samples.len()).collect();
+            order.shuffle(&mut rng);
+            let mut epoch_loss = 0.0;
+            for step in order.chunks(per_step) {
+                let mut step_loss = 0.0;
+                let micro: Vec<&[usize]> = step.chunks(self.cfg.micro_batch).collect();
+                for idx in &micro {
+                    let batch: Vec<&Sample> = idx.iter().map(|i| &samples[*i]).collect();
+                    seen_tokens += batch.iter().map(|s| s.len()).sum::<usize>();
+                    let lp = token_logprobs(&self.decoder, &batch, self.cfg.temperature)?;
+                    let loss = match &proximal {
+                        None => fbc_loss(&lp)?,
+                        Some(prox) => {
+                            let p: Vec<f32> = idx.iter().flat_map(|i| prox[*i].iter().copied()).collect();
+                            let (loss, s) = grpo_loss(&lp, &p, &batch, &self.cfg.grpo)?;
+                            if let Some(g) = report.grpo.as_mut() {
+                                let n = (g.tokens + s.tokens).max(1) as f32;
+                                g.mean_ratio = (g.mean_ratio * g.tokens as f32 + s.mean_ratio * s.tokens as f32) / n;
+                                g.clipped = (g.clipped * g.tokens as f32 + s.clipped * s.tokens as f32) / n;
+                                g.tokens += s.tokens;
+                                g.dropped_stale += s.dropped_stale;
+                            }
+                            loss
+                        }
+                    };
+                    let value = f64::from(loss.to_scalar::<f32>()?);
+                    if !value.is_finite() {
+                        return Err(TrainError::Input(format!(
+                            "the loss is {value}: a sample's stored response is impossible under the model (check its grammar masks) or the rate is too high"
+                        )));
+                    }
+                    step_loss += value / micro.len() as f64;
+                    acc.add(self.decoder.params(), &loss.backward()?)?;
+                }
+                let stats = self.optimizer.step(self.decoder.params(), &mut acc)?;
+                report.optimizer.push(stats);
+                report.losses.push(step_loss);
+                report.steps += 1;
+                epoch_loss += step_loss / steps_per_epoch as f64;
+                progress(report.steps, total_steps, step_loss);
+            }
+            if epoch == 0 {
+                report.first_loss = epoch_loss;
+            }
+            report.last_loss = epoch_loss;
+        }
+        report.seconds = start.elapsed().as_secs_f64();
+        let secs = report.seconds.max(1e-9);
+        report.samples_per_s = (samples.len() * self.cfg.epochs) as f64 / secs;
+        report.tokens_per_s = seen_tokens as f64 / secs;
+        Ok(report)
+    }
+
+    /// Publishes the current weights (and optimiser state) as a version at `out`.
+    pub fn publish(
+        &mut self,
+        out: &Path,
+        training: serde_json::Value,
+    ) -> Result<Lineage, TrainError> {
+        let lineage = version::publish(
+            out,
+            &self.decoder,
+            Publish {
+                parent: &self.source,
+                optimizer: Some(&self.optimizer),
+                training,
+            },
+        )?;
+        self.source = out.to_path_buf();
+        Ok(lineage)
+    }
+}

@@ -1,0 +1,52 @@
+//! Shared set-up: where `scripts/setup-python.sh` put the models and ONNX Runtime.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The data directory (`SURFGYM_DATA_DIR`, else the repository's `.surfgym`).
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../.surfgym").into()),
+    )
+}
+
+/// A generated model, or a panic that says how to make it.
+pub fn model(name: &str) -> PathBuf {
+    let dir = data_dir().join("models").join(name);
+    assert!(
+        dir.join("onnx/decoder_model_merged.onnx").exists(),
+        "{} missing: run ./scripts/setup-python.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// ONNX Runtime's library: `ORT_DYLIB_PATH`, else the data directory's venv.
+pub fn ort_dylib() -> PathBuf {
+    if let Ok(p) = std::env::var("ORT_DYLIB_PATH") {
+        return p.into();
+    }
+    let lib = data_dir().join("venv/lib");
+    for py in std::fs::read_dir(&lib).expect("no venv: run ./scripts/setup-python.sh") {
+        let capi = py.unwrap().path().join("site-packages/onnxruntime/capi");
+        if let Ok(files) = std::fs::read_dir(&capi) {
+            for f in files {
+                let p = f.unwrap().path();
+                if p.file_name().unwrap().to_string_lossy().starts_with("libonnxruntime.so.") {
+                    return p;
+                }
+            }
+        }
+    }
+    panic!("ONNX Runtime missing: run ./scripts/setup-python.sh")
+}
+
+/// A deterministic pseudo-random sequence (tests need no `rand` seeding subtleties).
+pub fn lcg(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    move || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s >> 33
+    }
+}
