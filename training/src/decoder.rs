@@ -269,41 +269,34 @@ impl Decoder {
             )));
         }
         let (cos, sin) = self.rope_tables(b, s, positions)?; // [B, S, D]
-        let cos_k = cos.unsqueeze(1)?; // [B,1,S,D]
-        let sin_k = sin.unsqueeze(1)?;
-        let cos_q = cos_k.unsqueeze(1)?; // [B,1,1,S,D]
-        let sin_q = sin_k.unsqueeze(1)?;
-        let bias = self.attention_bias(b, s, mask)?; // [B,1,1,S,S]
+        let cos = cos.unsqueeze(1)?; // [B,1,S,D]
+        let sin = sin.unsqueeze(1)?;
+        let bias = self.attention_bias(b, s, mask)?; // [B,1,S,S]
+        let nh = c.heads;
 
         let mut x = embeds.clone();
         for i in 0..c.layers {
             let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
             let y = self.rms_norm(&x, ln1)?;
-            let q = linear(&y, wq)?
-                .reshape((b, s, kv, g, d))?
-                .permute((0, 2, 3, 1, 4))?;
-            let k = linear(&y, wk)?.reshape((b, s, kv, d))?.permute((0, 2, 1, 3))?;
-            let v = linear(&y, wv)?
-                .reshape((b, s, kv, d))?
-                .permute((0, 2, 1, 3))?
-                .contiguous()?;
-            let q = (q.broadcast_mul(&cos_q)? + rotate_half(&q, d)?.broadcast_mul(&sin_q)?)?;
-            let k = (k.broadcast_mul(&cos_k)? + rotate_half(&k, d)?.broadcast_mul(&sin_k)?)?;
-            // [B,KV,G*S,D] x [B,KV,D,T] -> [B,KV,G,S,T]
+            // Heads h = kv * G + g, as the export's [B, S, KV, G, D] reshape numbers them;
+            // each key/value head is repeated for its G query heads (transformers' repeat_kv).
+            let q = linear(&y, wq)?.reshape((b, s, nh, d))?.transpose(1, 2)?;
+            let k = linear(&y, wk)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+            let v = linear(&y, wv)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+            let q = (q.broadcast_mul(&cos)? + rotate_half(&q, d)?.broadcast_mul(&sin)?)?;
+            let k = (k.broadcast_mul(&cos)? + rotate_half(&k, d)?.broadcast_mul(&sin)?)?;
+            let k = repeat_kv(&k, g)?;
+            let v = repeat_kv(&v, g)?;
             let scores = q
                 .contiguous()?
-                .reshape((b, kv, g * s, d))?
                 .matmul(&k.transpose(2, 3)?.contiguous()?)?
-                .reshape((b, kv, g, s, s))?
                 .broadcast_add(&bias)?;
             let probs = softmax(&scores)?;
             let attn = probs
-                .reshape((b, kv, g * s, s))?
                 .matmul(&v)?
-                .reshape((b, kv, g, s, d))?
-                .permute((0, 3, 1, 2, 4))?
+                .transpose(1, 2)?
                 .contiguous()?
-                .reshape((b, s, c.heads * d))?;
+                .reshape((b, s, nh * d))?;
             x = (x + linear(&attn, wo)?)?;
             let y = self.rms_norm(&x, ln2)?;
             let gate = linear(&y, wg)?;
@@ -351,7 +344,7 @@ impl Decoder {
         })
     }
 
-    /// `[B,1,1,S,S]`: 0 where query i may see key j (j <= i and key j is not padding),
+    /// `[B,1,S,S]`: 0 where query i may see key j (j <= i and key j is not padding),
     /// else the lowest f32 (as the ONNX graph: a softmax over it gives exactly 0).
     fn attention_bias(&self, b: usize, s: usize, mask: &[u8]) -> Result<Tensor, TrainError> {
         let mut bias = vec![0f32; b * s * s];
@@ -364,13 +357,31 @@ impl Decoder {
                 }
             }
         }
-        Ok(Tensor::from_vec(bias, (b, 1, 1, s, s), &self.device)?)
+        Ok(Tensor::from_vec(bias, (b, 1, s, s), &self.device)?)
     }
 }
 
-/// `x @ w` for `x: [.., in]` and an ONNX-layout `w: [in, out]`.
+/// `x @ w` for `x: [.., in]` and an ONNX-layout `w: [in, out]`, as one 2-D product.
 fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor, TrainError> {
-    Ok(x.broadcast_matmul(w)?)
+    let dims = x.dims().to_vec();
+    let (inner, out) = w.dims2()?;
+    let rows = x.elem_count() / inner;
+    let y = x.contiguous()?.reshape((rows, inner))?.matmul(w)?;
+    let mut shape = dims[..dims.len() - 1].to_vec();
+    shape.push(out);
+    Ok(y.reshape(shape)?)
+}
+
+/// `[B, KV, S, D]` to `[B, KV * G, S, D]`, each key/value head repeated for its G query heads.
+fn repeat_kv(x: &Tensor, g: usize) -> Result<Tensor, TrainError> {
+    if g == 1 {
+        return Ok(x.contiguous()?);
+    }
+    let (b, kv, s, d) = x.dims4()?;
+    Ok(x.unsqueeze(2)?
+        .broadcast_as((b, kv, g, s, d))?
+        .contiguous()?
+        .reshape((b, kv * g, s, d))?)
 }
 
 fn rotate_half(x: &Tensor, d: usize) -> Result<Tensor, TrainError> {

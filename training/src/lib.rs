@@ -11,6 +11,7 @@
 //! never know browsers, the database, HTTP or rubrics: samples come in as plain data.
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod decoder;
 pub mod objective;
 pub mod onnx_file;

@@ -1,0 +1,101 @@
+//! Training throughput on synthetic samples of a chosen shape: what `surfgym bench train`
+//! prints. The samples are random embeddings and tokens (the figures depend on shapes,
+//! not on values), so the benchmark needs only the model's decoder.
+
+use std::path::Path;
+use std::time::Instant;
+
+use candle_core::Device;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::TrainError;
+use crate::objective::Objective;
+use crate::sample::Sample;
+use crate::trainer::{TrainConfig, Trainer};
+
+/// The shape of a benchmark batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BenchShape {
+    /// Samples per optimiser step.
+    pub batch: usize,
+    /// Prompt tokens per sample.
+    pub prompt: usize,
+    /// Response tokens per sample.
+    pub response: usize,
+    /// Optimiser steps timed (after one untimed warm-up step).
+    pub steps: usize,
+}
+
+/// Figures of one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    /// The shape.
+    pub shape: BenchShape,
+    /// Objective timed.
+    pub objective: Objective,
+    /// Trainable parameters.
+    pub parameters: usize,
+    /// Tokens (prompt + response) through forward and backward per second.
+    pub tokens_per_s: f64,
+    /// Samples per second.
+    pub samples_per_s: f64,
+    /// Seconds per optimiser step (median of the timed steps).
+    pub step_s: f64,
+}
+
+/// Times `shape.steps` updates of one optimiser step each on the decoder of `model`.
+pub fn run(
+    model: &Path,
+    shape: BenchShape,
+    objective: Objective,
+    device: &Device,
+) -> Result<BenchResult, TrainError> {
+    let cfg = TrainConfig {
+        objective,
+        micro_batch: shape.batch,
+        ..TrainConfig::default()
+    };
+    let mut trainer = Trainer::load(model, cfg, device)?;
+    let hidden = trainer.decoder().config().hidden;
+    let vocab = trainer.decoder().vocab();
+    let parameters = trainer
+        .decoder()
+        .params()
+        .values()
+        .map(|v| v.elem_count())
+        .sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let len = shape.prompt + shape.response;
+    let samples: Vec<Sample> = (0..shape.batch)
+        .map(|i| Sample {
+            embeds: (0..len * hidden).map(|_| rng.random::<f32>() - 0.5).collect(),
+            positions: (0..len as i64).map(|p| [p; 3]).collect(),
+            prompt_len: shape.prompt,
+            response: (0..shape.response)
+                .map(|_| rng.random_range(0..vocab as u32))
+                .collect(),
+            behaviour_logprobs: Vec::new(),
+            allowed: None,
+            advantage: if i % 2 == 0 { 0.1 } else { -0.1 },
+        })
+        .collect();
+    trainer.update(&samples, &mut |_, _, _| {})?;
+    let mut times = Vec::with_capacity(shape.steps);
+    for _ in 0..shape.steps.max(1) {
+        let start = Instant::now();
+        trainer.update(&samples, &mut |_, _, _| {})?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    let total: f64 = times.iter().sum();
+    times.sort_by(f64::total_cmp);
+    let n = times.len() as f64;
+    Ok(BenchResult {
+        shape,
+        objective,
+        parameters,
+        tokens_per_s: (shape.batch * len) as f64 * n / total,
+        samples_per_s: shape.batch as f64 * n / total,
+        step_s: times[times.len() / 2],
+    })
+}
