@@ -135,6 +135,8 @@ impl EnvTask {
     }
 }
 
+/// BrowserGym's ten MiniWoB++ tasks served from `base`: the solver drives those it
+/// solves, `random` with BrowserGym's step limit the others.
 pub fn miniwob_tasks(base: &str) -> anyhow::Result<Vec<EnvTask>> {
     BROWSERGYM_TASKS
         .iter()
@@ -160,6 +162,8 @@ pub fn miniwob_tasks(base: &str) -> anyhow::Result<Vec<EnvTask>> {
         .collect()
 }
 
+/// The bundled tasks that have a reference solution and no set-up (at most `limit`),
+/// replayed by `scripted`.
 pub fn bundled_tasks(bases: &BTreeMap<String, String>, limit: Option<usize>) -> Vec<EnvTask> {
     tasks::bundled_tasks(bases)
         .into_iter()

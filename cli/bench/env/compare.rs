@@ -213,3 +213,40 @@ pub fn print(verdicts: &[Verdict]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_peer_files_the_recorded_figures_are_used() {
+        let peers = load_peers(&[]).unwrap();
+        assert_eq!(peers.len(), 1);
+        assert_eq!(peers[0].source, None);
+        assert_eq!(peers[0].step_fast_s, PEER_FALLBACK.step_fast_s);
+        assert_eq!(peers[0].mem_per_env_8_mb, PEER_FALLBACK.mem_per_env_8_mb);
+    }
+
+    #[test]
+    fn a_peer_file_gives_what_it_has_and_the_recorded_figures_the_rest() {
+        let path = std::env::temp_dir().join(format!("surfgym-peer-{}.json", std::process::id()));
+        std::fs::write(
+            &path,
+            r#"{"serial_fast": {"step_s": {"median": 0.2}},
+                "parallel_fast": [{"k": 8, "agg_steps_per_s": 2.0, "mem_peak_sum_env_total_pss_mb": 800.0}]}"#,
+        )
+        .unwrap();
+        let peers = load_peers(std::slice::from_ref(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let p = &peers[0];
+        assert_eq!(
+            p.source.as_deref(),
+            Some(path.display().to_string().as_str())
+        );
+        assert_eq!(p.step_fast_s, 0.2);
+        assert_eq!(p.steps_per_s_8_fast, 2.0);
+        assert_eq!(p.mem_per_env_8_mb, 100.0);
+        assert_eq!(p.step_default_s, PEER_FALLBACK.step_default_s);
+        assert!(load_peers(&[path]).is_err());
+    }
+}

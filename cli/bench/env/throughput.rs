@@ -109,70 +109,9 @@ async fn throughput_level(
         let tasks = tasks.to_vec();
         let seed = args.seed + 1_000_000 * (w as u64 + 1);
         let reuse = args.reuse_contexts;
-        workers.push(tokio::spawn(async move {
-            let mut out = Samples::default();
-            let mut i = w;
-            let mut errors = 0usize;
-            // With --reuse-contexts: one session for all of this worker's episodes.
-            let mut kept: Option<Session> = None;
-            while Instant::now() < deadline {
-                let t = &tasks[i % tasks.len()];
-                let result = match kept.as_mut() {
-                    None if reuse => match pool.lease().await {
-                        Ok(s) => {
-                            kept = Some(s);
-                            continue;
-                        }
-                        Err(e) => Err(e.into()),
-                    },
-                    Some(session) => {
-                        let t0 = Instant::now();
-                        let r = drive(
-                            session,
-                            t,
-                            seed + i as u64,
-                            Probes::None,
-                            Some(deadline),
-                            t0,
-                            &mut out,
-                        )
-                        .await;
-                        if r.is_err()
-                            && let Some(s) = kept.take()
-                        {
-                            s.close().await;
-                        }
-                        r
-                    }
-                    None => {
-                        run_episode(
-                            &pool,
-                            t,
-                            seed + i as u64,
-                            Probes::None,
-                            Some(deadline),
-                            &mut out,
-                        )
-                        .await
-                    }
-                };
-                match result {
-                    Ok(_) => {}
-                    Err(e) => {
-                        errors += 1;
-                        if out.failures.len() < 5 {
-                            out.failures.push(format!("{}: {e:#}", t.name()));
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-                i += n.max(1);
-            }
-            if let Some(s) = kept {
-                s.close().await;
-            }
-            (out, errors)
-        }));
+        workers.push(tokio::spawn(loop_episodes(
+            pool, tasks, w, n, seed, reuse, deadline,
+        )));
     }
     // Sample memory while the contexts run.
     let mut samples = Vec::new();
@@ -224,6 +163,81 @@ async fn throughput_level(
         own_rss_mb,
         cpu,
     })
+}
+
+/// Worker `w` of `n`: episodes of every `n`th task from the `w`th on, until `deadline`;
+/// its timings and how many episodes failed.
+async fn loop_episodes(
+    pool: BrowserPool,
+    tasks: Vec<EnvTask>,
+    w: usize,
+    n: usize,
+    seed: u64,
+    reuse: bool,
+    deadline: Instant,
+) -> (Samples, usize) {
+    let mut out = Samples::default();
+    let mut i = w;
+    let mut errors = 0usize;
+    // With --reuse-contexts: one session for all of this worker's episodes.
+    let mut kept: Option<Session> = None;
+    while Instant::now() < deadline {
+        let t = &tasks[i % tasks.len()];
+        let result = match kept.as_mut() {
+            None if reuse => match pool.lease().await {
+                Ok(s) => {
+                    kept = Some(s);
+                    continue;
+                }
+                Err(e) => Err(e.into()),
+            },
+            Some(session) => {
+                let t0 = Instant::now();
+                let r = drive(
+                    session,
+                    t,
+                    seed + i as u64,
+                    Probes::None,
+                    Some(deadline),
+                    t0,
+                    &mut out,
+                )
+                .await;
+                if r.is_err()
+                    && let Some(s) = kept.take()
+                {
+                    s.close().await;
+                }
+                r
+            }
+            None => {
+                run_episode(
+                    &pool,
+                    t,
+                    seed + i as u64,
+                    Probes::None,
+                    Some(deadline),
+                    &mut out,
+                )
+                .await
+            }
+        };
+        match result {
+            Ok(_) => {}
+            Err(e) => {
+                errors += 1;
+                if out.failures.len() < 5 {
+                    out.failures.push(format!("{}: {e:#}", t.name()));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        i += n.max(1);
+    }
+    if let Some(s) = kept {
+        s.close().await;
+    }
+    (out, errors)
 }
 
 /// Runs every `--contexts` level in turn over the MiniWoB++ tasks (the bundled ones when

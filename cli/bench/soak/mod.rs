@@ -82,6 +82,7 @@ struct Sample {
     relaunches: u64,
 }
 
+/// The resources now, after `episodes` episodes.
 async fn sample(pool: &BrowserPool, episodes: usize, start: Instant) -> Sample {
     let mem = pool.memory().await;
     let stats = pool.stats();
@@ -111,6 +112,7 @@ struct Kind {
     p50_ms: f64,
 }
 
+/// Everything the soak measured, for `--json`.
 #[derive(Serialize)]
 struct Report {
     episodes: usize,
@@ -137,6 +139,35 @@ fn plan<'a>(i: usize, args: &SoakArgs, hostile: &[Hostile], ordinary: &'a [EnvTa
     }
 }
 
+/// Runs one planned episode; returns its kind (its row in the report) and how it ended.
+async fn episode(
+    pool: &BrowserPool,
+    base: &str,
+    planned: Plan<'_>,
+    seed: u64,
+    max_tabs: usize,
+) -> (String, anyhow::Result<()>) {
+    match planned {
+        Plan::Ordinary(t) => {
+            let mut out = Samples::default();
+            let r = run_episode(pool, t, seed, Probes::None, None, &mut out)
+                .await
+                .map(|_| ());
+            let label = if t.name().starts_with("miniwob.") {
+                "miniwob"
+            } else {
+                "bundled"
+            };
+            (label.to_string(), r)
+        }
+        Plan::Hostile(h) => (
+            format!("hostile: {}", h.name()),
+            hostile_episode(pool, base, h, max_tabs).await,
+        ),
+    }
+}
+
+/// The soak's pool: `--contexts` contexts in browsers of `--per-browser` each.
 fn pool_config(common: &Common, args: &SoakArgs) -> anyhow::Result<PoolConfig> {
     let mut cfg = bench_pool(common)?;
     let per = args.per_browser.clamp(1, args.contexts.max(1));
@@ -226,31 +257,9 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
                     break;
                 }
                 let t0 = Instant::now();
-                let (kind, result) = match plan(i, &args, &hostile, &ordinary) {
-                    Plan::Ordinary(t) => {
-                        let mut out = Samples::default();
-                        let r = run_episode(
-                            &pool,
-                            t,
-                            args.seed + i as u64,
-                            Probes::None,
-                            None,
-                            &mut out,
-                        )
-                        .await
-                        .map(|_| ());
-                        let label = if t.name().starts_with("miniwob.") {
-                            "miniwob"
-                        } else {
-                            "bundled"
-                        };
-                        (label.to_string(), r)
-                    }
-                    Plan::Hostile(h) => (
-                        format!("hostile: {}", h.name()),
-                        hostile_episode(&pool, &base, h, max_tabs).await,
-                    ),
-                };
+                let planned = plan(i, &args, &hostile, &ordinary);
+                let seed = args.seed + i as u64;
+                let (kind, result) = episode(&pool, &base, planned, seed, max_tabs).await;
                 {
                     let mut kinds = kinds.lock().unwrap_or_else(|p| p.into_inner());
                     let k = kinds.entry(kind.clone()).or_default();
@@ -313,6 +322,7 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The soak's tables: episodes by kind, the resource samples, and how they grew.
 fn print_report(r: &Report) {
     println!(
         "\n{} episodes in {:.0} s ({:.1} episodes/s), {} at once\n",
