@@ -1,5 +1,6 @@
 //! Summary statistics the benchmarks print: percentiles, a sample's summary in
-//! milliseconds, and the steady rate of a run without its start-up and tail.
+//! milliseconds, and the steady rate of a run without its start-up and tail. Arithmetic
+//! only: no timing, no I/O.
 
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
 //! The hostile pages of `bench soak`: pages that break naive gyms (dialog and popup storms,
 //! scripts that never yield, downloads, local files, replaced built-ins, hung images,
-//! huge titles, endless navigation), the server that serves them, and one episode on each
-//! with the check that the pool handled it the documented way.
+//! huge titles, endless navigation, print dialogs, permission prompts), the server that
+//! serves them, and one episode on each with the check that the pool handled it the
+//! documented way.
 
 use std::net::Ipv4Addr;
 
