@@ -14,7 +14,9 @@ use engine::sites::SitesServer;
 use engine::{CampaignSpec, Engine};
 use serde::Serialize;
 
-use crate::{Common, db};
+use super::stats::steady_per_hour;
+use crate::args::Common;
+use crate::db;
 
 /// Options of the rollout benchmark.
 #[derive(Args)]
@@ -80,7 +82,7 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
     );
     let mut rows = Vec::new();
     for &c in &args.concurrency {
-        let mut pool = crate::run::pool_config_for(common, c, args.contexts_per_browser)?;
+        let mut pool = crate::setup::pool_config_for(common, c, args.contexts_per_browser)?;
         pool.lease_timeout = Duration::from_secs(600);
         for mode in ["async", "lockstep"] {
             let engine = Engine::new(
@@ -137,7 +139,7 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
                 policy_share: policy as f64 / slot_ms,
                 idle_share: 1.0 - (observe + act + policy) as f64 / slot_ms,
                 success_rate: v.success_rate.unwrap_or(0.0),
-                steady_trajectories_per_hour: crate::bench::steady_per_hour(&finish),
+                steady_trajectories_per_hour: steady_per_hour(&finish),
             };
             println!(
                 "  c={c:<3} {mode:<8} {status:<9} {:>4} episodes {:>5} steps in {:>6.1} s: {:>7.0} traj/h {:>6.2} steps/s",

@@ -16,7 +16,9 @@ use engine::{CampaignSpec, Engine};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::{Common, db};
+use super::stats::steady_per_hour;
+use crate::args::Common;
+use crate::db;
 
 /// Options of the worker-scaling benchmark.
 #[derive(Args)]
@@ -103,7 +105,7 @@ pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode>
     // workers run them.
     let engine = Engine::new(
         db.store.clone(),
-        crate::run::pool_config_for(common, 1, 1)?,
+        crate::setup::pool_config_for(common, 1, 1)?,
         RunnerConfig::for_this_process(),
         PolicyRegistry::with_simulated(model),
     );
@@ -159,7 +161,7 @@ pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode>
             w.stop().await;
         }
         let finish = db.store.finish_offsets(id).await?;
-        let rate = crate::bench::steady_per_hour(&finish).unwrap_or(0.0);
+        let rate = steady_per_hour(&finish).unwrap_or(0.0);
         println!(
             "  {n} worker(s): {} episodes ({} failed) in {:.1} s, steady {:.0} traj/h",
             done.counts.finished,

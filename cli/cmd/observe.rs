@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use browser_pool::{Action, BrowserPool, Observation, parse_action};
 use clap::Args;
 
-use crate::Common;
+use crate::args::Common;
 
 #[derive(Args)]
 pub struct ObserveArgs {
@@ -57,7 +57,7 @@ pub async fn observe(common: &Common, args: ObserveArgs) -> anyhow::Result<ExitC
             })
         })
         .collect::<anyhow::Result<Vec<Action>>>()?;
-    let mut cfg = crate::run::pool_config_for(common, 1, 1)?;
+    let mut cfg = crate::setup::pool_config_for(common, 1, 1)?;
     cfg.standby_contexts = 0;
     cfg.set_of_marks = args.out.is_some();
     let pool = BrowserPool::launch(cfg)

@@ -9,7 +9,7 @@ use engine::CampaignSpec;
 use engine::judge::calibration::{self, LabelledEpisode};
 use engine::store::{EpisodeFilter, TaskFilter};
 
-use crate::Common;
+use crate::args::Common;
 
 /// Judge commands.
 #[derive(Subcommand)]
@@ -124,7 +124,7 @@ async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
-    let env = crate::run::environment_for(common, args.sites_port).await?;
+    let env = crate::setup::environment(common, args.sites_port).await?;
     let spec = CampaignSpec {
         name: Some("record calibration set".into()),
         tasks: Some(TaskFilter {
@@ -185,7 +185,7 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
         lines.len(),
         args.out.display()
     );
-    crate::run::finish_env(env).await?;
+    crate::setup::finish(env).await?;
     Ok(ExitCode::SUCCESS)
 }
 

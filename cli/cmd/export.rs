@@ -14,7 +14,8 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use uuid::Uuid;
 
-use crate::{Common, db};
+use crate::args::Common;
+use crate::db;
 
 #[derive(Args)]
 pub struct ExportArgs {

@@ -16,7 +16,8 @@ use engine::policy::onnx::OnnxBackend;
 use engine::policy::{BatchLimits, Batched, Policy, StepInput};
 use image::{Rgb, RgbImage};
 
-use crate::Common;
+use super::stats::{ms, nearest_rank};
+use crate::args::Common;
 
 /// Options of the policy benchmark.
 #[derive(Args)]
@@ -184,15 +185,15 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
         });
         let results = futures::future::try_join_all(episodes).await?;
         let wall = t.elapsed().as_secs_f64();
-        let mut latencies: Vec<Duration> = results.iter().flatten().map(|(l, _)| *l).collect();
+        let mut latencies: Vec<f64> = results.iter().flatten().map(|(l, _)| ms(*l)).collect();
         let tokens: usize = results.iter().flatten().map(|(_, n)| n).sum();
-        latencies.sort_unstable();
+        latencies.sort_by(f64::total_cmp);
         let actions = latencies.len();
         let (tokens_per_s, actions_per_s) = (tokens as f64 / wall, actions as f64 / wall);
         println!(
             "| {b} | {actions} | {tokens_per_s:.1} | {actions_per_s:.2} | {:.0} | {:.0} |",
-            percentile(&latencies, 0.5),
-            percentile(&latencies, 0.9)
+            nearest_rank(&latencies, 0.5),
+            nearest_rank(&latencies, 0.9)
         );
         rows.push((b, tokens_per_s));
     }
@@ -208,13 +209,4 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The `q` quantile (nearest rank) of sorted latencies, in milliseconds.
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1].as_secs_f64() * 1000.0
 }
