@@ -100,7 +100,12 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
         let steps: Vec<String> = d
             .steps
             .iter()
-            .map(|s| format!("{} @ {} {:?}", s.action, s.url, s.action_error))
+            .map(|s| {
+                format!(
+                    "{} @ {} {:?}",
+                    s.core.action, s.core.url, s.core.action_error
+                )
+            })
             .collect();
         let facts: Vec<&str> = d
             .verdicts
@@ -208,7 +213,10 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     );
     let action = js(&s, "document.getElementById('action').textContent").await;
     assert!(
-        action.as_str().unwrap().contains(&detail.steps[0].action),
+        action
+            .as_str()
+            .unwrap()
+            .contains(&detail.steps[0].core.action),
         "{action}"
     );
     let png = s.observe().await.unwrap().screenshot.bytes;

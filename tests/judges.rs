@@ -129,7 +129,7 @@ async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>
     for hash in d
         .steps
         .iter()
-        .filter_map(|s| s.screenshot.clone())
+        .filter_map(|s| s.core.screenshot.clone())
         .chain(d.final_screenshot.clone())
     {
         screenshots.push(store.get_blob(&hash).await.unwrap().unwrap().1);
@@ -139,7 +139,7 @@ async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>
         instruction: d.instruction.clone(),
         final_answer: d.summary.final_answer.clone(),
         visited_urls: material.2,
-        titles: d.steps.iter().map(|s| s.title.clone()).collect(),
+        titles: d.steps.iter().map(|s| s.core.title.clone()).collect(),
         final_text: material.0["text"]
             .as_str()
             .map(str::to_string)

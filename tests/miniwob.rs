@@ -111,7 +111,7 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
         // MiniWoB++'s tasks carry BrowserGym's screen: a 332x214 viewport at 1.5x, so a
         // 498x321 screenshot of the task rather than a mostly blank 1280x720 page.
         assert_eq!(detail.screen, Some(BROWSERGYM_SCREEN), "{}", e.task_id);
-        let shot = detail.steps[0].screenshot.clone().unwrap();
+        let shot = detail.steps[0].core.screenshot.clone().unwrap();
         let (_, bytes) = engine.store().get_blob(&shot).await.unwrap().unwrap();
         let img = image::load_from_memory(&bytes).unwrap();
         assert_eq!((img.width(), img.height()), (498, 321), "{}", e.task_id);
@@ -128,9 +128,9 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
             let actions: Vec<String> = detail
                 .steps
                 .iter()
-                .map(|s| match &s.action_error {
-                    Some(err) => format!("{} [{err}]", s.action),
-                    None => s.action.clone(),
+                .map(|s| match &s.core.action_error {
+                    Some(err) => format!("{} [{err}]", s.core.action),
+                    None => s.core.action.clone(),
                 })
                 .collect();
             problems.push(format!(
@@ -140,7 +140,7 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
                 e.end_reason,
                 e.last_error,
                 detail.instruction,
-                detail.steps.last().and_then(|s| s.thought.clone()),
+                detail.steps.last().and_then(|s| s.core.thought.clone()),
             ));
         }
     }

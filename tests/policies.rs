@@ -164,11 +164,12 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             );
         }
         assert!(
-            detail.steps.iter().all(|s| s.raw_output.is_some()),
+            detail.steps.iter().all(|s| s.core.raw_output.is_some()),
             "{policy}: the model's text is kept"
         );
         assert!(
             detail.steps.iter().all(|s| s
+                .core
                 .prompt
                 .as_deref()
                 .is_some_and(|p| p.contains(&detail.instruction))),
@@ -178,7 +179,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
         // weights; what must hold is that every step's outcome is the shared parser's verdict
         // on the text the model wrote (engine/tests/http.rs checks a valid completion through
         // the same client with a server whose reply is fixed).
-        for s in &detail.steps {
+        for s in detail.steps.iter().map(|s| &s.core) {
             let raw = s.raw_output.as_deref().unwrap_or_default();
             let (_, parsed) = parse_output(raw, Grounding::Marks, (1280, 720));
             match parsed {

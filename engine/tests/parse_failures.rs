@@ -123,7 +123,7 @@ async fn malformed_outputs_are_error_observations_and_counted_parse_failures(poo
     let errors: Vec<Option<&str>> = detail
         .steps
         .iter()
-        .map(|s| s.action_error.as_deref())
+        .map(|s| s.core.action_error.as_deref())
         .collect();
     assert_eq!(errors.len(), 8, "{errors:?}");
     for (step, want) in [

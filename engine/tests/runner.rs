@@ -625,7 +625,10 @@ async fn a_campaign_renders_at_its_own_screen(pool: PgPool) {
             (card.name.as_str(), card.backend.as_str()),
             ("scripted", "builtin")
         );
-        let hashes = detail.steps.iter().filter_map(|s| s.screenshot.clone());
+        let hashes = detail
+            .steps
+            .iter()
+            .filter_map(|s| s.core.screenshot.clone());
         for hash in hashes.chain(detail.final_screenshot.clone()) {
             let (_, bytes) = engine.store().get_blob(&hash).await.unwrap().unwrap();
             let img = image::load_from_memory(&bytes).unwrap();
@@ -665,7 +668,7 @@ async fn a_task_renders_at_its_own_screen_whatever_the_campaign(pool: PgPool) {
             (campaign, (320, 200))
         };
         assert_eq!(detail.screen, Some(screen), "{}", e.task_id);
-        let hash = detail.steps[0].screenshot.clone().unwrap();
+        let hash = detail.steps[0].core.screenshot.clone().unwrap();
         let (_, bytes) = engine.store().get_blob(&hash).await.unwrap().unwrap();
         let img = image::load_from_memory(&bytes).unwrap();
         assert_eq!((img.width(), img.height()), size, "{}", e.task_id);
@@ -763,7 +766,10 @@ async fn pages_passed_through_count_as_visited(pool: PgPool) {
         .unwrap()
         .unwrap();
     assert!(
-        detail.steps.iter().all(|s| !s.url.contains("/hop.html")),
+        detail
+            .steps
+            .iter()
+            .all(|s| !s.core.url.contains("/hop.html")),
         "no observation saw the hop"
     );
     let verdicts: Vec<(&str, Option<bool>)> = detail
@@ -835,9 +841,9 @@ document.getElementById('state').textContent = 'prepared=' + localStorage.getIte
     let ok = eps.iter().find(|e| e.task_id == "prepared-ok").unwrap();
     let detail = engine.store().get_episode(ok.id).await.unwrap().unwrap();
     assert_eq!(detail.steps.len(), 1, "the setup's actions are not steps");
-    assert!(detail.steps[0].url.ends_with("/start.html"));
+    assert!(detail.steps[0].core.url.ends_with("/start.html"));
     assert_eq!(
-        detail.steps[0].events,
+        detail.steps[0].core.events,
         serde_json::json!([]),
         "the setup page's dialog is not the episode's"
     );

@@ -703,7 +703,7 @@ async fn the_dashboard_is_served(pool: PgPool) {
 
 /// A finished episode as a runner would store it: one step with token log-probabilities.
 fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
-    use engine::store::{EndReason, EpisodeRecord, StepRecord};
+    use engine::store::{EndReason, EpisodeRecord, StepCore, StepRecord};
     EpisodeRecord {
         id,
         end_reason: EndReason::Answered,
@@ -713,24 +713,26 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
         final_screenshot: None,
         final_page: None,
         steps: vec![StepRecord {
-            url: "http://127.0.0.1:8701/".into(),
-            title: "Shop".into(),
-            screenshot: None,
-            elements: json!([]),
-            events: json!([]),
-            tabs: json!([]),
-            action: "answer(\"12.50\")".into(),
-            thought: None,
-            raw_output: Some("answer(\"12.50\")".into()),
-            action_error: None,
+            core: StepCore {
+                url: "http://127.0.0.1:8701/".into(),
+                title: "Shop".into(),
+                screenshot: None,
+                elements: json!([]),
+                events: json!([]),
+                tabs: json!([]),
+                action: "answer(\"12.50\")".into(),
+                thought: None,
+                raw_output: Some("answer(\"12.50\")".into()),
+                action_error: None,
+                logprob: Some(-0.75),
+                prompt: Some("Task: find the price".into()),
+                observe_ms: 1,
+                policy_ms: 1,
+                act_ms: 1,
+            },
             click: None,
-            logprob: Some(-0.75),
             token_logprobs: vec![-0.5, -0.25],
             token_ids: vec![151_643, 12],
-            prompt: Some("Task: find the price".into()),
-            observe_ms: 1,
-            policy_ms: 1,
-            act_ms: 1,
         }],
         verdicts: vec![],
         blobs: vec![],
