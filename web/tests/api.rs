@@ -1,24 +1,20 @@
 //! The REST API through the real router (no socket) over a real, freshly migrated Postgres
 //! database per test.
 
+// The root package's test set-up: one copy for every crate's end-to-end tests.
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use browser_pool::PoolConfig;
-use engine::Engine;
 use engine::policy::PolicyRegistry;
-use engine::runner::RunnerConfig;
 use engine::store::Store;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tower::ServiceExt;
 
 fn app(pool: PgPool) -> axum::Router {
-    let engine = Engine::new(
-        Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::builtin(),
-    );
+    let engine = common::new_engine(pool, PolicyRegistry::builtin());
     web::router(web::AppState { engine })
 }
 
