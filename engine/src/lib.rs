@@ -6,7 +6,7 @@
 //! - [`policy`] holds the [`policy::Policy`] seam and the built-in policies.
 //! - [`runner`] claims episodes (leases in Postgres), runs them, judges, stores.
 //! - [`snapshot`] is the final page as the rule judge reads it, below runner and judge.
-//! - [`env`] holds the task environments: the bundled practice websites, MiniWoB++.
+//! - [`env`](mod@env) holds the task environments: the bundled practice websites, MiniWoB++.
 //! - [`export`] reads finished episodes out as a dataset for trainers.
 //!
 //! Data flows one way: task → campaign → episode → step → verdict. The engine knows
@@ -24,7 +24,7 @@ pub mod runner;
 pub mod snapshot;
 pub mod store;
 
-// Where the task environments lived before [`env`] (the CLI and the tests use these paths).
+// Where the task environments lived before `env` (the CLI and the tests use these paths).
 pub use env::miniwob as environments;
 pub use env::sites;
 
