@@ -203,7 +203,7 @@ async fn last_screenshots(
     let hashes: Vec<String> = d
         .steps
         .iter()
-        .filter_map(|s| s.screenshot.clone())
+        .filter_map(|s| s.core.screenshot.clone())
         .chain(d.final_screenshot.clone())
         .collect();
     let mut out = Vec::new();

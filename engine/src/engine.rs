@@ -285,7 +285,7 @@ impl Engine {
         base: &str,
     ) -> Result<BundledReport, EngineError> {
         let mut report = BundledReport::default();
-        for name in crate::sites::miniwob_task_names(html_dir) {
+        for name in crate::env::miniwob_task_names(html_dir) {
             match tasks::miniwob_task(&name, base) {
                 Ok(task) => {
                     self.inner.store.upsert_task(&task).await?;

@@ -1,13 +1,13 @@
-//! Environments a task may start on its page before the agent's first step. MiniWoB++ is
-//! started as BrowserGym starts it: a seeded `core.startEpisodeReal()`, its utterance as the
-//! instruction, `WOB_DONE_GLOBAL` as the end of the episode, its reward read by the rubric.
+//! MiniWoB++, started on its page before the agent's first step as BrowserGym starts it: a
+//! seeded `core.startEpisodeReal()`, its utterance as the instruction, `WOB_DONE_GLOBAL` as
+//! the end of the episode, its reward read by the rubric.
 
 use std::time::{Duration, Instant};
 
 use browser_pool::Session;
 use serde_json::Value;
 
-use crate::runner::InfraError;
+use super::EnvError;
 
 /// The episode's instruction as MiniWoB++ states it; some tasks answer an object with the
 /// utterance and its fields.
@@ -17,7 +17,7 @@ const UTTERANCE: &str = "(() => { const u = core.getUtterance(); \
 const TASK_READY: &str = "typeof WOB_TASK_READY !== 'undefined' && WOB_TASK_READY === true";
 
 /// Starts a MiniWoB++ episode with `seed` and returns its utterance.
-pub async fn miniwob_start(session: &Session, seed: u64) -> Result<String, InfraError> {
+pub async fn miniwob_start(session: &Session, seed: u64) -> Result<String, EnvError> {
     // Seeds above 2^53 would not survive JavaScript's numbers.
     let seed = seed % (1 << 53);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -36,21 +36,22 @@ pub async fn miniwob_start(session: &Session, seed: u64) -> Result<String, Infra
          return {{utterance: {UTTERANCE}}}; }})()"
     );
     let started = loop {
-        let answer = session.evaluate(&script).await?.map_err(|e| {
-            InfraError::Setup(format!("starting the MiniWoB++ episode failed: {e}"))
-        })?;
+        let answer = session
+            .evaluate(&script)
+            .await?
+            .map_err(|e| EnvError::Setup(format!("starting the MiniWoB++ episode failed: {e}")))?;
         if answer.get("loading").is_none() {
             break answer;
         }
         if Instant::now() > deadline {
-            return Err(InfraError::Setup(
+            return Err(EnvError::Setup(
                 "the MiniWoB++ page never finished loading".into(),
             ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     if let Some(e) = started.get("error") {
-        return Err(InfraError::Setup(
+        return Err(EnvError::Setup(
             e.as_str().unwrap_or("unexpected answer").to_string(),
         ));
     }
@@ -68,7 +69,7 @@ pub async fn miniwob_start(session: &Session, seed: u64) -> Result<String, Infra
     let utterance = session
         .evaluate(UTTERANCE)
         .await?
-        .map_err(|e| InfraError::Setup(format!("reading the utterance failed: {e}")))?;
+        .map_err(|e| EnvError::Setup(format!("reading the utterance failed: {e}")))?;
     Ok(utterance.as_str().unwrap_or_default().to_string())
 }
 
@@ -78,20 +79,20 @@ async fn wait_until(
     expression: &str,
     deadline: Instant,
     what: &str,
-) -> Result<(), InfraError> {
+) -> Result<(), EnvError> {
     loop {
         if session.evaluate(expression).await? == Ok(Value::Bool(true)) {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(InfraError::Setup(what.into()));
+            return Err(EnvError::Setup(what.into()));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
 /// Whether the MiniWoB++ episode on the page has ended.
-pub async fn miniwob_done(session: &Session) -> Result<bool, InfraError> {
+pub async fn miniwob_done(session: &Session) -> Result<bool, EnvError> {
     Ok(session
         .evaluate("typeof WOB_DONE_GLOBAL !== 'undefined' && WOB_DONE_GLOBAL === true")
         .await?
