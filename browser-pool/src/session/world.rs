@@ -23,7 +23,8 @@ use crate::js;
 
 /// Our world in the top document, as an evaluation names it.
 pub(super) enum World {
-    /// Known from its creation event, by unique id (see [`Tab::world`](super::tab::Tab::world)).
+    /// Known from its creation event, by unique id (see
+    /// [`Tab::world`](super::tab::Tab::world)).
     Known(String),
     /// Just made (or found) by `Page.createIsolatedWorld`, which answers with a numeric
     /// id: good for the calls that follow at once, never kept.

@@ -116,7 +116,8 @@ impl Interception {
     }
 }
 
-/// Held while the session waits for a navigation of its own; see [`Tab::guard_landing`](super::Tab::guard_landing).
+/// Held while the session waits for a navigation of its own; see
+/// [`Tab::guard_landing`](super::Tab::guard_landing).
 pub(crate) struct LandingGuard(pub(super) Interception);
 
 impl Drop for LandingGuard {
