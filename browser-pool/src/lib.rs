@@ -21,30 +21,25 @@
 
 pub mod action;
 mod ax_tree;
+mod browser;
 mod config;
 mod error;
 mod events;
-mod gate;
 mod js;
 mod keys;
-mod landing;
-mod launch;
 pub mod marks;
-mod memory;
 mod observation;
 mod pool;
 mod screen;
 mod session;
-mod standby;
-mod tab;
 mod url_policy;
 
 pub use action::{Action, ParseError, Scroll, Target, parse as parse_action};
+pub use browser::memory::TreeMemory;
 pub use config::{DialogPolicy, ImageFormat, PoolConfig};
 pub use error::PoolError;
 pub use events::PageEvent;
 pub use keys::{KeyCombo, Modifiers};
-pub use memory::TreeMemory;
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
 pub use screen::Screen;

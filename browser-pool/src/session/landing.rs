@@ -25,7 +25,7 @@
 //!
 //! Ours committing right after such a refusal is sometimes not reported at all (Chromium
 //! sends no `Page.frameNavigated` for it); the tab then takes the commit from the new
-//! document's main world being created (`tab.rs`).
+//! document's main world being created (`tab/watchers.rs`).
 //!
 //! What it cannot stop, left to land as before: a navigation that needs no request (a
 //! page restored from the back-forward cache, `about:blank`, a `data:` URL); one started
@@ -44,6 +44,11 @@ pub(crate) const AFTER_COMMIT: Duration = Duration::from_secs(1);
 /// never makes one.
 const KEPT: Duration = Duration::from_secs(30);
 
+/// A URL without its fragment: the document it names.
+pub(crate) fn without_fragment(url: &str) -> &str {
+    url.split('#').next().unwrap_or_default()
+}
+
 /// The document a URL names, as Chromium reports a navigation's URL: canonical form,
 /// no fragment. Unparsable URLs are compared as written.
 pub(crate) fn document_url(url: &str) -> String {
@@ -52,7 +57,7 @@ pub(crate) fn document_url(url: &str) -> String {
             u.set_fragment(None);
             u.into()
         }
-        Err(_) => crate::tab::without_fragment(url).to_string(),
+        Err(_) => without_fragment(url).to_string(),
     }
 }
 

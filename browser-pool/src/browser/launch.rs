@@ -1,12 +1,22 @@
 //! One Chromium process: launch with the flags this machine needs (or connect to a remote
-//! one), keep its CDP handler polled, notice when it dies, shut it down without leaving
-//! profiles or zombies behind.
+//! one), keep its CDP handler polled, notice when it dies, open fresh browser contexts in
+//! it, shut it down without leaving profiles or zombies behind.
+//!
+//! Knows the process and its connection only: what the pool keeps about a browser (its
+//! leases, its standby contexts, its URL gate) is `browser.rs`'s.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use chromiumoxide::Page;
 use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::browser::{
+    BrowserContextId, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams,
+};
 use chromiumoxide::handler::viewport::Viewport;
 use chromiumoxide::handler::{Handler, HandlerConfig};
 use futures::StreamExt;
@@ -49,21 +59,11 @@ const DISABLED_FEATURES: &[&str] = &[
     "SpareRendererForSitePerProcess",
 ];
 
-/// A running browser process and the state the pool keeps about it.
-pub(crate) struct LiveBrowser {
+/// A running browser process (or a remote browser) and its CDP connection.
+pub(crate) struct Chromium {
     pub(crate) browser: RwLock<Browser>,
     alive: Arc<AtomicBool>,
     pid: Option<u32>,
-    /// Sessions currently leased on this browser.
-    pub(crate) active: AtomicUsize,
-    /// Sessions ever leased on this browser.
-    pub(crate) served: AtomicU64,
-    /// `served / MEMORY_CHECK_EVERY` when memory was last read (pool recycling).
-    pub(crate) memory_checked: AtomicU64,
-    /// Contexts opened ahead of leases.
-    pub(crate) standby: crate::standby::Standby,
-    /// Where the URL policy's refusals are reported (see `gate.rs`).
-    pub(crate) gate: crate::gate::Gate,
     handler: JoinHandle<()>,
     /// For a remote browser, the address it was reached at; it is never closed by us.
     remote: Option<String>,
@@ -71,8 +71,8 @@ pub(crate) struct LiveBrowser {
     _profile: Option<tempfile::TempDir>,
 }
 
-impl LiveBrowser {
-    pub(crate) async fn launch(cfg: &PoolConfig) -> Result<Arc<LiveBrowser>, PoolError> {
+impl Chromium {
+    pub(crate) async fn launch(cfg: &PoolConfig) -> Result<Chromium, PoolError> {
         let launch_err = |message: String| PoolError::Launch {
             path: cfg.chromium.display().to_string(),
             message,
@@ -125,25 +125,12 @@ impl LiveBrowser {
         }
 
         tracing::debug!(pid, "browser launched");
-        let live = LiveBrowser::watch(browser, handler, pid, None, Some(profile));
-        live.guard_urls(cfg).await?;
-        Ok(live)
-    }
-
-    /// Puts the URL policy at the browser's door (see `gate.rs`), unless it allows all.
-    async fn guard_urls(self: &Arc<Self>, cfg: &PoolConfig) -> Result<(), PoolError> {
-        if cfg.urls.is_open() {
-            return Ok(());
-        }
-        crate::gate::open(self, cfg.urls.clone()).await
+        Ok(Chromium::watch(browser, handler, pid, None, Some(profile)))
     }
 
     /// Connects to a browser someone else runs, by its DevTools WebSocket URL or HTTP
     /// endpoint. Its lifetime is not ours: shutting the pool down leaves it running.
-    pub(crate) async fn connect(
-        cfg: &PoolConfig,
-        url: &str,
-    ) -> Result<Arc<LiveBrowser>, PoolError> {
+    pub(crate) async fn connect(cfg: &PoolConfig, url: &str) -> Result<Chromium, PoolError> {
         let config = HandlerConfig {
             viewport: Some(viewport(cfg)),
             request_timeout: cfg.cdp_timeout,
@@ -163,9 +150,13 @@ impl LiveBrowser {
             message: e.to_string(),
         })?;
         tracing::info!(url, "connected to a remote browser");
-        let live = LiveBrowser::watch(browser, handler, None, Some(url.to_string()), None);
-        live.guard_urls(cfg).await?;
-        Ok(live)
+        Ok(Chromium::watch(
+            browser,
+            handler,
+            None,
+            Some(url.to_string()),
+            None,
+        ))
     }
 
     fn watch(
@@ -174,7 +165,7 @@ impl LiveBrowser {
         pid: Option<u32>,
         remote: Option<String>,
         profile: Option<tempfile::TempDir>,
-    ) -> Arc<LiveBrowser> {
+    ) -> Chromium {
         let alive = Arc::new(AtomicBool::new(true));
         let flag = alive.clone();
         let handler_task = tokio::spawn(async move {
@@ -191,19 +182,14 @@ impl LiveBrowser {
             }
             flag.store(false, Ordering::SeqCst);
         });
-        Arc::new(LiveBrowser {
+        Chromium {
             browser: RwLock::new(browser),
             alive,
             pid,
-            active: AtomicUsize::new(0),
-            served: AtomicU64::new(0),
-            memory_checked: AtomicU64::new(0),
-            standby: Default::default(),
-            gate: Default::default(),
             handler: handler_task,
             remote,
             _profile: profile,
-        })
+        }
     }
 
     /// The address of a remote browser; `None` for one this pool launched.
@@ -232,21 +218,11 @@ impl LiveBrowser {
     }
 
     /// Closes the browser politely, then by force; waits for the process so the profile
-    /// directory can be removed.
-    pub(crate) async fn shutdown(&self) {
+    /// directory can be removed. A remote browser is not ours to close: only the
+    /// connection is dropped.
+    pub(crate) async fn close(&self) {
         self.mark_dead();
         if self.remote.is_some() {
-            // Not ours to close: give back the contexts we opened ahead, then drop the
-            // connection.
-            let browser = self.browser.read().await;
-            for (_, context) in self.standby.drain() {
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(2),
-                    browser.dispose_browser_context(context),
-                )
-                .await;
-            }
-            drop(browser);
             self.handler.abort();
             return;
         }
@@ -264,6 +240,61 @@ impl LiveBrowser {
         }
         self.handler.abort();
     }
+}
+
+/// Opens a fresh browser context with one blank page in `browser`, downloads refused.
+pub(crate) async fn open_context(
+    cfg: &PoolConfig,
+    browser: &Chromium,
+) -> Result<(Page, BrowserContextId), PoolError> {
+    let guard = browser.browser.read().await;
+    let context = tokio::time::timeout(
+        cfg.cdp_timeout,
+        guard.create_browser_context(CreateBrowserContextParams::default()),
+    )
+    .await
+    .map_err(|_| PoolError::Timeout {
+        op: "Target.createBrowserContext",
+        after: cfg.cdp_timeout,
+    })?
+    .map_err(|e| PoolError::from_cdp("Target.createBrowserContext", e))?;
+    // Downloads are refused, but reported (the session turns the events into observations).
+    let deny = SetDownloadBehaviorParams {
+        behavior: SetDownloadBehaviorBehavior::Deny,
+        browser_context_id: Some(context.clone()),
+        download_path: None,
+        events_enabled: Some(true),
+    };
+    match tokio::time::timeout(cfg.cdp_timeout, guard.execute(deny)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "could not deny downloads in a context"),
+        Err(_) => {
+            return Err(PoolError::Timeout {
+                op: "Browser.setDownloadBehavior",
+                after: cfg.cdp_timeout,
+            });
+        }
+    }
+    let params = CreateTargetParams {
+        browser_context_id: Some(context.clone()),
+        ..CreateTargetParams::new("about:blank")
+    };
+    let page = match tokio::time::timeout(cfg.cdp_timeout, guard.new_page(params)).await {
+        Ok(Ok(page)) => page,
+        failure => {
+            let _ =
+                tokio::time::timeout(cfg.cdp_timeout, guard.dispose_browser_context(context)).await;
+            return Err(match failure {
+                Err(_) => PoolError::Timeout {
+                    op: "Target.createTarget",
+                    after: cfg.cdp_timeout,
+                },
+                Ok(Err(e)) => PoolError::from_cdp("Target.createTarget", e),
+                Ok(Ok(_)) => unreachable!("handled above"),
+            });
+        }
+    };
+    Ok((page, context))
 }
 
 fn viewport(cfg: &PoolConfig) -> Viewport {

@@ -4,7 +4,8 @@
 //! interception can only start once the tab exists and is attached, after that request).
 //!
 //! A refused request is recorded as a `blocked` page event in the session whose tab or
-//! frame made it.
+//! frame made it; sessions register here by browser context, and are known by their event
+//! logs and the frames they claim, never by type.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -17,9 +18,9 @@ use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
 use chromiumoxide::cdp::browser_protocol::target::{GetTargetInfoParams, TargetId};
 use futures::StreamExt;
 
+use super::launch::Chromium;
 use crate::error::PoolError;
 use crate::events::{EventLog, PageEvent};
-use crate::launch::LiveBrowser;
 use crate::url_policy::UrlPolicy;
 
 /// Whether a frame or tab id belongs to a session.
@@ -58,9 +59,13 @@ impl Gate {
     }
 }
 
-/// Starts interception on `browser` and answers paused requests by `urls` until the
-/// browser's connection ends.
-pub(crate) async fn open(live: &Arc<LiveBrowser>, urls: UrlPolicy) -> Result<(), PoolError> {
+/// Starts interception on `live` and answers paused requests by `urls` until the
+/// browser's connection ends, reporting refusals to the sessions registered in `gate`.
+pub(crate) async fn open(
+    live: &Arc<Chromium>,
+    gate: &Arc<Gate>,
+    urls: UrlPolicy,
+) -> Result<(), PoolError> {
     let mut paused = {
         let browser = live.browser.read().await;
         let paused = browser
@@ -82,17 +87,23 @@ pub(crate) async fn open(live: &Arc<LiveBrowser>, urls: UrlPolicy) -> Result<(),
         paused
     };
     let weak = Arc::downgrade(live);
+    let gate = gate.clone();
     let urls = Arc::new(urls);
     tokio::spawn(async move {
         while let Some(ev) = paused.next().await {
             // One at a time would make every context's navigation wait for the others'.
-            tokio::spawn(answer(weak.clone(), ev, urls.clone()));
+            tokio::spawn(answer(weak.clone(), gate.clone(), ev, urls.clone()));
         }
     });
     Ok(())
 }
 
-async fn answer(live: Weak<LiveBrowser>, ev: Arc<EventRequestPaused>, urls: Arc<UrlPolicy>) {
+async fn answer(
+    live: Weak<Chromium>,
+    gate: Arc<Gate>,
+    ev: Arc<EventRequestPaused>,
+    urls: Arc<UrlPolicy>,
+) {
     let Some(live) = live.upgrade() else {
         return;
     };
@@ -111,7 +122,7 @@ async fn answer(live: Weak<LiveBrowser>, ev: Arc<EventRequestPaused>, urls: Arc<
                 url: ev.request.url.clone(),
                 reason,
             };
-            match owner(&live, ev.frame_id.inner()).await {
+            match owner(&live, &gate, ev.frame_id.inner()).await {
                 Some(log) => log.push(event),
                 None => tracing::debug!(url = ev.request.url, "refused a request of no session"),
             }
@@ -135,8 +146,8 @@ async fn answer(live: Weak<LiveBrowser>, ev: Arc<EventRequestPaused>, urls: Arc<
 /// knows, else (a tab so new its session has not heard of it) the tab's context. The
 /// browser's lock is held only for the one call, never across the wait below (a recycle
 /// waits for it).
-async fn owner(live: &LiveBrowser, frame: &str) -> Option<EventLog> {
-    if let Some(log) = live.gate.by_frame(frame) {
+async fn owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<EventLog> {
+    if let Some(log) = gate.by_frame(frame) {
         return Some(log);
     }
     // A tab's main frame has the tab's id.
@@ -150,11 +161,11 @@ async fn owner(live: &LiveBrowser, frame: &str) -> Option<EventLog> {
         .await;
     if let Ok(info) = info
         && let Some(context) = &info.result.target_info.browser_context_id
-        && let Some(log) = live.gate.by_context(context.inner())
+        && let Some(log) = gate.by_context(context.inner())
     {
         return Some(log);
     }
     // A frame attached a moment ago: its session learns of it from its own events.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    live.gate.by_frame(frame)
+    gate.by_frame(frame)
 }

@@ -2,8 +2,8 @@
 //! Chromium's slowest per-episode step (150-250 ms on two cores); a browser keeps a few
 //! fresh ones ready so that a lease takes one at once. The next one is opened once the
 //! leasing session's first action (its start page) is done, or when it closes: opened
-//! right at the lease, it would compete with that first navigation for the same cores. A standby context has never been leased: isolation is the same
-//! as opening it on demand.
+//! right at the lease, it would compete with that first navigation for the same cores. A
+//! standby context has never been leased: isolation is the same as opening it on demand.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -13,8 +13,8 @@ use std::time::Duration;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 
+use super::launch::{Chromium, open_context};
 use crate::config::PoolConfig;
-use crate::launch::LiveBrowser;
 
 /// How long a standby page has to answer before it is taken for dead.
 const ANSWER_WITHIN: Duration = Duration::from_millis(500);
@@ -30,12 +30,12 @@ pub(crate) struct Standby {
 }
 
 impl Standby {
-    /// A ready context whose page still answers, if there is one. Its renderer may have
-    /// died while it waited (nothing watches a standby page): such contexts are disposed
-    /// of and the next one is tried.
-    pub(crate) async fn take(browser: &Arc<LiveBrowser>) -> Option<Opened> {
+    /// A ready context of `browser` whose page still answers, if there is one. Its
+    /// renderer may have died while it waited (nothing watches a standby page): such
+    /// contexts are disposed of and the next one is tried.
+    pub(crate) async fn take(&self, browser: &Arc<Chromium>) -> Option<Opened> {
         loop {
-            let (page, context) = browser.standby.ready.lock().expect("standby lock").pop()?;
+            let (page, context) = self.ready.lock().expect("standby lock").pop()?;
             let ping = tokio::time::timeout(ANSWER_WITHIN, page.evaluate_expression("1")).await;
             if matches!(ping, Ok(Ok(_))) {
                 return Some((page, context));
@@ -63,23 +63,18 @@ impl Standby {
         std::mem::take(&mut *self.ready.lock().expect("standby lock"))
     }
 
-    /// Opens contexts in the background until `browser` has `cfg.standby_contexts` ready;
-    /// does nothing while another refill of the same browser runs.
-    pub(crate) fn refill(browser: &Arc<LiveBrowser>, cfg: &PoolConfig) {
+    /// Opens contexts of `browser` in the background until `cfg.standby_contexts` are
+    /// ready; does nothing while another refill of the same browser runs.
+    pub(crate) fn refill(self: &Arc<Self>, browser: &Arc<Chromium>, cfg: &PoolConfig) {
         let want = cfg.standby_contexts;
-        if want == 0 || browser.standby.refilling.swap(true, Ordering::SeqCst) {
+        if want == 0 || self.refilling.swap(true, Ordering::SeqCst) {
             return;
         }
-        let (browser, cfg) = (browser.clone(), cfg.clone());
+        let (standby, browser, cfg) = (self.clone(), browser.clone(), cfg.clone());
         tokio::spawn(async move {
-            while browser.is_alive() && browser.standby.ready() < want {
-                match crate::pool::open_context(&cfg, &browser).await {
-                    Ok(opened) => browser
-                        .standby
-                        .ready
-                        .lock()
-                        .expect("standby lock")
-                        .push(opened),
+            while browser.is_alive() && standby.ready() < want {
+                match open_context(&cfg, &browser).await {
+                    Ok(opened) => standby.ready.lock().expect("standby lock").push(opened),
                     Err(e) => {
                         // The next lease opens its own context and reports the problem.
                         tracing::debug!(error = %e, "opening a standby context failed");
@@ -87,7 +82,7 @@ impl Standby {
                     }
                 }
             }
-            browser.standby.refilling.store(false, Ordering::SeqCst);
+            standby.refilling.store(false, Ordering::SeqCst);
         });
     }
 }
