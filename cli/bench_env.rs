@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use browser_pool::{Action, BrowserPool, PoolConfig, Screen, Session, TreeMemory};
+use browser_pool::{Action, BrowserPool, PoolConfig, PoolScreen, Screen, Session, TreeMemory};
 use clap::Args;
 use engine::environments::{miniwob_done, miniwob_start};
 use engine::policy::miniwob::{MiniWobSolver, SOLVED};

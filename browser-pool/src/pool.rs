@@ -16,7 +16,7 @@ use tokio::sync::{Mutex, Semaphore};
 use crate::config::PoolConfig;
 use crate::error::PoolError;
 use crate::launch::LiveBrowser;
-use crate::screen::Screen;
+use crate::screen::{PoolScreen, Screen};
 use crate::session::Session;
 use crate::standby::Standby;
 

@@ -49,6 +49,7 @@ use crate::js;
 use crate::keys::{KeyCombo, Modifiers};
 use crate::launch::LiveBrowser;
 use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo};
+use crate::screen::PoolScreen;
 use crate::tab::{Life, Tab, without_fragment};
 
 pub(crate) mod frames;

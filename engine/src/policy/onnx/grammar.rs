@@ -4,10 +4,11 @@
 //!
 //! The action language is a regular expression compiled to a lazy DFA; before each token
 //! the tokens whose bytes would lead the DFA into its dead state are masked out, and the
-//! end of text is allowed only where the DFA accepts. The expression is a subset of
-//! `browser_pool::parse_action`'s language, so every complete output parses.
+//! end of text is allowed only where the DFA accepts. The expression is `spaces`'
+//! (derived from the parser's own tables), a subset of `parse_action`'s language, so every
+//! complete output parses.
 
-use browser_pool::{Element, Observation};
+use browser_pool::Observation;
 use regex_automata::hybrid::LazyStateID;
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::util::start;
@@ -16,12 +17,8 @@ use regex_automata::{Anchored, Input};
 use super::OnnxError;
 use crate::policy::output::Grounding;
 
-/// Key names `press` may use: a subset of the pool's key table, plain or with modifiers.
-const KEYS: &str = "Enter|Tab|Escape|Backspace|Delete|ArrowLeft|ArrowUp|ArrowRight|ArrowDown|Home|End|PageUp|PageDown|[a-z0-9]";
 /// Room for the lazy DFA's states: a clear costs a replay of the text so far.
 const CACHE_BYTES: usize = 8 << 20;
-/// A double-quoted string with the escapes the action lexer reads.
-const STRING: &str = r#""([^"\\\x00-\x1f]|\\["\\n])*""#;
 
 /// The actions one observation allows, as a DFA over UTF-8 bytes.
 pub struct ActionGrammar {
@@ -87,73 +84,10 @@ pub fn output_pattern(obs: &Observation, grounding: Grounding, constraint: Const
 }
 
 /// The action expression for `obs`, unanchored (what a server's guided decoding takes as
-/// the whole output): element targets from its element list (none when it has none),
-/// grid points in `Coordinates` grounding, tab numbers from its tab list.
+/// the whole output): `spaces`' expression for the observation, the one definition of the
+/// action language.
 pub fn action_regex(obs: &Observation, grounding: Grounding) -> String {
-    let mut actions: Vec<String> = vec![
-        r"scroll\((down|up)\)".into(),
-        format!(r"goto\({STRING}\)"),
-        r"back\(\)".into(),
-        r"forward\(\)".into(),
-        r"wait\([0-9]{1,4}\)".into(),
-        format!(r"answer\({STRING}\)"),
-        r"stop\(\)".into(),
-        format!(r#"press\("((Control|Shift|Alt|Meta)\+){{0,2}}({KEYS})"\)"#),
-    ];
-    // Element numbers of the elements `keep` picks, as an alternation.
-    let numbers = |keep: &dyn Fn(&Element) -> bool| {
-        let ids: Vec<String> = obs
-            .elements
-            .iter()
-            .filter(|e| keep(e))
-            .map(|e| e.id.to_string())
-            .collect();
-        (!ids.is_empty()).then(|| format!("({})", ids.join("|")))
-    };
-    let (any, typeable, selectable) = match grounding {
-        Grounding::Marks => (
-            numbers(&|_| true),
-            numbers(&takes_text),
-            numbers(&|e| e.tag == "select"),
-        ),
-        // 0-1000 on both axes; what is under a point is not known here.
-        Grounding::Coordinates => {
-            let point = Some("([0-9]{1,3}|1000), ?([0-9]{1,3}|1000)".to_string());
-            (point.clone(), point, None)
-        }
-    };
-    if let Some(t) = &any {
-        actions.push(format!(r"(click|double_click|right_click|hover)\({t}\)"));
-        actions.push(format!(r"scroll\({t}, ?(down|up)\)"));
-        if grounding == Grounding::Marks {
-            actions.push(format!(r"drag\({t}, ?to={t}\)"));
-        }
-    }
-    if let Some(t) = &typeable {
-        actions.push(format!(r"type\({t}, ?{STRING}(, ?clear=false)?\)"));
-    }
-    if let Some(t) = &selectable {
-        actions.push(format!(r"select\({t}, ?{STRING}\)"));
-    }
-    if obs.tabs.len() > 1 {
-        let tabs: Vec<String> = obs.tabs.iter().map(|t| t.number.to_string()).collect();
-        actions.push(format!(r"(switch_tab|close_tab)\(({})\)", tabs.join("|")));
-    }
-    // An optional space first: the prompt may end in `Action:`.
-    format!(" ?({})", actions.join("|"))
-}
-
-/// Elements `type` can fill: text areas, text-like inputs, editable regions.
-fn takes_text(e: &Element) -> bool {
-    const NOT_TEXT: &[&str] = &[
-        "checkbox", "radio", "button", "submit", "reset", "file", "image", "range", "color",
-        "hidden",
-    ];
-    match e.tag.as_str() {
-        "textarea" => true,
-        "input" => !NOT_TEXT.contains(&e.input_type.as_deref().unwrap_or("text")),
-        _ => matches!(e.role.as_str(), "textbox" | "searchbox" | "combobox"),
-    }
+    spaces::pattern::action_regex(obs, grounding)
 }
 
 impl ActionGrammar {
