@@ -4,7 +4,7 @@
 //! that parses as an action); everything before it is the thought. Malformed output is
 //! never a panic: it becomes an error the next observation shows.
 
-use browser_pool::{Action, Element, Target, parse_action};
+use spaces::{Action, Element, Target, parse_action};
 
 pub use spaces::Grounding;
 
