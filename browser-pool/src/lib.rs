@@ -16,23 +16,26 @@
 //! (the agent's problem), a [`PoolError`] is infrastructure (the runner's problem: retry
 //! the episode, never score it).
 //!
-//! This crate knows Chromium and CDP only: no database, no policies, no rubrics, no tasks.
+//! The action grammar, keys, screens and observation types are `spaces`' (re-exported
+//! here); this crate knows Chromium and CDP only: no database, no policies, no rubrics, no
+//! tasks.
 #![deny(missing_docs)]
 
-pub mod action;
 mod ax_tree;
 mod browser;
 mod config;
 mod error;
 mod events;
 mod js;
-mod keys;
 pub mod marks;
-mod observation;
 mod pool;
 mod screen;
 mod session;
 mod url_policy;
+
+// The action and observation spaces live in `spaces`; these keep their paths here.
+pub use spaces::action;
+use spaces::{keys, observation};
 
 pub use action::{Action, ParseError, Scroll, Target, parse as parse_action};
 pub use browser::memory::TreeMemory;
@@ -42,6 +45,6 @@ pub use events::PageEvent;
 pub use keys::{KeyCombo, Modifiers};
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
-pub use screen::Screen;
+pub use screen::{PoolScreen, Screen};
 pub use session::{ActReport, ElementState, Session};
 pub use url_policy::UrlPolicy;

@@ -10,7 +10,7 @@ use crate::browser::LiveBrowser;
 use crate::browser::memory::{TreeMemory, process_tree};
 use crate::config::PoolConfig;
 use crate::error::PoolError;
-use crate::screen::Screen;
+use crate::screen::{PoolScreen, Screen};
 use crate::session::Session;
 
 /// A pool of Chromium processes. Cloning is cheap and shares the pool.

@@ -34,6 +34,7 @@ use crate::error::PoolError;
 use crate::events::EventLog;
 use signals::{OurTab, TabSignals, watch_context};
 use tab::Tab;
+use crate::screen::PoolScreen;
 
 mod act;
 mod cdp;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use browser_pool::{BrowserPool, PoolConfig, Screen};
+use browser_pool::{BrowserPool, PoolConfig, PoolScreen, Screen};
 use tokio::sync::{Mutex, OnceCell, broadcast, mpsc};
 use uuid::Uuid;
 

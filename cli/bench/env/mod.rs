@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use browser_pool::{PoolConfig, Screen};
+use browser_pool::{PoolConfig, PoolScreen, Screen};
 use clap::Args;
 use engine::sites::SitesServer;
 use serde::Serialize;

@@ -1,4 +1,5 @@
-//! Key names and combinations for the `press` action, and their CDP key-event fields.
+//! Key names and combinations for the `press` action, and their CDP key-event fields: the
+//! one key list, which the parser, `Display` and the constrained-decoding expression share.
 
 use std::fmt;
 
@@ -40,16 +41,20 @@ impl Modifiers {
     }
 }
 
-/// CDP fields for one key.
+/// CDP fields for one key (plain data: the session that sends them lives in `browser-pool`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct KeyDef {
+pub struct KeyDef {
+    /// DOM `KeyboardEvent.key`.
     pub key: String,
+    /// DOM `KeyboardEvent.code` (empty where there is none).
     pub code: String,
+    /// The legacy `keyCode`.
     pub key_code: i64,
     /// Text the key types (None for keys that type nothing, or when a modifier suppresses it).
     pub text: Option<String>,
 }
 
+/// The named keys: `key`, `code`, `keyCode`, typed text.
 const NAMED: &[(&str, &str, i64, Option<&str>)] = &[
     ("Enter", "Enter", 13, Some("\r")),
     ("Tab", "Tab", 9, None),
@@ -79,6 +84,28 @@ const NAMED: &[(&str, &str, i64, Option<&str>)] = &[
     ("F11", "F11", 122, None),
     ("F12", "F12", 123, None),
 ];
+
+/// Modifier flags with the name `Display` writes, in the order it writes them, and the
+/// other spellings the parser takes.
+const MODIFIERS: &[(Modifiers, &str, &[&str])] = &[
+    (Modifiers::CONTROL, "Control", &["ctrl"]),
+    (Modifiers::ALT, "Alt", &["option"]),
+    (Modifiers::SHIFT, "Shift", &[]),
+    (Modifiers::META, "Meta", &["cmd", "command", "super"]),
+];
+
+/// The named keys as `Display` writes them (`Space` for the space bar), e.g. for the
+/// constrained-decoding expression.
+pub fn key_names() -> impl Iterator<Item = &'static str> {
+    NAMED
+        .iter()
+        .map(|(k, ..)| if *k == " " { "Space" } else { *k })
+}
+
+/// The modifier names as `Display` writes them, in its order.
+pub fn modifier_names() -> impl Iterator<Item = &'static str> {
+    MODIFIERS.iter().map(|(_, name, _)| *name)
+}
 
 const ALIASES: &[(&str, &str)] = &[
     ("return", "Enter"),
@@ -127,14 +154,13 @@ impl KeyCombo {
         let (last, mods) = parts.split_last().expect("split yields at least one part");
         let mut modifiers = Modifiers::default();
         for m in mods {
-            let flag = match m.to_ascii_lowercase().as_str() {
-                "control" | "ctrl" => Modifiers::CONTROL,
-                "alt" | "option" => Modifiers::ALT,
-                "shift" => Modifiers::SHIFT,
-                "meta" | "cmd" | "command" | "super" => Modifiers::META,
-                other => return Err(format!("unknown modifier `{other}` in `{text}`")),
+            let lower = m.to_ascii_lowercase();
+            let Some((flag, ..)) = MODIFIERS.iter().find(|(_, name, aliases)| {
+                name.eq_ignore_ascii_case(&lower) || aliases.contains(&lower.as_str())
+            }) else {
+                return Err(format!("unknown modifier `{lower}` in `{text}`"));
             };
-            modifiers.insert(flag);
+            modifiers.insert(*flag);
         }
         let key = canonical_key(last).ok_or_else(|| {
             format!("unknown key `{last}` (use a single character or a name such as Enter, Tab, Escape, ArrowDown)")
@@ -143,7 +169,7 @@ impl KeyCombo {
     }
 
     /// The CDP fields for the main key of this combination.
-    pub(crate) fn key_def(&self) -> KeyDef {
+    pub fn key_def(&self) -> KeyDef {
         let suppress_text = self.modifiers.contains(Modifiers::CONTROL)
             || self.modifiers.contains(Modifiers::ALT)
             || self.modifiers.contains(Modifiers::META);
@@ -187,13 +213,8 @@ impl KeyCombo {
 
 impl fmt::Display for KeyCombo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (flag, name) in [
-            (Modifiers::CONTROL, "Control"),
-            (Modifiers::ALT, "Alt"),
-            (Modifiers::SHIFT, "Shift"),
-            (Modifiers::META, "Meta"),
-        ] {
-            if self.modifiers.contains(flag) {
+        for (flag, name, _) in MODIFIERS {
+            if self.modifiers.contains(*flag) {
                 write!(f, "{name}+")?;
             }
         }

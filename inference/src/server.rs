@@ -1,29 +1,30 @@
 //! `surfgym serve-policy`: the ONNX policy behind an OpenAI-compatible
 //! `/v1/chat/completions` endpoint, so inference can run on a GPU machine and rollouts
 //! elsewhere (any OpenAI-style client works; surfgym's HTTP policy is one). Concurrent
-//! requests are generated together ([`batch`]).
+//! requests are generated together through the one batching queue ([`crate::batch`]).
+//! The `cli` starts it; the flags and routes are its.
 
-mod batch;
+mod queue;
 
 use std::sync::{Arc, Mutex};
 
+use crate::grammar::ActionGrammar;
+use crate::{GenParams, Model};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
-use engine::policy::onnx::grammar::ActionGrammar;
-use engine::policy::onnx::{GenParams, Model};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use batch::{BatchStats, Batching, Busy};
+pub use queue::{BatchStats, Batching, Busy};
 
 /// What the endpoint serves.
 #[derive(Clone)]
 pub struct PolicyServer {
-    queue: batch::GenerationQueue,
+    queue: queue::GenerationQueue,
     vision: bool,
     name: String,
 }
@@ -38,7 +39,7 @@ impl PolicyServer {
     ) -> std::io::Result<PolicyServer> {
         let vision = model.lock().unwrap_or_else(|p| p.into_inner()).has_vision();
         Ok(PolicyServer {
-            queue: batch::GenerationQueue::start(model, batching)?,
+            queue: queue::GenerationQueue::start(model, batching)?,
             vision,
             name: name.into(),
         })
@@ -235,7 +236,7 @@ async fn chat(
         stop,
     };
     let as_ids = req.return_tokens_as_token_ids.unwrap_or(false);
-    let job = batch::Job {
+    let job = queue::Job {
         messages: Value::Array(messages),
         images,
         params,
@@ -255,18 +256,18 @@ async fn chat(
                 .into_response();
         }
     };
-    let batch::Done {
+    let queue::Done {
         generation,
         prompt_tokens,
         pieces,
     } = match waiting.await {
         Ok(Ok(done)) => done,
-        Ok(Err(batch::JobError::Request(e))) => return bad("messages", e),
-        Ok(Err(batch::JobError::Model(e))) => return server_error(e),
+        Ok(Err(queue::JobError::Request(e))) => return bad("messages", e),
+        Ok(Err(queue::JobError::Model(e))) => return server_error(e),
         Err(_) => return server_error("the generation thread stopped".into()),
     };
     let finish = match generation.finish {
-        engine::policy::onnx::Finish::Length => "length",
+        crate::Finish::Length => "length",
         _ => "stop",
     };
     let logprobs = req.logprobs.unwrap_or(false).then(|| {
