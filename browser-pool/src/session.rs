@@ -32,9 +32,9 @@ use crate::browser::LiveBrowser;
 use crate::config::PoolConfig;
 use crate::error::PoolError;
 use crate::events::EventLog;
+use crate::screen::PoolScreen;
 use signals::{OurTab, TabSignals, watch_context};
 use tab::Tab;
-use crate::screen::PoolScreen;
 
 mod act;
 mod cdp;
