@@ -1,12 +1,11 @@
-//! Database set-up: `DATABASE_URL` when given, else the private cluster.
-
-use std::process::ExitCode;
+//! Database set-up for the commands: `DATABASE_URL` when given, else the private cluster
+//! under the data directory (started when it is not running).
 
 use anyhow::Context;
 use engine::store::Store;
 use engine::store::cluster::LocalCluster;
 
-use crate::Common;
+use crate::args::Common;
 
 /// A connected store, and the private cluster when this process started one.
 pub struct Database {
@@ -34,25 +33,4 @@ pub async fn open(common: &Common) -> anyhow::Result<Database> {
         url,
         cluster,
     })
-}
-
-/// `surfgym db start`.
-pub async fn start(common: &Common) -> anyhow::Result<ExitCode> {
-    let dir = common.data_dir.join("pg");
-    let cluster = LocalCluster::ensure_started(&dir).await?;
-    Store::connect(&cluster.url()).await?;
-    println!("DATABASE_URL={}", cluster.url());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `surfgym db stop`.
-pub async fn stop(common: &Common) -> anyhow::Result<ExitCode> {
-    let dir = common.data_dir.join("pg");
-    let Some(cluster) = LocalCluster::running(&dir).await? else {
-        println!("no private cluster running in {}", dir.display());
-        return Ok(ExitCode::SUCCESS);
-    };
-    cluster.stop().await?;
-    println!("stopped the private cluster in {}", dir.display());
-    Ok(ExitCode::SUCCESS)
 }

@@ -109,12 +109,12 @@ pub async fn print_failures(store: &Store, campaign: Uuid) -> anyhow::Result<usi
             println!("    infrastructure: {err}");
         }
         if let Some(d) = store.get_episode(e.id).await? {
-            for s in d.steps.iter().filter(|s| s.action_error.is_some()) {
+            for s in d.steps.iter().filter(|s| s.core.action_error.is_some()) {
                 println!(
                     "    step {} {}: {}",
                     s.idx,
-                    s.action,
-                    s.action_error.as_deref().unwrap_or_default()
+                    s.core.action,
+                    s.core.action_error.as_deref().unwrap_or_default()
                 );
             }
             for v in d.verdicts.iter().filter(|v| v.passed == Some(false)) {

@@ -18,7 +18,7 @@ export ORT_DYLIB_PATH="${ort#ORT_DYLIB_PATH=}"
 cargo build --workspace --all-targets
 # The CUDA execution provider is compiled only with `--features cuda`; CI has no GPU to
 # run it, but it must at least build (it once did not, unnoticed).
-cargo check -p engine --features cuda --lib
+cargo check -p inference --features cuda --lib
 
 started_db=""
 if [ -z "${DATABASE_URL:-}" ]; then

@@ -4,29 +4,12 @@
 //! in real Chromium, `export` of a real scripted episode with its screenshots, and a short
 //! `bench soak` over every hostile page.
 
+mod common;
+
 use std::process::{Command, Output};
 
+use common::database_url;
 use sqlx::PgPool;
-
-/// The URL of the test's own database (`#[sqlx::test]` makes one per test).
-fn database_url(pool: &PgPool) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
-    let db = pool
-        .connect_options()
-        .get_database()
-        .expect("a database name")
-        .to_string();
-    let (server, query) = match base.split_once('?') {
-        Some((s, q)) => (s.to_string(), format!("?{q}")),
-        None => (base.clone(), String::new()),
-    };
-    let server = match server.rfind('/') {
-        Some(i) if server[..i].ends_with('/') => server,
-        Some(i) => server[..i].to_string(),
-        None => server,
-    };
-    format!("{server}/{db}{query}")
-}
 
 fn surfgym(args: &[&str], database: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_surfgym"))

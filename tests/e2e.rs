@@ -3,60 +3,24 @@
 //! campaign add up, the dashboard's replay page shows the episode in a real browser (and
 //! escapes what pages and tasks wrote), and the random policy scores clearly lower.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+mod common;
+
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, PoolConfig, Session};
+use browser_pool::Action;
+use common::{js, open_dashboard, serve_web};
 use engine::policy::PolicyRegistry;
-use engine::runner::RunnerConfig;
 use engine::sites::SitesServer;
-use engine::store::{EpisodeFilter, Store, TaskFilter};
+use engine::store::{EpisodeFilter, TaskFilter};
 use engine::{CampaignSpec, Engine};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 async fn setup(pool: PgPool) -> (Engine, SitesServer, usize) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
-    let engine = Engine::new(
-        Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::builtin(),
-    );
-    let report = engine.register_bundled(sites.bases()).await.unwrap();
+    let (engine, sites, report) = common::engine_with_sites(pool, PolicyRegistry::builtin()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     (engine, sites, report.registered)
-}
-
-async fn serve_web(engine: &Engine) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let state = web::AppState {
-        engine: engine.clone(),
-    };
-    tokio::spawn(async move { web::serve(listener, state).await });
-    addr
-}
-
-async fn js(s: &Session, expr: &str) -> Value {
-    s.evaluate(expr)
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{expr}: {e}"))
-}
-
-/// Opens a dashboard page and waits until it has rendered its data.
-async fn open(s: &mut Session, url: &str) {
-    let r = s.act(&Action::Goto(url.to_string())).await.unwrap();
-    assert_eq!(r.error, None);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while js(s, "document.body.dataset.ready === '1'").await != json!(true) {
-        assert!(Instant::now() < deadline, "{url} never became ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn artifact(name: &str) -> std::path::PathBuf {
@@ -100,7 +64,12 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
         let steps: Vec<String> = d
             .steps
             .iter()
-            .map(|s| format!("{} @ {} {:?}", s.action, s.url, s.action_error))
+            .map(|s| {
+                format!(
+                    "{} @ {} {:?}",
+                    s.core.action, s.core.url, s.core.action_error
+                )
+            })
             .collect();
         let facts: Vec<&str> = d
             .verdicts
@@ -158,7 +127,7 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     let detail = store.get_episode(longest.id).await.unwrap().unwrap();
     let addr = serve_web(&engine).await;
     let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    open(&mut s, &format!("http://{addr}/#/episodes/{}", longest.id)).await;
+    open_dashboard(&mut s, &format!("http://{addr}/#/episodes/{}", longest.id)).await;
     assert_eq!(
         js(&s, "document.querySelectorAll('#steps li.step').length").await,
         json!(detail.steps.len())
@@ -208,14 +177,17 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     );
     let action = js(&s, "document.getElementById('action').textContent").await;
     assert!(
-        action.as_str().unwrap().contains(&detail.steps[0].action),
+        action
+            .as_str()
+            .unwrap()
+            .contains(&detail.steps[0].core.action),
         "{action}"
     );
     let png = s.observe().await.unwrap().screenshot.bytes;
     std::fs::write(artifact("replay.jpg"), png).unwrap();
 
     // The campaign page lists every episode.
-    open(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
+    open_dashboard(&mut s, &format!("http://{addr}/#/campaigns/{id}")).await;
     let rows = js(&s, "document.body.innerText").await;
     assert!(rows.as_str().unwrap().contains(&longest.task_id));
     let config = js(&s, "document.getElementById('campaign-config').innerText").await;
@@ -248,7 +220,7 @@ async fn scripted_solves_every_bundled_task_and_the_replay_shows_it(pool: PgPool
     .await
     .unwrap();
     // A new document (the query differs), not the same page's hash again.
-    open(&mut s, &format!("http://{addr}/?again#/campaigns/{id}")).await;
+    open_dashboard(&mut s, &format!("http://{addr}/?again#/campaigns/{id}")).await;
     let warning = js(
         &s,
         "(document.getElementById('campaign-mixed-policies') || {}).innerText || ''",
@@ -313,7 +285,7 @@ async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
         .unwrap();
     let addr = serve_web(&engine).await;
     let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    open(&mut s, &format!("http://{addr}/#/episodes/{}", eps[0].id)).await;
+    open_dashboard(&mut s, &format!("http://{addr}/#/episodes/{}", eps[0].id)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         js(&s, "typeof window.__xss").await,

@@ -6,18 +6,17 @@
 //! unchecked and reporting the calls it saved (replay and campaign page in Chromium), and
 //! a judge that is down never scoring an episode.
 
-use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use browser_pool::PoolConfig;
 use engine::judge::{Evidence, HttpJudge, JudgeBackend, JudgeConfig, ModelJudge, OnnxJudge};
 use engine::policy::http::HttpOptions;
 use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
 use engine::policy::{PolicyError, PolicyRegistry};
-use engine::runner::{PageSnapshot, RunnerConfig};
+use engine::runner::PageSnapshot;
 use engine::sites::SitesServer;
 use engine::store::{EpisodeFilter, Store, TaskFilter};
 use engine::{CampaignSpec, Engine};
@@ -27,10 +26,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 fn tiny() -> OnnxBackend {
-    let data = PathBuf::from(
-        std::env::var("SURFGYM_DATA_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
-    );
+    let data = common::data_dir();
     let dylib = onnx::find_ort_dylib(&data).expect("ONNX Runtime: run ./scripts/setup-python.sh");
     OnnxBackend::load(OnnxOptions::new(data.join("models/tiny-vlm"), dylib)).unwrap()
 }
@@ -78,16 +74,7 @@ async fn judged_tasks(engine: &Engine) -> Vec<String> {
 }
 
 async fn setup(pool: PgPool) -> (Engine, SitesServer) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
-    let engine = Engine::new(
-        Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::builtin(),
-    );
-    engine.register_bundled(sites.bases()).await.unwrap();
+    let (engine, sites, _) = common::engine_with_sites(pool, PolicyRegistry::builtin()).await;
     (engine, sites)
 }
 
@@ -129,7 +116,7 @@ async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>
     for hash in d
         .steps
         .iter()
-        .filter_map(|s| s.screenshot.clone())
+        .filter_map(|s| s.core.screenshot.clone())
         .chain(d.final_screenshot.clone())
     {
         screenshots.push(store.get_blob(&hash).await.unwrap().unwrap().1);
@@ -139,7 +126,7 @@ async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>
         instruction: d.instruction.clone(),
         final_answer: d.summary.final_answer.clone(),
         visited_urls: material.2,
-        titles: d.steps.iter().map(|s| s.title.clone()).collect(),
+        titles: d.steps.iter().map(|s| s.core.title.clone()).collect(),
         final_text: material.0["text"]
             .as_str()
             .map(str::to_string)
@@ -412,12 +399,7 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
     assert_eq!(d.summary.score_of_verified, Some(0.0));
 
     // The replay and the campaign page, in a real browser.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let state = web::AppState {
-        engine: engine.clone(),
-    };
-    tokio::spawn(async move { web::serve(listener, state).await });
+    let addr = common::serve_web(&engine).await;
     let mut s = engine.pool().await.unwrap().lease().await.unwrap();
     let text = open_page(
         &mut s,
@@ -453,25 +435,7 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
 
 /// Opens a dashboard page, waits until it has rendered its data, returns its text.
 async fn open_page(s: &mut browser_pool::Session, url: &str) -> String {
-    let r = s
-        .act(&browser_pool::Action::Goto(url.to_string()))
-        .await
-        .unwrap();
-    assert_eq!(r.error, None);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while s
-        .evaluate("document.body.dataset.ready === '1'")
-        .await
-        .unwrap()
-        .unwrap()
-        != json!(true)
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{url} never became ready"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    common::open_dashboard(s, url).await;
     s.evaluate("document.body.innerText")
         .await
         .unwrap()

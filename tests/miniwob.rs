@@ -8,6 +8,8 @@
 //! tasks carry (BrowserGym's). `scripts/setup-python.sh`
 //! installs MiniWoB++.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -15,7 +17,6 @@ use std::path::PathBuf;
 use browser_pool::PoolConfig;
 use engine::policy::PolicyRegistry;
 use engine::policy::miniwob::SOLVED;
-use engine::runner::RunnerConfig;
 use engine::sites::SitesServer;
 use engine::store::{EpisodeFilter, EpisodeSummary, TaskFilter};
 use engine::{CampaignSpec, Engine};
@@ -32,11 +33,7 @@ const BROWSERGYM_SCREEN: browser_pool::Screen = browser_pool::Screen {
 const SEED: u64 = 2026;
 
 fn miniwob_dir() -> PathBuf {
-    let data = PathBuf::from(
-        std::env::var("SURFGYM_DATA_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
-    );
-    engine::sites::find_miniwob(&data)
+    engine::sites::find_miniwob(&common::data_dir())
         .expect("MiniWoB++'s HTML: run ./scripts/setup-python.sh (or set SURFGYM_MINIWOB_DIR)")
 }
 
@@ -85,12 +82,7 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
     )
     .await
     .unwrap();
-    let engine = Engine::new(
-        engine::store::Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::builtin(),
-    );
+    let engine = common::new_engine(pool, PolicyRegistry::builtin());
     let report = engine
         .register_miniwob(&dir, &sites.bases()["miniwob"])
         .await
@@ -111,7 +103,7 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
         // MiniWoB++'s tasks carry BrowserGym's screen: a 332x214 viewport at 1.5x, so a
         // 498x321 screenshot of the task rather than a mostly blank 1280x720 page.
         assert_eq!(detail.screen, Some(BROWSERGYM_SCREEN), "{}", e.task_id);
-        let shot = detail.steps[0].screenshot.clone().unwrap();
+        let shot = detail.steps[0].core.screenshot.clone().unwrap();
         let (_, bytes) = engine.store().get_blob(&shot).await.unwrap().unwrap();
         let img = image::load_from_memory(&bytes).unwrap();
         assert_eq!((img.width(), img.height()), (498, 321), "{}", e.task_id);
@@ -128,9 +120,9 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
             let actions: Vec<String> = detail
                 .steps
                 .iter()
-                .map(|s| match &s.action_error {
-                    Some(err) => format!("{} [{err}]", s.action),
-                    None => s.action.clone(),
+                .map(|s| match &s.core.action_error {
+                    Some(err) => format!("{} [{err}]", s.core.action),
+                    None => s.core.action.clone(),
                 })
                 .collect();
             problems.push(format!(
@@ -140,7 +132,7 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
                 e.end_reason,
                 e.last_error,
                 detail.instruction,
-                detail.steps.last().and_then(|s| s.thought.clone()),
+                detail.steps.last().and_then(|s| s.core.thought.clone()),
             ));
         }
     }

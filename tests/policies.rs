@@ -3,29 +3,23 @@
 //! `serve-policy` (a real OpenAI-compatible server over the same model), and the HTTP
 //! policy against a server that is down. `scripts/setup-python.sh` provides the model.
 
-use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use browser_pool::PoolConfig;
+use engine::CampaignSpec;
 use engine::policy::http::{HttpOptions, HttpPolicy};
 use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
 use engine::policy::output::{Grounding, parse_output};
 use engine::policy::{BatchLimits, PolicyRegistry};
-use engine::runner::RunnerConfig;
-use engine::sites::SitesServer;
 use engine::store::{EpisodeFilter, Store, TaskFilter};
-use engine::{CampaignSpec, Engine};
 use sqlx::PgPool;
 use uuid::Uuid;
 use web::policy_server::{Batching, PolicyServer};
 
 fn onnx_options() -> OnnxOptions {
-    let data = PathBuf::from(
-        std::env::var("SURFGYM_DATA_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
-    );
+    let data = common::data_dir();
     let dylib = onnx::find_ort_dylib(&data).expect("ONNX Runtime: run ./scripts/setup-python.sh");
     let mut o = OnnxOptions::new(data.join("models/tiny-vlm"), dylib);
     o.generation.max_new_tokens = 16;
@@ -48,9 +42,7 @@ async fn steps_with_logprobs(store: &Store, campaign: Uuid) -> (i64, i64, i64, i
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
+    let sites = common::sites().await;
 
     // serve-policy over the tiny model.
     let server_backend = OnnxBackend::load(onnx_options()).unwrap();
@@ -82,12 +74,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
     down.timeout = Duration::from_secs(2);
     policies.register(Arc::new(HttpPolicy::new("http-down", down).unwrap()));
 
-    let engine = Engine::new(
-        Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        policies,
-    );
+    let engine = common::new_engine(pool, policies);
     engine.register_bundled(sites.bases()).await.unwrap();
     let spec = |policy: &str| CampaignSpec {
         policy: Some(policy.into()),
@@ -164,11 +151,12 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
             );
         }
         assert!(
-            detail.steps.iter().all(|s| s.raw_output.is_some()),
+            detail.steps.iter().all(|s| s.core.raw_output.is_some()),
             "{policy}: the model's text is kept"
         );
         assert!(
             detail.steps.iter().all(|s| s
+                .core
                 .prompt
                 .as_deref()
                 .is_some_and(|p| p.contains(&detail.instruction))),
@@ -178,7 +166,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
         // weights; what must hold is that every step's outcome is the shared parser's verdict
         // on the text the model wrote (engine/tests/http.rs checks a valid completion through
         // the same client with a server whose reply is fixed).
-        for s in &detail.steps {
+        for s in detail.steps.iter().map(|s| &s.core) {
             let raw = s.raw_output.as_deref().unwrap_or_default();
             let (_, parsed) = parse_output(raw, Grounding::Marks, (1280, 720));
             match parsed {

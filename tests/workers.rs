@@ -3,33 +3,21 @@
 //! episode and duplicates none once another worker resumes; three workers run every
 //! episode exactly once.
 
+mod common;
+
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 use std::time::{Duration, Instant};
 
-use browser_pool::PoolConfig;
+use common::database_url;
+use engine::CampaignSpec;
 use engine::policy::PolicyRegistry;
-use engine::runner::RunnerConfig;
 use engine::sites::SitesServer;
 use engine::store::{Store, TaskFilter};
-use engine::{CampaignSpec, Engine};
 use sqlx::PgPool;
 use uuid::Uuid;
-
-/// The URL of the per-test database `#[sqlx::test]` created.
-fn database_url(pool: &PgPool) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set by scripts/test.sh");
-    let db = pool
-        .connect_options()
-        .get_database()
-        .expect("a database name")
-        .to_string();
-    let (server, _) = base.rsplit_once('/').expect("a URL with a database path");
-    format!("{server}/{db}")
-}
 
 /// Signals the process group a worker leads. Never through `kill(1)`: its parsing of
 /// `-<pgid>` is not to be trusted (a mistake there signals every process, `kill -1`).
@@ -137,20 +125,12 @@ impl Drop for Worker {
 }
 
 async fn setup(pool: PgPool) -> (Store, SitesServer, Uuid) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
-    let engine = Engine::new(
-        Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::with_simulated(engine::policy::LatencyModel {
-            median: Duration::from_millis(150),
-            sigma: 0.3,
-            batch_overhead: Duration::ZERO,
-        }),
-    );
-    engine.register_bundled(sites.bases()).await.unwrap();
+    let simulated = PolicyRegistry::with_simulated(engine::policy::LatencyModel {
+        median: Duration::from_millis(150),
+        sigma: 0.3,
+        batch_overhead: Duration::ZERO,
+    });
+    let (engine, sites, _) = common::engine_with_sites(pool, simulated).await;
     let id = engine
         .create_campaign(CampaignSpec {
             policy: Some("scripted-sim".into()),

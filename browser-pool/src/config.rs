@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::screen::PoolScreen;
 use crate::url_policy::UrlPolicy;
 
 /// Everything that shapes how browsers are launched and pages are driven.

@@ -16,37 +16,35 @@
 //! (the agent's problem), a [`PoolError`] is infrastructure (the runner's problem: retry
 //! the episode, never score it).
 //!
-//! This crate knows Chromium and CDP only: no database, no policies, no rubrics, no tasks.
+//! The action grammar, keys, screens and observation types are `spaces`' (re-exported
+//! here); this crate knows Chromium and CDP only: no database, no policies, no rubrics, no
+//! tasks.
 #![deny(missing_docs)]
 
-pub mod action;
 mod ax_tree;
+mod browser;
 mod config;
 mod error;
 mod events;
-mod gate;
 mod js;
-mod keys;
-mod landing;
-mod launch;
 pub mod marks;
-mod memory;
-mod observation;
 mod pool;
 mod screen;
 mod session;
-mod standby;
-mod tab;
 mod url_policy;
 
+// The action and observation spaces live in `spaces`; these keep their paths here.
+pub use spaces::action;
+use spaces::{keys, observation};
+
 pub use action::{Action, ParseError, Scroll, Target, parse as parse_action};
+pub use browser::memory::TreeMemory;
 pub use config::{DialogPolicy, ImageFormat, PoolConfig};
 pub use error::PoolError;
 pub use events::PageEvent;
 pub use keys::{KeyCombo, Modifiers};
-pub use memory::TreeMemory;
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
-pub use screen::Screen;
+pub use screen::{PoolScreen, Screen};
 pub use session::{ActReport, ElementState, Session};
 pub use url_policy::UrlPolicy;

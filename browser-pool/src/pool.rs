@@ -1,24 +1,17 @@
 //! The pool: warm browser processes, leased out one isolated browser context at a time.
 
 use std::sync::Arc;
+use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use chromiumoxide::cdp::browser_protocol::target::{
-    CreateBrowserContextParams, CreateTargetParams,
-};
-use std::sync::Mutex as StdMutex;
-
-use chromiumoxide::cdp::browser_protocol::browser::{
-    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
-};
 use tokio::sync::{Mutex, Semaphore};
 
+use crate::browser::LiveBrowser;
+use crate::browser::memory::{TreeMemory, process_tree};
 use crate::config::PoolConfig;
 use crate::error::PoolError;
-use crate::launch::LiveBrowser;
-use crate::screen::Screen;
+use crate::screen::{PoolScreen, Screen};
 use crate::session::Session;
-use crate::standby::Standby;
 
 /// A pool of Chromium processes. Cloning is cheap and shares the pool.
 ///
@@ -111,7 +104,7 @@ impl BrowserPool {
         });
         let browsers = futures::future::try_join_all(starts).await?;
         for b in &browsers {
-            Standby::refill(b, &cfg);
+            b.refill_standby(&cfg);
         }
         let slots = sources
             .into_iter()
@@ -197,12 +190,12 @@ impl BrowserPool {
             // The pick reserves a place on the browser (`active`), so that leases taken at
             // the same moment spread over the browsers; every failure below gives it back.
             let browser = self.pick_browser().await?;
-            let opened = match Standby::take(&browser).await {
+            let opened = match browser.take_standby().await {
                 Some(ready) => {
                     inner.from_standby.fetch_add(1, Ordering::Relaxed);
                     Ok(ready)
                 }
-                None => open_context(&inner.cfg, &browser).await,
+                None => browser.open_context(&inner.cfg).await,
             };
             match opened {
                 Ok((page, context)) => {
@@ -212,7 +205,7 @@ impl BrowserPool {
                     let session =
                         Session::new(page, context, browser, cfg.clone(), emulate, permit).await;
                     if session.is_err() {
-                        let guard = b.browser.read().await;
+                        let guard = b.browser().read().await;
                         let _ = tokio::time::timeout(
                             inner.cfg.cdp_timeout,
                             guard.dispose_browser_context(ctx),
@@ -287,7 +280,7 @@ impl BrowserPool {
         let limit = cfg.recycle_above_bytes?;
         let due = served / MEMORY_CHECK_EVERY;
         if due > b.memory_checked.swap(due, Ordering::Relaxed) {
-            let used = crate::memory::process_tree(pid).map_or(0, |m| m.pss);
+            let used = process_tree(pid).map_or(0, |m| m.pss);
             if used > limit {
                 return Some("grew past the memory threshold");
             }
@@ -318,7 +311,7 @@ impl BrowserPool {
         let mut n = 0;
         for slot in &self.inner.slots {
             if let Some(b) = slot.browser.lock().await.as_ref() {
-                n += b.standby.ready();
+                n += b.standby_ready();
             }
         }
         n
@@ -339,10 +332,10 @@ impl BrowserPool {
     }
 
     /// Memory of the pool's local browser process trees (remote browsers are not counted).
-    pub async fn memory(&self) -> crate::memory::TreeMemory {
-        let mut total = crate::memory::TreeMemory::default();
+    pub async fn memory(&self) -> TreeMemory {
+        let mut total = TreeMemory::default();
         for pid in self.browser_pids().await {
-            if let Some(m) = crate::memory::process_tree(pid) {
+            if let Some(m) = process_tree(pid) {
                 total += m;
             }
         }
@@ -369,64 +362,4 @@ impl BrowserPool {
             browser.shutdown().await;
         }
     }
-}
-
-pub(crate) async fn open_context(
-    cfg: &PoolConfig,
-    browser: &Arc<LiveBrowser>,
-) -> Result<
-    (
-        chromiumoxide::Page,
-        chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
-    ),
-    PoolError,
-> {
-    let guard = browser.browser.read().await;
-    let context = tokio::time::timeout(
-        cfg.cdp_timeout,
-        guard.create_browser_context(CreateBrowserContextParams::default()),
-    )
-    .await
-    .map_err(|_| PoolError::Timeout {
-        op: "Target.createBrowserContext",
-        after: cfg.cdp_timeout,
-    })?
-    .map_err(|e| PoolError::from_cdp("Target.createBrowserContext", e))?;
-    // Downloads are refused, but reported (the session turns the events into observations).
-    let deny = SetDownloadBehaviorParams {
-        behavior: SetDownloadBehaviorBehavior::Deny,
-        browser_context_id: Some(context.clone()),
-        download_path: None,
-        events_enabled: Some(true),
-    };
-    match tokio::time::timeout(cfg.cdp_timeout, guard.execute(deny)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "could not deny downloads in a context"),
-        Err(_) => {
-            return Err(PoolError::Timeout {
-                op: "Browser.setDownloadBehavior",
-                after: cfg.cdp_timeout,
-            });
-        }
-    }
-    let params = CreateTargetParams {
-        browser_context_id: Some(context.clone()),
-        ..CreateTargetParams::new("about:blank")
-    };
-    let page = match tokio::time::timeout(cfg.cdp_timeout, guard.new_page(params)).await {
-        Ok(Ok(page)) => page,
-        failure => {
-            let _ =
-                tokio::time::timeout(cfg.cdp_timeout, guard.dispose_browser_context(context)).await;
-            return Err(match failure {
-                Err(_) => PoolError::Timeout {
-                    op: "Target.createTarget",
-                    after: cfg.cdp_timeout,
-                },
-                Ok(Err(e)) => PoolError::from_cdp("Target.createTarget", e),
-                Ok(Ok(_)) => unreachable!("handled above"),
-            });
-        }
-    };
-    Ok((page, context))
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use browser_pool::{BrowserPool, PoolConfig, Screen};
+use browser_pool::{BrowserPool, PoolConfig, PoolScreen, Screen};
 use tokio::sync::{Mutex, OnceCell, broadcast, mpsc};
 use uuid::Uuid;
 
@@ -285,7 +285,7 @@ impl Engine {
         base: &str,
     ) -> Result<BundledReport, EngineError> {
         let mut report = BundledReport::default();
-        for name in crate::sites::miniwob_task_names(html_dir) {
+        for name in crate::env::miniwob_task_names(html_dir) {
             match tasks::miniwob_task(&name, base) {
                 Ok(task) => {
                     self.inner.store.upsert_task(&task).await?;

@@ -5,7 +5,8 @@
 //! - [`store`] is the only module that writes SQL; the schema lives in `migrations/`.
 //! - [`policy`] holds the [`policy::Policy`] seam and the built-in policies.
 //! - [`runner`] claims episodes (leases in Postgres), runs them, judges, stores.
-//! - [`sites`] serves the bundled practice websites.
+//! - [`snapshot`] is the final page as the rule judge reads it, below runner and judge.
+//! - [`env`](mod@env) holds the task environments: the bundled practice websites, MiniWoB++.
 //! - [`export`] reads finished episodes out as a dataset for trainers.
 //!
 //! Data flows one way: task → campaign → episode → step → verdict. The engine knows
@@ -13,15 +14,19 @@
 
 pub mod campaign;
 mod engine;
-pub mod environments;
+pub mod env;
 mod error;
 pub mod export;
 pub mod judge;
 pub mod metrics;
 pub mod policy;
 pub mod runner;
-pub mod sites;
+pub mod snapshot;
 pub mod store;
+
+// Where the task environments lived before `env` (the CLI and the tests use these paths).
+pub use env::miniwob as environments;
+pub use env::sites;
 
 pub use campaign::{CampaignConfig, CampaignSpec};
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};

@@ -6,7 +6,8 @@
 //!
 //! Its own test binary so the process-wide parse-failure counter moves only for this test.
 
-use std::net::{IpAddr, Ipv4Addr};
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use browser_pool::PoolConfig;
@@ -14,7 +15,6 @@ use engine::metrics::METRICS;
 use engine::policy::output::{Grounding, parse_output};
 use engine::policy::{Decision, Policy, PolicyError, PolicyRegistry, StepInput};
 use engine::runner::RunnerConfig;
-use engine::sites::SitesServer;
 use engine::store::{EpisodeFilter, Store, TaskFilter};
 use engine::{CampaignSpec, Engine};
 use futures::FutureExt;
@@ -72,9 +72,7 @@ impl Policy for Scripted {
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn malformed_outputs_are_error_observations_and_counted_parse_failures(pool: PgPool) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
+    let sites = common::sites().await;
     let policy = Arc::new(Scripted {
         seen: Mutex::new(Vec::new()),
     });
@@ -123,7 +121,7 @@ async fn malformed_outputs_are_error_observations_and_counted_parse_failures(poo
     let errors: Vec<Option<&str>> = detail
         .steps
         .iter()
-        .map(|s| s.action_error.as_deref())
+        .map(|s| s.core.action_error.as_deref())
         .collect();
     assert_eq!(errors.len(), 8, "{errors:?}");
     for (step, want) in [

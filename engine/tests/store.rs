@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use engine::export::ExportFilter;
 use engine::store::{
-    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepRecord, Store, VerdictOutcome,
+    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepCore, StepRecord, Store, VerdictOutcome,
     VerdictRecord, blob_hash,
 };
 use futures::StreamExt;
@@ -43,24 +43,26 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
     let shot = format!("screenshot of {id}").into_bytes();
     let hash = blob_hash(&shot);
     let step = StepRecord {
-        url: "http://x/".into(),
-        title: "t".into(),
-        screenshot: Some(hash.clone()),
-        elements: json!([]),
-        events: json!([{"kind": "download", "url": "http://x/f.zip", "filename": "f.zip"}]),
-        tabs: json!([{"number": 1, "url": "http://x/", "title": "t", "active": true}]),
-        action: "click(1)".into(),
-        thought: None,
-        raw_output: None,
-        action_error: None,
+        core: StepCore {
+            url: "http://x/".into(),
+            title: "t".into(),
+            screenshot: Some(hash.clone()),
+            elements: json!([]),
+            events: json!([{"kind": "download", "url": "http://x/f.zip", "filename": "f.zip"}]),
+            tabs: json!([{"number": 1, "url": "http://x/", "title": "t", "active": true}]),
+            action: "click(1)".into(),
+            thought: None,
+            raw_output: None,
+            action_error: None,
+            logprob: Some(-0.5),
+            prompt: Some("Task: x\nElements: [1] link".into()),
+            observe_ms: 1,
+            policy_ms: 2,
+            act_ms: 3,
+        },
         click: Some((1.0, 2.0)),
-        logprob: Some(-0.5),
         token_logprobs: vec![-0.25, -0.25],
         token_ids: vec![7, 40_000],
-        prompt: Some("Task: x\nElements: [1] link".into()),
-        observe_ms: 1,
-        policy_ms: 2,
-        act_ms: 3,
     };
     EpisodeRecord {
         id,
@@ -145,9 +147,9 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
     assert_eq!(detail.summary.status, "finished");
     assert_eq!(detail.steps.len(), 3);
     assert_eq!(detail.steps[2].idx, 2);
-    assert_eq!(detail.steps[0].logprob, Some(-0.5));
-    assert_eq!(detail.steps[0].events[0]["filename"], "f.zip");
-    assert_eq!(detail.steps[0].tabs[0]["active"], true);
+    assert_eq!(detail.steps[0].core.logprob, Some(-0.5));
+    assert_eq!(detail.steps[0].core.events[0]["filename"], "f.zip");
+    assert_eq!(detail.steps[0].core.tabs[0]["active"], true);
     assert_eq!(
         store.finished_by(c).await.unwrap(),
         vec![("A".to_string(), 1)],
@@ -257,24 +259,24 @@ async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool)
     let (store, c) = setup(pool, 1).await;
     let a = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
     let mut rec = record(a.id, 2);
-    rec.steps[0].raw_output = Some("Action: click(\0 3)".into());
-    rec.steps[1].title = "Tab\0Title".into();
-    rec.steps[1].elements = json!([{"label": "a\0b"}]);
-    rec.steps[1].tabs = json!([{"title": "t\0"}]);
-    rec.steps[1].events = json!([{"kind": "dialog", "message": "m\0"}]);
-    rec.steps[1].prompt = Some("[1] a\0b".into());
+    rec.steps[0].core.raw_output = Some("Action: click(\0 3)".into());
+    rec.steps[1].core.title = "Tab\0Title".into();
+    rec.steps[1].core.elements = json!([{"label": "a\0b"}]);
+    rec.steps[1].core.tabs = json!([{"title": "t\0"}]);
+    rec.steps[1].core.events = json!([{"kind": "dialog", "message": "m\0"}]);
+    rec.steps[1].core.prompt = Some("[1] a\0b".into());
     rec.final_answer = Some("x\0".into());
     assert!(store.finish_episode("A", &rec).await.unwrap());
     let d = store.get_episode(a.id).await.unwrap().unwrap();
     assert_eq!(
-        d.steps[0].raw_output.as_deref(),
+        d.steps[0].core.raw_output.as_deref(),
         Some("Action: click(\u{FFFD} 3)")
     );
-    assert_eq!(d.steps[1].title, "Tab\u{FFFD}Title");
-    assert_eq!(d.steps[1].elements, json!([{"label": "a\u{FFFD}b"}]));
-    assert_eq!(d.steps[1].tabs, json!([{"title": "t\u{FFFD}"}]));
-    assert_eq!(d.steps[1].events[0]["message"], "m\u{FFFD}");
-    assert_eq!(d.steps[1].prompt.as_deref(), Some("[1] a\u{FFFD}b"));
+    assert_eq!(d.steps[1].core.title, "Tab\u{FFFD}Title");
+    assert_eq!(d.steps[1].core.elements, json!([{"label": "a\u{FFFD}b"}]));
+    assert_eq!(d.steps[1].core.tabs, json!([{"title": "t\u{FFFD}"}]));
+    assert_eq!(d.steps[1].core.events[0]["message"], "m\u{FFFD}");
+    assert_eq!(d.steps[1].core.prompt.as_deref(), Some("[1] a\u{FFFD}b"));
     assert_eq!(d.summary.final_answer.as_deref(), Some("x\u{FFFD}"));
     assert_eq!(
         blob_count(&store).await,
@@ -460,7 +462,7 @@ async fn the_export_yields_each_finished_episode_once_with_its_token_logprobs(po
     assert_eq!(first.steps[0].token_logprobs, Some(vec![-0.25, -0.25]));
     assert_eq!(first.steps[0].token_ids, Some(vec![7, 40_000]));
     assert_eq!(
-        first.steps[0].prompt.as_deref(),
+        first.steps[0].core.prompt.as_deref(),
         Some("Task: x\nElements: [1] link")
     );
     assert!(

@@ -8,7 +8,7 @@
 //! files and [`bundled_tasks`] the tasks written for them.
 //!
 //! Plain models and logic: this crate knows nothing of HTTP servers, browsers or Postgres
-//! (it uses `browser_pool`'s action grammar for reference solutions, not its browsers).
+//! (it uses `spaces`' action grammar for reference solutions; no browser behind it).
 #![deny(missing_docs)]
 
 mod bundled;

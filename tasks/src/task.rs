@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use browser_pool::{Action, Screen};
 use rubrics::{Rubric, RubricSpec};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use spaces::{Action, Screen};
 use url::Url;
 
 /// A task identifier: 1-128 lower-case letters, digits, `-`, `_`, `.`; starts alphanumeric.
@@ -249,7 +249,7 @@ fn parse_setup(v: &serde_json::Value) -> Result<Setup, Vec<FieldError>> {
                     errors.push(FieldError::new(field, "must be a string"));
                     continue;
                 };
-                match browser_pool::parse_action(line) {
+                match spaces::parse_action(line) {
                     Ok(a) if a.is_terminal() => errors.push(FieldError::new(
                         field,
                         format!("`{}` ends an episode; a setup only prepares one", a.name()),
@@ -478,7 +478,7 @@ impl TryFrom<TaskSpec> for Task {
         }
         let mut solution = Vec::new();
         for (i, line) in spec.reference_solution.iter().enumerate() {
-            match browser_pool::parse_action(line) {
+            match spaces::parse_action(line) {
                 Ok(a) => {
                     if a.is_terminal() && i + 1 != spec.reference_solution.len() {
                         errors.push(FieldError::new(

@@ -17,7 +17,7 @@ mod extract;
 mod live;
 pub mod openapi;
 mod page;
-pub mod policy_server;
+pub use inference::server as policy_server;
 mod tasks;
 
 use std::time::Duration;

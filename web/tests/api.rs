@@ -1,24 +1,20 @@
 //! The REST API through the real router (no socket) over a real, freshly migrated Postgres
 //! database per test.
 
+// The root package's test set-up: one copy for every crate's end-to-end tests.
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use browser_pool::PoolConfig;
-use engine::Engine;
 use engine::policy::PolicyRegistry;
-use engine::runner::RunnerConfig;
 use engine::store::Store;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tower::ServiceExt;
 
 fn app(pool: PgPool) -> axum::Router {
-    let engine = Engine::new(
-        Store::from_pool(pool),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        PolicyRegistry::builtin(),
-    );
+    let engine = common::new_engine(pool, PolicyRegistry::builtin());
     web::router(web::AppState { engine })
 }
 
@@ -703,7 +699,7 @@ async fn the_dashboard_is_served(pool: PgPool) {
 
 /// A finished episode as a runner would store it: one step with token log-probabilities.
 fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
-    use engine::store::{EndReason, EpisodeRecord, StepRecord};
+    use engine::store::{EndReason, EpisodeRecord, StepCore, StepRecord};
     EpisodeRecord {
         id,
         end_reason: EndReason::Answered,
@@ -713,24 +709,26 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
         final_screenshot: None,
         final_page: None,
         steps: vec![StepRecord {
-            url: "http://127.0.0.1:8701/".into(),
-            title: "Shop".into(),
-            screenshot: None,
-            elements: json!([]),
-            events: json!([]),
-            tabs: json!([]),
-            action: "answer(\"12.50\")".into(),
-            thought: None,
-            raw_output: Some("answer(\"12.50\")".into()),
-            action_error: None,
+            core: StepCore {
+                url: "http://127.0.0.1:8701/".into(),
+                title: "Shop".into(),
+                screenshot: None,
+                elements: json!([]),
+                events: json!([]),
+                tabs: json!([]),
+                action: "answer(\"12.50\")".into(),
+                thought: None,
+                raw_output: Some("answer(\"12.50\")".into()),
+                action_error: None,
+                logprob: Some(-0.75),
+                prompt: Some("Task: find the price".into()),
+                observe_ms: 1,
+                policy_ms: 1,
+                act_ms: 1,
+            },
             click: None,
-            logprob: Some(-0.75),
             token_logprobs: vec![-0.5, -0.25],
             token_ids: vec![151_643, 12],
-            prompt: Some("Task: find the price".into()),
-            observe_ms: 1,
-            policy_ms: 1,
-            act_ms: 1,
         }],
         verdicts: vec![],
         blobs: vec![],

@@ -16,13 +16,15 @@ use chromiumoxide::cdp::js_protocol::runtime::{
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-use super::{Session, by_value, navigating, value_of};
+use super::Session;
+use super::cdp::{by_value, navigating, value_of};
 use crate::error::PoolError;
 use crate::js;
 
 /// Our world in the top document, as an evaluation names it.
 pub(super) enum World {
-    /// Known from its creation event, by unique id (see [`crate::tab::Tab::world`]).
+    /// Known from its creation event, by unique id (see
+    /// [`Tab::world`](super::tab::Tab::world)).
     Known(String),
     /// Just made (or found) by `Page.createIsolatedWorld`, which answers with a numeric
     /// id: good for the calls that follow at once, never kept.

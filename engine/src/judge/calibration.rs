@@ -18,7 +18,7 @@ use tasks::{Task, TaskSpec};
 use uuid::Uuid;
 
 use super::{Evidence, ModelJudge, judge_episode};
-use crate::runner::PageSnapshot;
+use crate::snapshot::PageSnapshot;
 
 /// One labelled episode.
 #[derive(Debug, Clone, Serialize, Deserialize)]

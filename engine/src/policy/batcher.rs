@@ -1,18 +1,13 @@
-//! The batching queue between episodes and a batched policy backend (TGI's router shape).
-//!
-//! [`Batched`] is a cheap handle holding only a channel sender; one spawned task owns the
-//! queue, forms batches with the pure [`take_batch`] (full, or the oldest request waited
-//! long enough), runs one batch at a time on the backend, and answers every request on
-//! its own channel. Requests whose episode has gone away are dropped when the batch forms;
-//! a failed batch answers every member with the error; the task lives on.
+//! The rollout policy's side of the batching queue: [`Batched`] is a [`Policy`] that sends
+//! every step through `inference`'s one [`BatchQueue`] to a [`BatchBackend`] (an ONNX
+//! session, a model server), and counts the queue in the engine's metrics.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio::sync::{mpsc, oneshot};
+pub use inference::batch::{BatchLimits, CloseReason, take_batch};
+use inference::batch::{BatchQueue, BatchRunner, QueueObserver};
 
 use super::{Decision, Policy, PolicyCard, PolicyError, StepInput};
 use crate::metrics::METRICS;
@@ -31,54 +26,38 @@ pub trait BatchBackend: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Vec<Result<Decision, PolicyError>>, PolicyError>>;
 }
 
-/// How batches are formed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchLimits {
-    /// Largest batch.
-    pub max_batch: usize,
-    /// Longest a request waits for companions before a partial batch runs.
-    pub max_wait: Duration,
-}
+/// A backend as the queue runs it.
+struct Runner(Arc<dyn BatchBackend>);
 
-/// Why a batch was closed (a metric and span field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseReason {
-    /// It reached `max_batch`.
-    Full,
-    /// Its oldest request waited `max_wait`.
-    WaitedOut,
-    /// The queue is shutting down: run what is left.
-    Shutdown,
-}
+impl BatchRunner for Runner {
+    type Request = StepInput;
+    type Answer = Decision;
+    type Error = PolicyError;
 
-/// The batching decision, free of clocks and channels: given the queue length, how long
-/// its oldest request has waited, and whether input has ended, returns how many requests
-/// to take now and why, or `None` to keep waiting.
-pub fn take_batch(
-    queued: usize,
-    oldest_waited: Duration,
-    limits: BatchLimits,
-    closing: bool,
-) -> Option<(usize, CloseReason)> {
-    if queued == 0 {
-        return None;
+    fn run(
+        &self,
+        batch: Vec<StepInput>,
+    ) -> BoxFuture<'_, Result<Vec<Result<Decision, PolicyError>>, PolicyError>> {
+        self.0.run_batch(batch)
     }
-    let max = limits.max_batch.max(1);
-    if queued >= max {
-        Some((max, CloseReason::Full))
-    } else if closing {
-        Some((queued, CloseReason::Shutdown))
-    } else if oldest_waited >= limits.max_wait {
-        Some((queued, CloseReason::WaitedOut))
-    } else {
-        None
+
+    fn miscounted(&self, answered: usize, asked: usize) -> PolicyError {
+        PolicyError::Failed(format!("backend answered {answered} of {asked} requests"))
     }
 }
 
-struct Entry {
-    input: StepInput,
-    reply: oneshot::Sender<Result<Decision, PolicyError>>,
-    queued: Instant,
+/// The queue in the engine's metrics.
+struct Metrics;
+
+impl QueueObserver for Metrics {
+    fn queued(&self) {
+        METRICS.policy_queue.add(1);
+    }
+
+    fn batch(&self, size: usize, _reason: CloseReason) {
+        METRICS.policy_queue.add(-(size as i64));
+        METRICS.policy_batch_size.observe(size as f64);
+    }
 }
 
 /// A [`Policy`] that funnels every request through a batching queue to a backend.
@@ -86,7 +65,7 @@ struct Entry {
 pub struct Batched {
     name: String,
     card: PolicyCard,
-    tx: mpsc::Sender<Entry>,
+    queue: BatchQueue<Runner>,
 }
 
 impl Batched {
@@ -96,15 +75,20 @@ impl Batched {
         backend: Arc<dyn BatchBackend>,
         limits: BatchLimits,
     ) -> Batched {
-        // Bounded: when the backend falls behind, episodes wait here rather than pile up.
-        let (tx, rx) = mpsc::channel(limits.max_batch.max(1) * 8);
         let name = name.into();
         let card = backend
             .card(&name)
             .with("max_batch", limits.max_batch)
             .with("max_wait_ms", limits.max_wait.as_millis() as u64);
-        tokio::spawn(batching_task(backend, limits, rx));
-        Batched { name, card, tx }
+        // Bounded: when the backend falls behind, episodes wait here rather than pile up.
+        let capacity = limits.max_batch.max(1) * 8;
+        let queue = BatchQueue::start(
+            Arc::new(Runner(backend)),
+            limits,
+            capacity,
+            Arc::new(Metrics),
+        );
+        Batched { name, card, queue }
     }
 }
 
@@ -119,17 +103,11 @@ impl Policy for Batched {
 
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async move {
-            let (reply, rx) = oneshot::channel();
-            let entry = Entry {
-                input,
-                reply,
-                queued: Instant::now(),
-            };
-            self.tx
-                .send(entry)
+            let rx = self
+                .queue
+                .submit(input)
                 .await
-                .map_err(|_| PolicyError::Unavailable("the batching queue has stopped".into()))?;
-            METRICS.policy_queue.add(1);
+                .map_err(|e| PolicyError::Unavailable(e.to_string()))?;
             rx.await.unwrap_or_else(|_| {
                 Err(PolicyError::Unavailable(
                     "the batching task dropped the request".into(),
@@ -137,116 +115,5 @@ impl Policy for Batched {
             })
         }
         .boxed()
-    }
-}
-
-async fn batching_task(
-    backend: Arc<dyn BatchBackend>,
-    limits: BatchLimits,
-    mut rx: mpsc::Receiver<Entry>,
-) {
-    let mut queue: VecDeque<Entry> = VecDeque::new();
-    let mut closing = false;
-    loop {
-        // Requests whose episode gave up waiting are not worth computing.
-        queue.retain(|e| !e.reply.is_closed());
-        let waited = queue.front().map_or(Duration::ZERO, |e| e.queued.elapsed());
-        match take_batch(queue.len(), waited, limits, closing) {
-            Some((n, reason)) => {
-                let batch: Vec<Entry> = queue.drain(..n).collect();
-                METRICS.policy_queue.add(-(n as i64));
-                METRICS.policy_batch_size.observe(n as f64);
-                tracing::trace!(size = n, reason = ?reason, "policy batch");
-                run(&*backend, batch).await;
-            }
-            None if closing => return,
-            None => {
-                let wait = limits.max_wait.saturating_sub(waited);
-                let next = if queue.is_empty() {
-                    rx.recv().await
-                } else {
-                    match tokio::time::timeout(wait, rx.recv()).await {
-                        Ok(next) => next,
-                        Err(_) => continue,
-                    }
-                };
-                match next {
-                    Some(e) => queue.push_back(e),
-                    None => closing = true,
-                }
-                // Take everything already waiting in the channel without sleeping.
-                while let Ok(e) = rx.try_recv() {
-                    queue.push_back(e);
-                }
-            }
-        }
-    }
-}
-
-async fn run(backend: &dyn BatchBackend, batch: Vec<Entry>) {
-    let (inputs, replies): (Vec<_>, Vec<_>) = batch.into_iter().map(|e| (e.input, e.reply)).unzip();
-    let n = inputs.len();
-    match backend.run_batch(inputs).await {
-        Ok(results) if results.len() == n => {
-            for (reply, r) in replies.into_iter().zip(results) {
-                let _ = reply.send(r);
-            }
-        }
-        Ok(results) => {
-            let e = PolicyError::Failed(format!(
-                "backend answered {} of {n} requests",
-                results.len()
-            ));
-            for reply in replies {
-                let _ = reply.send(Err(e.clone()));
-            }
-        }
-        Err(e) => {
-            for reply in replies {
-                let _ = reply.send(Err(e.clone()));
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const L: BatchLimits = BatchLimits {
-        max_batch: 4,
-        max_wait: Duration::from_millis(50),
-    };
-
-    #[test]
-    fn batches_close_when_full_waited_out_or_shutting_down() {
-        let ms = Duration::from_millis;
-        assert_eq!(take_batch(0, ms(999), L, false), None);
-        assert_eq!(take_batch(0, ms(0), L, true), None);
-        assert_eq!(
-            take_batch(2, ms(10), L, false),
-            None,
-            "keeps waiting for companions"
-        );
-        assert_eq!(
-            take_batch(2, ms(50), L, false),
-            Some((2, CloseReason::WaitedOut))
-        );
-        assert_eq!(take_batch(4, ms(0), L, false), Some((4, CloseReason::Full)));
-        assert_eq!(
-            take_batch(9, ms(0), L, false),
-            Some((4, CloseReason::Full)),
-            "never above max"
-        );
-        assert_eq!(
-            take_batch(3, ms(0), L, true),
-            Some((3, CloseReason::Shutdown))
-        );
-        let one = BatchLimits { max_batch: 0, ..L };
-        assert_eq!(
-            take_batch(2, ms(0), one, false),
-            Some((1, CloseReason::Full)),
-            "max 0 means 1"
-        );
     }
 }

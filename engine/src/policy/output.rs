@@ -4,16 +4,9 @@
 //! that parses as an action); everything before it is the thought. Malformed output is
 //! never a panic: it becomes an error the next observation shows.
 
-use browser_pool::{Action, Element, Target, parse_action};
+use spaces::{Action, Element, Target, parse_action};
 
-/// How the model's actions address the page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Grounding {
-    /// By element number, from a numbered element list (set-of-marks).
-    Marks,
-    /// By `x, y` on a 0-1000 grid over the screenshot (the Qwen-VL computer-use convention).
-    Coordinates,
-}
+pub use spaces::Grounding;
 
 /// The longest output accepted; longer is a runaway generation.
 pub const MAX_OUTPUT_CHARS: usize = 4000;

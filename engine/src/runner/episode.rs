@@ -10,10 +10,11 @@ use browser_pool::{Action, BrowserPool, Observation, PoolError, Screen, Session}
 use tasks::{Setup, Task};
 use uuid::Uuid;
 
-use super::snapshot::PageSnapshot;
+use crate::env::EnvError;
 use crate::metrics::METRICS;
 use crate::policy::{Decision, PastStep, Policy, PolicyError, StepInput};
-use crate::store::{Blob, EndReason, StepRecord, StoreError};
+use crate::snapshot::PageSnapshot;
+use crate::store::{Blob, EndReason, StepCore, StepRecord, StoreError};
 
 /// An infrastructure failure: the episode is retried, never scored.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,15 @@ pub enum InfraError {
         /// Why.
         message: String,
     },
+}
+
+impl From<EnvError> for InfraError {
+    fn from(e: EnvError) -> InfraError {
+        match e {
+            EnvError::Browser(e) => InfraError::Browser(e),
+            EnvError::Setup(why) => InfraError::Setup(why),
+        }
+    }
 }
 
 impl InfraError {
@@ -209,15 +219,13 @@ impl Episode {
         }
         let instruction: Arc<str> = match run.task.setup {
             None | Some(Setup::Actions(_)) => run.task.instruction.as_str().into(),
-            Some(Setup::MiniWob) => {
-                match crate::environments::miniwob_start(&session, run.seed).await {
-                    Ok(utterance) => utterance.into(),
-                    Err(e) => {
-                        session.close().await;
-                        return Err(e);
-                    }
+            Some(Setup::MiniWob) => match crate::env::miniwob_start(&session, run.seed).await {
+                Ok(utterance) => utterance.into(),
+                Err(e) => {
+                    session.close().await;
+                    return Err(e.into());
                 }
-            }
+            },
         };
         Ok(Episode {
             run,
@@ -308,24 +316,26 @@ impl Episode {
         };
         let obs = &pending.observation;
         let mut record = StepRecord {
-            url: obs.url.clone(),
-            title: obs.title.clone(),
-            screenshot: Some(pending.screenshot.clone()),
-            elements: serde_json::to_value(&obs.elements).unwrap_or_default(),
-            events: serde_json::to_value(&obs.events).unwrap_or_default(),
-            tabs: serde_json::to_value(&obs.tabs).unwrap_or_default(),
-            action: String::new(),
-            thought: decision.thought.clone(),
-            raw_output: Some(decision.raw_output.clone()),
-            action_error: None,
+            core: StepCore {
+                url: obs.url.clone(),
+                title: obs.title.clone(),
+                screenshot: Some(pending.screenshot.clone()),
+                elements: serde_json::to_value(&obs.elements).unwrap_or_default(),
+                events: serde_json::to_value(&obs.events).unwrap_or_default(),
+                tabs: serde_json::to_value(&obs.tabs).unwrap_or_default(),
+                action: String::new(),
+                thought: decision.thought.clone(),
+                raw_output: Some(decision.raw_output.clone()),
+                action_error: None,
+                logprob: decision.logprob,
+                prompt: decision.prompt.clone(),
+                observe_ms: ms(pending.observe),
+                policy_ms: ms(policy_time),
+                act_ms: 0,
+            },
             click: None,
-            logprob: decision.logprob,
             token_logprobs: decision.token_logprobs.clone(),
             token_ids: paired_ids(&decision),
-            prompt: decision.prompt.clone(),
-            observe_ms: ms(pending.observe),
-            policy_ms: ms(policy_time),
-            act_ms: 0,
         };
         METRICS.steps.inc();
         // Every policy's action goes through here, so this is where element numbers are
@@ -336,7 +346,7 @@ impl Episode {
         match action {
             Ok(action) => {
                 self.policy_errors = 0;
-                record.action = action.to_string();
+                record.core.action = action.to_string();
                 if action.is_terminal() {
                     match &action {
                         Action::Answer(a) => {
@@ -352,19 +362,19 @@ impl Episode {
                 let t = Instant::now();
                 let report = self.session.act(&action).await?;
                 METRICS.act_seconds.time(t.elapsed());
-                record.act_ms = ms(t.elapsed());
-                record.action_error = report.error.clone();
+                record.core.act_ms = ms(t.elapsed());
+                record.core.action_error = report.error.clone();
                 record.click = report.point;
                 if self.run.task.setup == Some(Setup::MiniWob)
-                    && crate::environments::miniwob_done(&self.session).await?
+                    && crate::env::miniwob_done(&self.session).await?
                 {
                     self.end = Some(EndReason::EnvDone);
                 }
                 self.history.push(PastStep {
                     observation: Some(pending.observation.clone()),
                     screenshot: pending.screenshot.clone(),
-                    thought: record.thought.clone(),
-                    action: record.action.clone(),
+                    thought: record.core.thought.clone(),
+                    action: record.core.action.clone(),
                     url: obs.url.clone(),
                     title: obs.title.clone(),
                     error: report.error,
@@ -373,15 +383,15 @@ impl Episode {
             Err(message) => {
                 METRICS.parse_failures.inc();
                 self.policy_errors += 1;
-                record.action = decision.raw_output.clone();
-                record.action_error = Some(message.clone());
+                record.core.action = decision.raw_output.clone();
+                record.core.action_error = Some(message.clone());
                 self.session.report_error(format!(
                     "your last output was not a valid action: {message}"
                 ));
                 self.history.push(PastStep {
                     observation: Some(pending.observation.clone()),
                     screenshot: pending.screenshot.clone(),
-                    thought: record.thought.clone(),
+                    thought: record.core.thought.clone(),
                     action: decision.raw_output,
                     url: obs.url.clone(),
                     title: obs.title.clone(),

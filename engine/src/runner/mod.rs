@@ -11,10 +11,10 @@
 //! steps together with one batched policy call per step: the naive baseline, kept to
 //! measure the difference).
 
+mod capture;
 mod episode;
 mod lockstep;
 mod pipeline;
-mod snapshot;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,9 +24,9 @@ use browser_pool::BrowserPool;
 use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
+pub use crate::snapshot::{PageCapture, PageSnapshot};
 pub use episode::{Episode, EpisodeRun, Finished, InfraError, POLICY_CALL_RETRIES};
 pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
-pub use snapshot::{PageCapture, PageSnapshot};
 
 use crate::campaign::{CampaignConfig, Mode};
 use crate::error::EngineError;

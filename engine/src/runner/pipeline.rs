@@ -147,7 +147,7 @@ fn evidence(f: &Finished) -> Evidence {
     let mut screenshots: Vec<Vec<u8>> = f
         .steps
         .iter()
-        .filter_map(|s| s.screenshot.as_deref().and_then(blob))
+        .filter_map(|s| s.core.screenshot.as_deref().and_then(blob))
         .collect();
     if let Some(last) = blob(&f.final_screenshot) {
         screenshots.push(last);
@@ -160,7 +160,7 @@ fn evidence(f: &Finished) -> Evidence {
             .unwrap_or_else(|| f.run.task.instruction.clone()),
         final_answer: f.final_answer.clone(),
         visited_urls: f.visited.clone(),
-        titles: f.steps.iter().map(|s| s.title.clone()).collect(),
+        titles: f.steps.iter().map(|s| s.core.title.clone()).collect(),
         final_text: f.snapshot.text.clone(),
         screenshots,
         reference_answer: f.run.task.reference_answer.clone(),

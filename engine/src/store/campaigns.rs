@@ -5,8 +5,7 @@ use serde::Serialize;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use super::{Store, StoreError};
-use crate::policy::PolicyCard;
+use super::{PolicyCard, Store, StoreError};
 
 /// Episodes of a campaign by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -4,9 +4,13 @@
 //! `query`/`query_as` with binds, so no database is needed at compile time. An episode's
 //! steps, verdicts and outcome are written in one transaction, fenced by the runner's
 //! lease: a runner that lost its lease cannot store a duplicate.
+//!
+//! The store owns the types it stores (episode records, the [`PolicyCard`]) and imports
+//! nothing from the layers above it: policies, the runner and the judge.
 
 mod blobs;
 mod campaigns;
+mod card;
 pub mod cluster;
 mod episodes;
 mod sanitize;
@@ -19,9 +23,10 @@ use sqlx::postgres::PgPoolOptions;
 
 pub use blobs::{Blob, hash as blob_hash};
 pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode, PolicyUse};
+pub use card::{PolicyCard, Sampling};
 pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
-    EpisodeSummary, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
+    EpisodeSummary, StepCore, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
 };
 pub use tasks::{TaskFilter, TaskView};
 

@@ -61,16 +61,16 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
         || nul_opt(&r.instruction)
         || r.visited_urls.iter().any(|u| nul(u))
         || r.steps.iter().any(|s| {
-            nul(&s.url)
-                || nul(&s.title)
-                || nul(&s.action)
-                || nul_opt(&s.thought)
-                || nul_opt(&s.raw_output)
-                || nul_opt(&s.action_error)
-                || nul_opt(&s.prompt)
-                || has_nul_json(&s.elements)
-                || has_nul_json(&s.events)
-                || has_nul_json(&s.tabs)
+            nul(&s.core.url)
+                || nul(&s.core.title)
+                || nul(&s.core.action)
+                || nul_opt(&s.core.thought)
+                || nul_opt(&s.core.raw_output)
+                || nul_opt(&s.core.action_error)
+                || nul_opt(&s.core.prompt)
+                || has_nul_json(&s.core.elements)
+                || has_nul_json(&s.core.events)
+                || has_nul_json(&s.core.tabs)
         })
         || r.verdicts.iter().any(|v| {
             let texts = match &v.outcome {
@@ -114,16 +114,16 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
     clean_opt(&mut c.instruction);
     c.visited_urls.iter_mut().for_each(clean);
     for s in &mut c.steps {
-        clean(&mut s.url);
-        clean(&mut s.title);
-        clean(&mut s.action);
-        clean_opt(&mut s.thought);
-        clean_opt(&mut s.raw_output);
-        clean_opt(&mut s.action_error);
-        clean_opt(&mut s.prompt);
-        clean_json(&mut s.elements);
-        clean_json(&mut s.events);
-        clean_json(&mut s.tabs);
+        clean(&mut s.core.url);
+        clean(&mut s.core.title);
+        clean(&mut s.core.action);
+        clean_opt(&mut s.core.thought);
+        clean_opt(&mut s.core.raw_output);
+        clean_opt(&mut s.core.action_error);
+        clean_opt(&mut s.core.prompt);
+        clean_json(&mut s.core.elements);
+        clean_json(&mut s.core.events);
+        clean_json(&mut s.core.tabs);
     }
     for v in &mut c.verdicts {
         if let VerdictOutcome::Checked {

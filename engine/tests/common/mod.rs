@@ -8,7 +8,12 @@ use std::sync::Arc;
 
 use browser_pool::{BrowserPool, PoolConfig};
 use engine::policy::onnx::{GenParams, Generation, Model, Prompt};
+use engine::policy::{Policy, PolicyRegistry};
+use engine::runner::RunnerConfig;
 use engine::sites::SitesServer;
+use engine::store::{Store, TaskFilter};
+use engine::{CampaignSpec, Engine};
+use sqlx::PgPool;
 
 /// The first step of a task with `instruction` (its rubric never consulted) on
 /// `observation`.
@@ -73,14 +78,57 @@ pub fn assert_batch_invariant(
     batched
 }
 
+/// The bundled practice sites on loopback, each on a free port.
+pub async fn sites() -> SitesServer {
+    SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap()
+}
+
 /// The bundled sites on loopback, the shop's base URL, and a one-browser pool.
 pub async fn shop_and_pool() -> (SitesServer, String, BrowserPool) {
-    let sites = SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
-        .await
-        .unwrap();
+    let sites = sites().await;
     let shop = sites.bases()["shop"].clone();
     let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
     cfg.browsers = 1;
     cfg.contexts_per_browser = 2;
     (sites, shop, BrowserPool::launch(cfg).await.unwrap())
+}
+
+/// The bundled sites and an engine over the test's database with the built-in policies and
+/// `extra`, the bundled tasks registered, two contexts per browser.
+pub async fn engine(pool: PgPool, extra: Vec<Arc<dyn Policy>>) -> (Engine, SitesServer) {
+    engine_with(pool, extra, RunnerConfig::for_this_process()).await
+}
+
+/// [`engine`] with its runner configured.
+pub async fn engine_with(
+    pool: PgPool,
+    extra: Vec<Arc<dyn Policy>>,
+    runner: RunnerConfig,
+) -> (Engine, SitesServer) {
+    let sites = sites().await;
+    let mut policies = PolicyRegistry::builtin();
+    for p in extra {
+        policies.register(p);
+    }
+    let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
+    cfg.contexts_per_browser = 2;
+    let engine = Engine::new(Store::from_pool(pool), cfg, runner, policies);
+    let report = engine.register_bundled(sites.bases()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    (engine, sites)
+}
+
+/// A campaign of the easy wiki tasks with `policy`.
+pub fn wiki_easy(policy: &str) -> CampaignSpec {
+    CampaignSpec {
+        policy: Some(policy.into()),
+        tasks: Some(TaskFilter {
+            site: Some("wiki".into()),
+            difficulty: Some("easy".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }

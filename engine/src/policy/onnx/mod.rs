@@ -1,4 +1,5 @@
-//! A vision-language policy served by ONNX Runtime, in the onnx-community export layout
+//! The `onnx` policy: a vision-language model served by ONNX Runtime (the model itself,
+//! its processors and constrained decoding are `inference`'s), in the onnx-community export layout
 //! (`vision_encoder`, `embed_tokens`, `decoder_model_merged`) of SmolVLM / Idefics3 (image
 //! tiles) and Qwen2-VL / Qwen2.5-VL (patch rows with `grid_thw`, M-RoPE positions); text-only
 //! Llama exports such as the converted SmolLM2 work without the vision part.
@@ -7,14 +8,16 @@
 //! requests are padded and generated as one batch on a blocking thread (ONNX Runtime's
 //! `run` is synchronous and needs `&mut` on its session).
 
-pub mod config;
-pub mod grammar;
-pub mod image;
-pub mod model;
+#[cfg(test)]
+mod grammar_tests;
 pub mod prompt;
-pub mod qwen2vl;
 
-use std::path::{Path, PathBuf};
+// The model, its processors and the grammar live in `inference`; these keep their paths.
+pub use inference::{
+    OnnxError, config, expand_images, find_ort_dylib, grammar, image, model, qwen2vl,
+};
+
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
@@ -27,20 +30,6 @@ use super::output::{Grounding, parse_output};
 use super::{
     BatchBackend, BatchLimits, Batched, Decision, PolicyCard, PolicyError, Sampling, StepInput,
 };
-
-/// Why a model could not be loaded or run.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum OnnxError {
-    /// The model directory is incomplete or inconsistent.
-    #[error("model: {0}")]
-    Model(String),
-    /// ONNX Runtime failed.
-    #[error("ONNX Runtime: {0}")]
-    Runtime(String),
-    /// A prompt could not be built.
-    #[error("prompt: {0}")]
-    Prompt(String),
-}
 
 /// How to load and run the policy.
 #[derive(Debug, Clone)]
@@ -93,33 +82,6 @@ impl OnnxOptions {
             constrained: None,
         }
     }
-}
-
-/// `libonnxruntime.so.*`: `$ORT_DYLIB_PATH`, else the onnxruntime wheel in the project's
-/// Python venv (`scripts/setup-python.sh` installs it).
-pub fn find_ort_dylib(data_dir: &Path) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from) {
-        return p.exists().then_some(p);
-    }
-    let lib = data_dir.join("venv/lib");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(lib)
-        .ok()?
-        .filter_map(Result::ok)
-        .flat_map(|e| {
-            std::fs::read_dir(e.path().join("site-packages/onnxruntime/capi"))
-                .into_iter()
-                .flatten()
-        })
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libonnxruntime.so."))
-        })
-        .collect();
-    found.sort();
-    found.pop()
 }
 
 /// The ONNX model behind the batching queue.
@@ -239,46 +201,6 @@ impl OnnxBackend {
             })
             .collect())
     }
-}
-
-/// Replaces each image placeholder the template wrote (`<image>`, `<|image_pad|>`) with the
-/// processor's expansion of that image, and prepares the images for the vision encoder.
-pub fn expand_images(
-    text: &str,
-    images: &[::image::DynamicImage],
-    cfg: &config::ModelConfig,
-) -> Result<Prompt, OnnxError> {
-    let pieces: Vec<&str> = text.split(cfg.layout.placeholder()).collect();
-    if pieces.len() - 1 != images.len() {
-        return Err(OnnxError::Prompt(format!(
-            "the template wrote {} image placeholders for {} images",
-            pieces.len() - 1,
-            images.len()
-        )));
-    }
-    let mut out = String::from(pieces[0]);
-    let mut prepared = Vec::with_capacity(images.len());
-    for (img, rest) in images.iter().zip(&pieces[1..]) {
-        match &cfg.layout {
-            config::VisionLayout::Idefics3 => {
-                let p = image::prepare(img, &cfg.image);
-                out.push_str(&image::prompt_tokens(p.grid, cfg.image_seq_len));
-                prepared.push(Pixels::Tiles(p));
-            }
-            config::VisionLayout::Qwen2Vl(q) => {
-                let p = qwen2vl::prepare(img, &cfg.image, q).map_err(OnnxError::Prompt)?;
-                out.push_str(&qwen2vl::prompt_tokens(&p, q.merge));
-                prepared.push(Pixels::Patches(p));
-            }
-        }
-        out.push_str(rest);
-    }
-    Ok(Prompt {
-        text: out,
-        rendered: text.to_string(),
-        images: prepared,
-        grammar: None,
-    })
 }
 
 impl BatchBackend for OnnxBackend {

@@ -1,0 +1,64 @@
+//! `surfgym bench ...`: benchmarks that print figures, one module each. What several of
+//! them share: summary statistics (`stats`), readings of /proc (`procfs`), the pool they
+//! drive, and episodes run on the pool directly without the runner (`episode`).
+
+mod env;
+mod episode;
+mod policy;
+mod procfs;
+mod rollout;
+mod soak;
+mod stats;
+mod workers;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use browser_pool::PoolConfig;
+use clap::Subcommand;
+
+use crate::args::Common;
+
+/// Benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Async vs lockstep rollouts with a simulated heavy-tailed policy server.
+    Rollout(rollout::RolloutArgs),
+    /// ONNX policy throughput: tokens/s and latency per action by batch size.
+    Policy(policy::PolicyArgs),
+    /// Environment step, reset, throughput and memory per context, beside the raw CDP floor
+    /// and BrowserGym's figures.
+    Env(env::EnvArgs),
+    /// Scaling with `surfgym worker` processes pulling one campaign from one Postgres.
+    Workers(workers::WorkersArgs),
+    /// Many episodes through one pool, ordinary and hostile pages mixed: failures, and what
+    /// would grow if something leaked.
+    Soak(soak::SoakArgs),
+}
+
+/// Runs a benchmark.
+pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BenchCommand::Rollout(a) => rollout::run(common, a).await,
+        BenchCommand::Policy(a) => policy::run(common, a).await,
+        BenchCommand::Env(a) => env::run(common, a).await,
+        BenchCommand::Workers(a) => workers::run(common, a).await,
+        BenchCommand::Soak(a) => soak::run(common, a).await,
+    }
+}
+
+/// The pool a benchmark drives: the command line's browser options, and leases that
+/// wait as long as a benchmark's queue of episodes may take.
+fn bench_pool(common: &Common) -> anyhow::Result<PoolConfig> {
+    if !common.chromium.exists() {
+        bail!(
+            "Chromium not found at {}: run ./scripts/setup.sh, or point --chromium / SURFGYM_CHROMIUM at one",
+            common.chromium.display()
+        );
+    }
+    let mut cfg = PoolConfig::new(&common.chromium);
+    common.browser.apply(&mut cfg)?;
+    cfg.lease_timeout = Duration::from_secs(600);
+    Ok(cfg)
+}

@@ -1,0 +1,212 @@
+//! `surfgym bench policy`: the ONNX policy's throughput on realistic prompts (a 1280x720
+//! screenshot and an element list) through the engine's batching queue, as rollouts use it:
+//! for each batch size, that many concurrent episodes each ask for actions one after the
+//! other; the queue batches them dynamically. Tokens/s, per-action latency (p50, p90), and
+//! the best batched throughput against batch 1, measured in the same run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
+use clap::Args;
+use engine::policy::onnx::OnnxBackend;
+use engine::policy::{BatchLimits, Batched, Policy, StepInput};
+use image::{Rgb, RgbImage};
+
+use super::stats::{ms, nearest_rank};
+use crate::args::Common;
+
+/// Options of the policy benchmark.
+#[derive(Args)]
+pub struct PolicyArgs {
+    /// Model directory (default: the generated tiny model in the data dir).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Batch sizes.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,8,16")]
+    pub batch: Vec<usize>,
+    /// Tokens generated per action.
+    #[arg(long, default_value_t = 32)]
+    pub tokens: usize,
+    /// Actions each concurrent episode asks for, per batch size.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// How long the queue waits for companions before running a partial batch.
+    #[arg(long, default_value_t = 50)]
+    pub max_wait_ms: u64,
+}
+
+fn observation(i: usize) -> Observation {
+    let mut img = RgbImage::from_pixel(1280, 720, Rgb([245, 245, 245]));
+    for y in 0..60 {
+        for x in 0..1280 {
+            img.put_pixel(x, y, Rgb([30, 60, (i * 37 % 255) as u8]));
+        }
+    }
+    let mut jpeg = Vec::new();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut jpeg),
+        image::ImageFormat::Jpeg,
+    )
+    .expect("encode");
+    let elements = (1..=20)
+        .map(|n| Element {
+            id: n,
+            tag: "a".into(),
+            role: "link".into(),
+            label: format!("Product {n}"),
+            bbox: Rect {
+                x: 40.0,
+                y: 80.0 + 30.0 * n as f64,
+                width: 200.0,
+                height: 24.0,
+            },
+            in_viewport: true,
+            ..Element::default()
+        })
+        .collect();
+    Observation {
+        url: "http://127.0.0.1:8702/products.html".into(),
+        title: "Northwind Goods".into(),
+        screenshot: Screenshot {
+            bytes: jpeg,
+            mime: "image/jpeg",
+            width: 1280,
+            height: 720,
+            scale: 1.0,
+        },
+        elements,
+        scroll: ScrollState {
+            x: 0.0,
+            y: 0.0,
+            page_height: 720.0,
+            viewport_height: 720.0,
+        },
+        last_action_error: None,
+        ..Default::default()
+    }
+}
+
+/// Runs the benchmark.
+pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> {
+    let dir = args
+        .model
+        .clone()
+        .unwrap_or_else(|| common.data_dir.join("models/tiny-vlm"));
+    let mut opts = common.models.onnx_options(common, dir.clone())?;
+    opts.generation.max_new_tokens = args.tokens;
+    // Measure full-length generations: no early stop.
+    opts.generation.stop.clear();
+    let backend = OnnxBackend::load(opts.clone()).with_context(|| {
+        format!(
+            "loading {} (./scripts/setup-python.sh generates the tiny model)",
+            dir.display()
+        )
+    })?;
+    let (provider, _) = backend.provider();
+    let task = Arc::new(tasks::parse_task(
+        r#"{"id": "bench", "instruction": "Add the blue mug to the cart", "start_url": "http://127.0.0.1:8702/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}}"#,
+    )
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?);
+    let input = |i: usize, observation: Arc<Observation>| StepInput {
+        instruction: task.instruction.as_str().into(),
+        task: task.clone(),
+        observation,
+        history: Arc::from(Vec::new()),
+        step: 0,
+        max_steps: 10,
+        seed: i as u64,
+    };
+    let backend = Arc::new(backend);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Batch 1 is the baseline the ratio needs, whatever the arguments say.
+    let mut sizes: Vec<usize> = args.batch.iter().copied().filter(|b| *b > 0).collect();
+    sizes.push(1);
+    sizes.sort_unstable();
+    sizes.dedup();
+    let repeat = args.repeat.max(1);
+    println!(
+        "bench policy: {} on {provider}, {} new tokens per action, {cpus} CPUs, {repeat} actions per episode, queue wait {} ms",
+        dir.display(),
+        args.tokens,
+        args.max_wait_ms
+    );
+    let observations: Vec<Arc<Observation>> = (0..sizes.last().copied().unwrap_or(1))
+        .map(|i| Arc::new(observation(i)))
+        .collect();
+    let prompt_tokens = {
+        let p = backend.prompt_for(&input(0, observations[0].clone()))?;
+        backend
+            .model()
+            .lock()
+            .expect("model")
+            .encode(&p.text)?
+            .len()
+    };
+    println!("prompt: {prompt_tokens} tokens (one screenshot)");
+    println!("| batch | actions | tokens/s | actions/s | latency p50 (ms) | latency p90 (ms) |");
+    println!("|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for &b in &sizes {
+        let queue = Batched::new(
+            "bench",
+            backend.clone(),
+            BatchLimits {
+                max_batch: b,
+                max_wait: Duration::from_millis(args.max_wait_ms),
+            },
+        );
+        // Warm-up through the same queue.
+        queue
+            .decide(input(0, observations[0].clone()))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let t = Instant::now();
+        let episodes = (0..b).map(|e| {
+            let queue = &queue;
+            let obs = observations[e].clone();
+            let input = &input;
+            async move {
+                let mut out = Vec::with_capacity(repeat);
+                for _ in 0..repeat {
+                    let asked = Instant::now();
+                    let d = queue
+                        .decide(input(e, obs.clone()))
+                        .await
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    out.push((asked.elapsed(), d.token_logprobs.len()));
+                }
+                anyhow::Ok(out)
+            }
+        });
+        let results = futures::future::try_join_all(episodes).await?;
+        let wall = t.elapsed().as_secs_f64();
+        let mut latencies: Vec<f64> = results.iter().flatten().map(|(l, _)| ms(*l)).collect();
+        let tokens: usize = results.iter().flatten().map(|(_, n)| n).sum();
+        latencies.sort_by(f64::total_cmp);
+        let actions = latencies.len();
+        let (tokens_per_s, actions_per_s) = (tokens as f64 / wall, actions as f64 / wall);
+        println!(
+            "| {b} | {actions} | {tokens_per_s:.1} | {actions_per_s:.2} | {:.0} | {:.0} |",
+            nearest_rank(&latencies, 0.5),
+            nearest_rank(&latencies, 0.9)
+        );
+        rows.push((b, tokens_per_s));
+    }
+    let one = rows.iter().find(|(b, _)| *b == 1).map(|r| r.1);
+    let best = rows
+        .iter()
+        .filter(|(b, _)| *b > 1)
+        .max_by(|x, y| x.1.total_cmp(&y.1));
+    if let (Some(one), Some((b, best))) = (one, best) {
+        println!(
+            "\nbest batched (batch {b}) vs unbatched throughput: {:.2}x ({best:.1} vs {one:.1} tokens/s)",
+            best / one
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,76 @@
+//! `surfgym demo`: the whole product on bundled data: a scripted and a random campaign
+//! over the bundled tasks, a summary, and the dashboard until Ctrl-C.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use engine::CampaignSpec;
+use engine::store::TaskFilter;
+use uuid::Uuid;
+
+use crate::args::{Common, ServerArgs};
+use crate::setup::{environment, finish, start_web, url};
+use crate::{progress, summary};
+
+/// `surfgym demo`.
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Exit once the campaigns are done instead of serving the dashboard until Ctrl-C.
+    #[arg(long)]
+    pub exit_when_done: bool,
+    /// Policies to run, one campaign each.
+    #[arg(long, value_delimiter = ',', default_value = "scripted,random")]
+    pub policies: Vec<String>,
+    /// Episodes per task.
+    #[arg(long, default_value_t = 1)]
+    pub rollouts: u32,
+    /// Step limit per episode, capping each task's own (default: each task's own).
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// `surfgym demo`.
+pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let env = environment(common, args.server.sites_port).await?;
+    let addr = start_web(&env.engine, &args.server).await?;
+    println!("dashboard: {}", url(addr));
+    let mut ids: Vec<Uuid> = Vec::new();
+    for policy in &args.policies {
+        let spec = CampaignSpec {
+            name: Some(format!("demo {policy}")),
+            tasks: Some(TaskFilter {
+                tag: Some(engine::BUNDLED_TAG.into()),
+                ..Default::default()
+            }),
+            policy: Some(policy.clone()),
+            rollouts_per_task: Some(args.rollouts),
+            max_steps: args.max_steps,
+            ..Default::default()
+        };
+        ids.push(
+            env.engine
+                .create_campaign(spec)
+                .await
+                .context("creating the demo campaign")?,
+        );
+    }
+    env.engine.start_scheduler().await;
+    progress::watch(&env.db.store, &ids).await?;
+    summary::print(&env.db.store, &ids).await?;
+    println!();
+    println!(
+        "dashboard: {}  (episode replays under each campaign)",
+        url(addr)
+    );
+    if args.exit_when_done {
+        finish(env).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("serving until Ctrl-C");
+    tokio::signal::ctrl_c().await?;
+    finish(env).await?;
+    Ok(ExitCode::SUCCESS)
+}

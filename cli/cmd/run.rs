@@ -1,0 +1,67 @@
+//! `surfgym run`: a new campaign over registered tasks, run in this process with a
+//! progress bar and a summary.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use engine::CampaignSpec;
+use uuid::Uuid;
+
+use crate::args::{Common, TaskArgs};
+use crate::setup::{Env, environment, finish};
+use crate::{progress, summary};
+
+/// `surfgym run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Policy.
+    #[arg(long, default_value = "random")]
+    pub policy: String,
+    #[command(flatten)]
+    pub tasks: TaskArgs,
+    /// Episodes per task.
+    #[arg(long, default_value_t = 1)]
+    pub rollouts: u32,
+    /// Step limit per episode, capping each task's own (default: each task's own).
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// Base seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Campaign name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// First port of the practice sites (0: any free ports).
+    #[arg(long, default_value_t = 8701)]
+    pub sites_port: u16,
+}
+
+/// Creates the campaign and runs it here, with a progress bar, then prints its summary.
+pub async fn run_here(env: &Env, spec: CampaignSpec) -> anyhow::Result<Uuid> {
+    let id = env.engine.create_campaign(spec).await?;
+    let engine = env.engine.clone();
+    let runner = tokio::spawn(async move { engine.run_campaign(id).await });
+    progress::watch(&env.db.store, &[id]).await?;
+    runner.await.context("campaign task panicked")??;
+    summary::print(&env.db.store, &[id]).await?;
+    Ok(id)
+}
+
+/// `surfgym run`.
+pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let env = environment(common, args.sites_port).await?;
+    let spec = CampaignSpec {
+        name: args.name,
+        tasks: Some(args.tasks.filter()),
+        policy: Some(args.policy),
+        rollouts_per_task: Some(args.rollouts),
+        max_steps: args.max_steps,
+        seed: Some(args.seed),
+        ..Default::default()
+    };
+    let id = run_here(&env, spec).await?;
+    println!("campaign {id}");
+    finish(env).await?;
+    Ok(ExitCode::SUCCESS)
+}

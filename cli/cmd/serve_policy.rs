@@ -1,0 +1,62 @@
+//! `surfgym serve-policy`: the ONNX policy as an OpenAI-compatible
+//! `/v1/chat/completions` endpoint, batched as the rollouts batch it.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use engine::policy::onnx;
+
+use crate::args::Common;
+
+/// `surfgym serve-policy`.
+#[derive(Args)]
+pub struct ServePolicyArgs {
+    /// The ONNX model directory to serve.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The name it is listed under.
+    #[arg(long, default_value = "surfgym-onnx")]
+    pub name: String,
+    /// Address to serve on.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// Port (0: a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+}
+
+/// `surfgym serve-policy`.
+pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Result<ExitCode> {
+    let opts = common.models.onnx_options(common, args.model.clone())?;
+    let backend = onnx::OnnxBackend::load(opts)
+        .with_context(|| format!("loading {}", args.model.display()))?;
+    let (provider, fallback) = backend.provider();
+    let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
+    println!(
+        "serving {} on {provider}{} at http://{}/v1/chat/completions",
+        args.model.display(),
+        fallback.map(|f| format!(" ({f})")).unwrap_or_default(),
+        listener.local_addr()?
+    );
+    let batching = web::policy_server::Batching {
+        max_batch: common.models.max_batch.max(1),
+        max_wait: Duration::from_millis(common.models.max_wait_ms),
+        ..Default::default()
+    };
+    let server = web::policy_server::PolicyServer::start(backend.model(), args.name, batching)?;
+    let app = web::policy_server::router(server);
+    let server = tokio::spawn(async move { axum_serve(listener, app).await });
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        r = server => { r??; }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
+    axum::serve(listener, app).await
+}

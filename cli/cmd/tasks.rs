@@ -1,0 +1,154 @@
+//! `surfgym tasks ...`: check the bundled tasks' reference solutions in Chromium, and
+//! import task suites from files.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use engine::CampaignSpec;
+use engine::store::TaskFilter;
+
+use crate::args::{Common, TaskArgs};
+use crate::cmd::run::run_here;
+use crate::db;
+use crate::setup::{environment, finish};
+use crate::summary;
+
+/// Task suites.
+#[derive(Subcommand)]
+pub enum TasksCommand {
+    /// Run every bundled task's reference solution in Chromium and judge it.
+    Verify(VerifyArgs),
+    /// Import tasks from a JSON Lines file; bad lines are reported, good ones stored.
+    Import(ImportArgs),
+}
+
+/// Runs a task command.
+pub async fn run(common: &Common, cmd: TasksCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        TasksCommand::Verify(a) => verify(common, a).await,
+        TasksCommand::Import(a) => import(common, a).await,
+    }
+}
+
+/// `surfgym tasks verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub tasks: TaskArgs,
+    /// First port of the practice sites (0: any free ports).
+    #[arg(long, default_value_t = 8701)]
+    pub sites_port: u16,
+}
+
+/// `surfgym tasks import`.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The file: JSON Lines, one task per line (a JSON array for WebArena, task names for
+    /// MiniWoB++).
+    pub file: PathBuf,
+    /// Overwrite tasks that have the same id.
+    #[arg(long)]
+    pub replace: bool,
+    /// Input format: surfgym, webvoyager, webarena, webgym, miniwob.
+    #[arg(long, default_value = "surfgym")]
+    pub format: String,
+    /// Base URL for a WebArena placeholder, e.g. --base SHOPPING=http://localhost:7770, or
+    /// MINIWOB=URL where MiniWoB++'s html/ is served (repeatable).
+    #[arg(long = "base", value_name = "KEY=URL")]
+    pub bases: Vec<String>,
+    /// WebVoyager reference answers: a JSON object from task id to answer.
+    #[arg(long)]
+    pub answers: Option<PathBuf>,
+}
+
+/// `surfgym tasks verify`: every reference solution must succeed.
+async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    // Only the bundled suite has reference solutions unless the filter says otherwise.
+    let mut verify_filter = args.tasks.filter();
+    if verify_filter == TaskFilter::default() {
+        verify_filter.tag = Some(engine::BUNDLED_TAG.into());
+    }
+    let env = environment(common, args.sites_port).await?;
+    let spec = CampaignSpec {
+        name: Some("verify reference solutions".into()),
+        tasks: Some(verify_filter),
+        policy: Some("scripted".into()),
+        max_attempts: Some(1),
+        ..Default::default()
+    };
+    let id = run_here(&env, spec).await?;
+    let failures = summary::print_failures(&env.db.store, id).await?;
+    finish(env).await?;
+    if failures == 0 {
+        println!("\nevery reference solution succeeds");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("\n{failures} reference solution(s) fail");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// `surfgym tasks import`.
+async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let format = tasks::formats::Format::parse(&args.format).with_context(|| {
+        format!(
+            "unknown format `{}` ({})",
+            args.format,
+            tasks::formats::Format::NAMES
+        )
+    })?;
+    let mut bases = std::collections::BTreeMap::new();
+    for b in &args.bases {
+        let (k, v) = b
+            .split_once('=')
+            .with_context(|| format!("--base {b}: use KEY=URL"))?;
+        bases.insert(k.to_string(), v.to_string());
+    }
+    let answers: std::collections::BTreeMap<String, String> = match &args.answers {
+        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
+            .with_context(|| format!("{}: a JSON object of id → answer", p.display()))?,
+        None => Default::default(),
+    };
+    let db = db::open(common).await?;
+    let (mut ok, mut bad) = (0, 0);
+    for line in tasks::formats::import(format, &text, &bases, &answers) {
+        let stored = match line.result {
+            Ok(task) => {
+                let r = if args.replace {
+                    db.store.upsert_task(&task).await
+                } else {
+                    db.store.insert_task(&task).await
+                };
+                r.map_err(|e| e.to_string())
+            }
+            Err(errors) => Err(errors
+                .iter()
+                .map(|e| {
+                    if e.field.is_empty() {
+                        e.message.clone()
+                    } else {
+                        e.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ")),
+        };
+        match stored {
+            Ok(()) => ok += 1,
+            Err(e) => {
+                bad += 1;
+                eprintln!("{}:{}: {e}", args.file.display(), line.line);
+            }
+        }
+    }
+    println!("imported {ok} task(s), {bad} line(s) rejected");
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,109 @@
+//! Set-up shared by the root package's integration tests, and by `web/tests`, which
+//! includes this file: the bundled sites, an engine over the test's database, the web server
+//! and its dashboard pages in a real browser, the data directory, and the test database's
+//! URL for child processes.
+// Each test file uses its own part of this module.
+#![allow(dead_code)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use browser_pool::{Action, PoolConfig, Session};
+use engine::policy::PolicyRegistry;
+use engine::runner::RunnerConfig;
+use engine::sites::SitesServer;
+use engine::store::Store;
+use engine::{BundledReport, Engine};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+/// An engine over the test's database, with the default Chromium pool (launched when first
+/// used) and a runner named for this process.
+pub fn new_engine(pool: PgPool, policies: PolicyRegistry) -> Engine {
+    Engine::new(
+        Store::from_pool(pool),
+        PoolConfig::new(PoolConfig::default_chromium()),
+        RunnerConfig::for_this_process(),
+        policies,
+    )
+}
+
+/// The bundled practice sites on loopback, each on a free port.
+pub async fn sites() -> SitesServer {
+    SitesServer::start(IpAddr::V4(Ipv4Addr::LOCALHOST), None)
+        .await
+        .unwrap()
+}
+
+/// The bundled sites, an engine with `policies`, and the bundled tasks registered against
+/// where the sites are served (the report says what did not validate).
+pub async fn engine_with_sites(
+    pool: PgPool,
+    policies: PolicyRegistry,
+) -> (Engine, SitesServer, BundledReport) {
+    let sites = sites().await;
+    let engine = new_engine(pool, policies);
+    let report = engine.register_bundled(sites.bases()).await.unwrap();
+    (engine, sites, report)
+}
+
+/// The web server (API and dashboard) over `engine`, on a free loopback port.
+pub async fn serve_web(engine: &Engine) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = web::AppState {
+        engine: engine.clone(),
+    };
+    tokio::spawn(async move { web::serve(listener, state).await });
+    addr
+}
+
+/// Evaluates `expr` on the session's page; a script error fails the test.
+pub async fn js(s: &Session, expr: &str) -> Value {
+    s.evaluate(expr)
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{expr}: {e}"))
+}
+
+/// Opens a dashboard page and waits until it has rendered its data.
+pub async fn open_dashboard(s: &mut Session, url: &str) {
+    let r = s.act(&Action::Goto(url.to_string())).await.unwrap();
+    assert_eq!(r.error, None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while js(s, "document.body.dataset.ready === '1'").await != json!(true) {
+        assert!(Instant::now() < deadline, "{url} never became ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Where `scripts/setup-python.sh` put ONNX Runtime, the generated models and MiniWoB++
+/// (`$SURFGYM_DATA_DIR`, else the package's `.surfgym`).
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("SURFGYM_DATA_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.surfgym").into()),
+    )
+}
+
+/// The URL of the test's own database (`#[sqlx::test]` makes one per test), for the
+/// `surfgym` processes a test starts.
+pub fn database_url(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set by scripts/test.sh");
+    let db = pool
+        .connect_options()
+        .get_database()
+        .expect("a database name")
+        .to_string();
+    let (server, query) = match base.split_once('?') {
+        Some((s, q)) => (s.to_string(), format!("?{q}")),
+        None => (base.clone(), String::new()),
+    };
+    let server = match server.rfind('/') {
+        Some(i) if server[..i].ends_with('/') => server,
+        Some(i) => server[..i].to_string(),
+        None => server,
+    };
+    format!("{server}/{db}{query}")
+}
