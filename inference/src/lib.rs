@@ -15,13 +15,17 @@ pub mod config;
 pub mod grammar;
 pub mod image;
 pub mod model;
+pub mod onnx_file;
 pub mod qwen2vl;
 pub mod server;
 pub mod template;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 
-pub use model::{Device, Finish, GenParams, Generation, Model, Pixels, Prompt};
+pub use model::{
+    Device, Finish, GenParams, Generation, Model, Pixels, Prompt, TeacherInputs, TokenSet,
+};
 
 /// Why a model could not be loaded or run.
 #[derive(Debug, Clone, thiserror::Error)]

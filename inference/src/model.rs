@@ -15,10 +15,13 @@ use std::sync::OnceLock;
 
 use half::f16;
 use ort::session::Session;
-use ort::value::{DynValue, TensorElementType, ValueType};
+use ort::value::{DynValue, Tensor, TensorElementType, ValueType};
 
 mod forward;
 mod generate;
+mod teacher;
+
+pub use teacher::{TeacherInputs, TokenSet};
 
 use crate::OnnxError;
 use crate::config::{ModelConfig, VisionLayout};
@@ -179,9 +182,22 @@ impl Model {
         if let Some(why) = &fallback {
             tracing::warn!(reason = %why, "CUDA execution provider unavailable; falling back to CPU");
         }
+        // A trained policy version: its tensors go over the base decoder's initializers.
+        let overrides = crate::version::load_overrides(dir)
+            .map_err(|e| OnnxError::Model(e.to_string()))?;
         let open = |file: &str| -> Result<Session, OnnxError> {
             let path = cfg.onnx_dir.join(file);
             let mut builder = Session::builder(env).map_err(rt)?;
+            if let (Some(o), "decoder_model_merged.onnx") = (&overrides, file) {
+                for t in &o.tensors {
+                    let value = Tensor::from_array((t.dims.clone(), t.data.clone()))
+                        .map_err(rt)?
+                        .into_dyn();
+                    builder = builder
+                        .with_initializer(&t.name, value)
+                        .map_err(|e| OnnxError::Model(format!("{}: tensor `{}`: {e}", dir.display(), t.name)))?;
+                }
+            }
             builder = builder
                 .with_intra_threads(threads.max(1))
                 .map_err(|e| rt(e.to_string()))?;
@@ -236,7 +252,8 @@ impl Model {
             .as_ref()
             .and_then(|v| input_type(v, "pixel_values"))
             .unwrap_or(TensorElementType::Float32);
-        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, mrope, "ONNX policy model loaded");
+        let version = overrides.as_ref().map(|o| o.lineage.optimizer_steps);
+        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, mrope, trained_steps = ?version, "ONNX policy model loaded");
         Ok(Model {
             cfg,
             tokenizer,

@@ -14,7 +14,7 @@ use std::path::Path;
 use candle_core::{D, Device, Tensor, Var};
 
 use crate::TrainError;
-use crate::onnx_file::{DataType, Initializer, read_initializers};
+use inference::onnx_file::{DataType, Initializer, read_initializers};
 
 /// The decoder's shape, from the model's `config.json` (its `text_config` for a VLM).
 #[derive(Debug, Clone, PartialEq)]
@@ -84,11 +84,6 @@ pub struct Decoder {
     /// `[3, 1, 1, head_dim]` one-hot axis pick for M-RoPE.
     mrope_pick: Option<Tensor>,
     vocab: usize,
-}
-
-/// Whether an initializer is a weight the trainer updates (not a rope table or a constant).
-pub fn is_trainable(name: &str) -> bool {
-    name.starts_with("model.") || name.starts_with("lm_head.")
 }
 
 fn layer_names(i: usize) -> [String; 9] {

@@ -14,7 +14,6 @@
 pub mod bench;
 pub mod decoder;
 pub mod objective;
-pub mod onnx_file;
 pub mod optim;
 pub mod sample;
 pub mod select;
@@ -23,7 +22,8 @@ pub mod version;
 
 pub use objective::{GrpoConfig, Objective};
 pub use optim::{AdamWConfig, Schedule};
-pub use sample::{Sample, TokenSet};
+pub use inference::TokenSet;
+pub use sample::Sample;
 pub use trainer::{TrainConfig, Trainer, UpdateReport};
 
 use std::path::Path;
@@ -50,7 +50,10 @@ pub enum TrainError {
     Version(String),
     /// The ONNX file could not be parsed.
     #[error(transparent)]
-    Onnx(#[from] onnx_file::OnnxFileError),
+    Onnx(#[from] inference::onnx_file::OnnxFileError),
+    /// A version does not fit its base.
+    #[error(transparent)]
+    BadVersion(#[from] inference::version::VersionError),
     /// The tensor engine failed.
     #[error("tensor error: {0}")]
     Tensor(#[from] candle_core::Error),

@@ -4,36 +4,9 @@
 //! embeddings and the vision encoder's features, from ONNX Runtime), so the trainer never
 //! re-renders or re-tokenises anything: the response is the stored token ids.
 
-use serde::{Deserialize, Serialize};
+use inference::TokenSet;
 
 use crate::TrainError;
-
-/// A set of token ids (the grammar's allowed next tokens), as a bitset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenSet {
-    bits: Vec<u64>,
-}
-
-impl TokenSet {
-    /// The empty set over a vocabulary of `vocab` tokens.
-    pub fn empty(vocab: usize) -> Self {
-        Self {
-            bits: vec![0; vocab.div_ceil(64)],
-        }
-    }
-
-    /// Adds a token (ids past the vocabulary are ignored).
-    pub fn insert(&mut self, id: usize) {
-        if let Some(w) = self.bits.get_mut(id / 64) {
-            *w |= 1 << (id % 64);
-        }
-    }
-
-    /// Whether the set holds `id`.
-    pub fn contains(&self, id: usize) -> bool {
-        self.bits.get(id / 64).is_some_and(|w| w & (1 << (id % 64)) != 0)
-    }
-}
 
 /// One step's decoder inputs and sampled response.
 #[derive(Debug, Clone)]

@@ -61,7 +61,7 @@ fn experiment() {
     eprintln!("prompt tokens {}", train[0].0.prompt_len);
     let test: Vec<(String, usize)> = (0..64).map(|_| instance(&mut rnd, k)).collect();
     let test_samples: Vec<Vec<Sample>> = test.iter().map(|(p, _)| (1..=8).map(|n| make(p, n)).collect()).collect();
-    let cfg = TrainConfig { micro_batch: 16, optimizer: AdamWConfig { lr: 3e-3, ..AdamWConfig::default() }, ..TrainConfig::default() };
+    let cfg = TrainConfig { micro_batch: 16, optimizer: AdamWConfig { lr: std::env::var("LR").map(|v| v.parse().unwrap()).unwrap_or(3e-3), ..AdamWConfig::default() }, ..TrainConfig::default() };
     let mut t = Trainer::load(&dir, cfg, &Device::Cpu).unwrap();
     let acc = |t: &Trainer| {
         let mut ok = 0;

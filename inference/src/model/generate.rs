@@ -15,67 +15,36 @@ impl Model {
     /// log-probabilities [`Model::generate`] records while decoding. A prompt with a
     /// grammar is scored under it (the masked, renormalised distribution).
     pub fn score(&mut self, prompt: &Prompt, continuation: &[u32]) -> Result<Vec<f32>, OnnxError> {
-        let mut ids = self.encode(&prompt.text)?;
-        let prompt_len = ids.len();
-        if prompt_len == 0 {
-            return Err(OnnxError::Prompt("empty prompt".into()));
-        }
-        ids.extend_from_slice(continuation);
-        let len = ids.len();
-        let flat: Vec<i64> = ids.iter().map(|t| i64::from(*t)).collect();
-        let mut embeds = self.embed(flat.clone(), 1, len)?;
-        let hidden = embeds.len() / len;
-        if let Some(image_id) = self.cfg.image_token_id
-            && !prompt.images.is_empty()
-        {
-            let images: Vec<&Pixels> = prompt.images.iter().collect();
-            let features = self.image_features(&images)?;
-            let mut rows = features.chunks_exact(hidden);
-            for (i, t) in flat[..prompt_len].iter().enumerate() {
-                if *t == i64::from(image_id) {
-                    let row = rows.next().ok_or_else(|| {
-                        OnnxError::Prompt("fewer image features than image tokens".into())
-                    })?;
-                    embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
-                }
-            }
-        }
-        let embeds = self.embeds_value(embeds, 1, len, hidden)?;
+        let t = self.teacher_inputs(prompt, continuation)?;
+        let (prompt_len, len) = (t.prompt_len, t.positions.len());
+        let embeds = self.embeds_value(t.embeds, 1, len, t.hidden)?;
         let past = self.empty_past(1)?;
-        // The continuation goes on from the prompt's largest position, as decoding does.
-        let mut positions = self.prompt_positions(&ids[..prompt_len], &prompt.images)?;
-        let next = positions.iter().flatten().max().map_or(0, |m| m + 1);
-        positions.extend((0..continuation.len() as i64).map(|j| [next + j; 3]));
-        let positions = self.position_values(&[positions], len);
+        let positions = self.position_values(&[t.positions], len);
         let (all, _) = self.decode_all(embeds, &vec![1i64; len], positions, past, 1, len)?;
         let vocab = all.len() / len;
-        // Under a grammar, each token is scored against the masked distribution it was
-        // sampled from (as `generate` records it).
-        let mut grammar = prompt.grammar.clone();
-        if grammar.is_some() && self.token_bytes.is_none() {
-            self.token_bytes = Some(std::sync::Arc::new(TokenBytes::of(&self.tokenizer)));
-        }
-        let bytes = self.token_bytes.clone();
         Ok(continuation
             .iter()
             .enumerate()
-            .map(|(j, t)| {
+            .map(|(j, tok)| {
                 // The logits at position p predict the token at p + 1.
                 let row = &all[(prompt_len - 1 + j) * vocab..(prompt_len + j) * vocab];
-                let masked;
-                let row = match (grammar.as_mut(), bytes.as_deref()) {
-                    (Some(g), Some(bytes)) => {
-                        masked = grammar_mask(row, g, bytes, &self.cfg.eos_ids);
-                        if let Some(b) = bytes.get(*t as usize) {
-                            g.advance(b);
-                        }
+                // Under a grammar, each token is scored against the masked distribution it
+                // was sampled from (as `generate` records it).
+                let masked: Vec<f32>;
+                let row = match &t.allowed {
+                    Some(sets) => {
+                        masked = row
+                            .iter()
+                            .enumerate()
+                            .map(|(id, l)| if sets[j].contains(id) { *l } else { f32::NEG_INFINITY })
+                            .collect();
                         &masked[..]
                     }
-                    _ => row,
+                    None => row,
                 };
                 let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let sum: f64 = row.iter().map(|l| f64::from(l - max).exp()).sum();
-                row.get(*t as usize).map_or(f32::NEG_INFINITY, |l| {
+                row.get(*tok as usize).map_or(f32::NEG_INFINITY, |l| {
                     (f64::from(l - max) - sum.ln()) as f32
                 })
             })
