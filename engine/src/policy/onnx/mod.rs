@@ -161,7 +161,24 @@ impl OnnxBackend {
         }
     }
 
-    fn decide_all(
+    /// The decoder's inputs for a step as this policy prompted it, followed by the tokens it
+    /// sampled (`Decision::token_ids`): what the trainer scores and trains on, rebuilt from
+    /// the step exactly as the policy saw it (template, images, grammar).
+    pub fn teacher_inputs(
+        &self,
+        input: &StepInput,
+        token_ids: &[u32],
+    ) -> Result<inference::TeacherInputs, OnnxError> {
+        let prompt = self.prompt_for(input)?;
+        self.model
+            .lock()
+            .expect("model lock")
+            .teacher_inputs(&prompt, token_ids)
+    }
+
+    /// Decides a batch of steps on the calling thread (the batching queue calls this on a
+    /// blocking thread; tests and offline tools may call it directly).
+    pub fn decide_all(
         &self,
         inputs: &[StepInput],
     ) -> Result<Vec<Result<Decision, PolicyError>>, PolicyError> {
