@@ -452,7 +452,7 @@ async fn run_names_the_model_its_episodes_ran_under(pool: PgPool) {
 }
 
 /// The soak's hostile pages but the two that keep navigating themselves (a `goto` away
-/// from those can still be overtaken by their next hop, BENCHMARKS.md: measured there).
+/// from those can still be overtaken by their next hop, docs/benchmarks/soak.md: measured there).
 const STEADY_HOSTILE: [&str; 11] = [
     "alerts",
     "popups",

@@ -1,9 +1,12 @@
-//! Pool configuration.
+//! Pool configuration, and the pool's side of [`Screen`]: the screen a configuration
+//! renders and writing a lease's screen into one (`Screen` itself is part of the
+//! observation space, `spaces`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::screen::PoolScreen;
+pub use spaces::Screen;
+
 use crate::url_policy::UrlPolicy;
 
 /// Everything that shapes how browsers are launched and pages are driven.
@@ -71,7 +74,7 @@ pub struct PoolConfig {
     /// Keep Chromium's frame-rate limit (frames paced at 60 per second). Off by default:
     /// a screenshot then takes ~18 ms instead of 34-45 ms, but a page with an endless
     /// animation (a spinner, a carousel) renders as fast as it can, about a core of CPU
-    /// each, also while the agent waits (8 such pages: 203% CPU against 24%; BENCHMARKS.md).
+    /// each, also while the agent waits (8 such pages: 203% CPU against 24%; docs/benchmarks/pool-costs.md).
     /// Turn it on for real websites; the pool warns once when it meets such a page.
     pub frame_rate_limit: bool,
     /// Extra Chromium switches, without leading dashes.
@@ -161,7 +164,7 @@ impl PoolConfig {
 
     /// Checks values that would otherwise fail later and obscurely.
     pub fn validate(&self) -> Result<(), String> {
-        let screen = crate::screen::Screen::of(self);
+        let screen = Screen::of(self);
         if let Some((field, message)) = screen.problems().into_iter().next() {
             let name = match field {
                 "width" => "viewport width",
@@ -198,5 +201,57 @@ impl PoolConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// Reading a [`Screen`] from a [`PoolConfig`] and writing one into it (a trait because
+/// `Screen` is defined in `spaces`, which knows no pool configuration).
+pub trait PoolScreen {
+    /// The screen a pool configuration renders by default.
+    fn of(cfg: &PoolConfig) -> Screen;
+    /// Writes this screen into a pool configuration.
+    fn apply(&self, cfg: &mut PoolConfig);
+}
+
+impl PoolScreen for Screen {
+    fn of(cfg: &PoolConfig) -> Screen {
+        Screen {
+            width: cfg.viewport_width,
+            height: cfg.viewport_height,
+            device_scale: cfg.device_scale_factor,
+            screenshot_scale: cfg.screenshot_scale,
+        }
+    }
+
+    fn apply(&self, cfg: &mut PoolConfig) {
+        cfg.viewport_width = self.width;
+        cfg.viewport_height = self.height;
+        cfg.device_scale_factor = self.device_scale;
+        cfg.screenshot_scale = self.screenshot_scale;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_values_are_named() {
+        let ok = Screen::of(&PoolConfig::new("/x"));
+        assert!(ok.problems().is_empty());
+        let bad = Screen {
+            width: 50,
+            height: 9000,
+            device_scale: 0.0,
+            screenshot_scale: 1.5,
+        };
+        let fields: Vec<_> = bad.problems().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            fields,
+            ["width", "height", "device_scale", "screenshot_scale"]
+        );
+        let parsed: Screen = serde_json::from_str(r#"{"width": 332, "height": 214}"#).unwrap();
+        assert_eq!((parsed.device_scale, parsed.screenshot_scale), (1.0, 1.0));
+        assert_eq!(parsed.label(), "332x214");
     }
 }

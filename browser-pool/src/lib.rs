@@ -29,7 +29,6 @@ mod events;
 mod js;
 pub mod marks;
 mod pool;
-mod screen;
 mod session;
 mod url_policy;
 
@@ -39,12 +38,11 @@ use spaces::{keys, observation};
 
 pub use action::{Action, ParseError, Scroll, Target, parse as parse_action};
 pub use browser::memory::TreeMemory;
-pub use config::{DialogPolicy, ImageFormat, PoolConfig};
+pub use config::{DialogPolicy, ImageFormat, PoolConfig, PoolScreen, Screen};
 pub use error::PoolError;
 pub use events::PageEvent;
 pub use keys::{KeyCombo, Modifiers};
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
-pub use screen::{PoolScreen, Screen};
 pub use session::{ActReport, ElementState, Session};
 pub use url_policy::UrlPolicy;

@@ -8,9 +8,8 @@ use tokio::sync::{Mutex, Semaphore};
 
 use crate::browser::LiveBrowser;
 use crate::browser::memory::{TreeMemory, process_tree};
-use crate::config::PoolConfig;
+use crate::config::{PoolConfig, PoolScreen, Screen};
 use crate::error::PoolError;
-use crate::screen::{PoolScreen, Screen};
 use crate::session::Session;
 
 /// A pool of Chromium processes. Cloning is cheap and shares the pool.

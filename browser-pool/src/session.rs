@@ -29,10 +29,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
 use crate::browser::LiveBrowser;
-use crate::config::PoolConfig;
+use crate::config::{PoolConfig, PoolScreen};
 use crate::error::PoolError;
 use crate::events::EventLog;
-use crate::screen::PoolScreen;
 use signals::{OurTab, TabSignals, watch_context};
 use tab::Tab;
 
@@ -193,8 +192,8 @@ impl Session {
     }
 
     /// What this session's pages render at (the lease's screen, else the pool's).
-    pub fn screen(&self) -> crate::screen::Screen {
-        crate::screen::Screen::of(&self.cfg)
+    pub fn screen(&self) -> crate::config::Screen {
+        crate::config::Screen::of(&self.cfg)
     }
 
     /// The process id of the browser this session runs in.

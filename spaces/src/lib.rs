@@ -7,7 +7,8 @@
 //! numbered [`Element`]s, tabs, [`PageEvent`]s) of a page rendered at a [`Screen`].
 //!
 //! This crate must never know Chromium, CDP, async runtimes or model runtimes: the browser
-//! (`browser-pool`), the tasks, the engine and the trainer all depend on it, not the reverse.
+//! (`browser-pool`), the tasks, the engine, `inference` and the trainer all depend on it,
+//! not the reverse.
 #![deny(missing_docs)]
 
 pub mod action;

@@ -32,7 +32,7 @@ use crate::error::PoolError;
 /// off so that "back" always reloads the page, as the practice sites (and most gyms) expect.
 /// The spare renderer Chromium keeps ready for the context that navigated last is wasted
 /// when every episode gets a fresh context (~40 ms of CPU each; +3-10% steps/s at 8
-/// contexts on 2 cores without it, for ~6 ms more per cross-site navigation: BENCHMARKS.md).
+/// contexts on 2 cores without it, for ~6 ms more per cross-site navigation: docs/benchmarks/pool-costs.md).
 /// Site isolation is off so that cross-site iframes share their page's renderer, where the
 /// session can list and drive their elements (`session/frames.rs`); a gym's throwaway
 /// contexts hold no secrets for it to guard.

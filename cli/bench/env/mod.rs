@@ -137,7 +137,7 @@ struct Report {
 fn pool_config(common: &Common, args: &EnvArgs) -> anyhow::Result<PoolConfig> {
     let mut cfg = bench_pool(common)?;
     // The pool's own switches already lift screenshot pacing (--disable-frame-rate-limit
-    // --disable-gpu-vsync, browser-pool/src/launch.rs); these come on top.
+    // --disable-gpu-vsync, browser-pool/src/browser/launch.rs); these come on top.
     cfg.extra_args = args.chromium_args.clone();
     if let Some(q) = args.settle_quiet_ms {
         cfg.settle_quiet = Duration::from_millis(q);

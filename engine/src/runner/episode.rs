@@ -14,7 +14,7 @@ use crate::env::EnvError;
 use crate::metrics::METRICS;
 use crate::policy::{Decision, PastStep, Policy, PolicyError, StepInput};
 use crate::snapshot::PageSnapshot;
-use crate::store::{Blob, EndReason, StepCore, StepRecord, StoreError};
+use crate::store::{Blob, EndReason, StepCore, StepRecord, StoreError, ms};
 
 /// An infrastructure failure: the episode is retried, never scored.
 #[derive(Debug, thiserror::Error)]
@@ -82,10 +82,6 @@ const KEEP_OBSERVATIONS: usize = 4;
 
 /// Consecutive unusable policy outputs that end an episode.
 const MAX_POLICY_ERRORS: u32 = 3;
-
-fn ms(d: Duration) -> i32 {
-    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
-}
 
 /// What an episode needs to run.
 #[derive(Clone)]

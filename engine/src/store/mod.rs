@@ -30,6 +30,12 @@ pub use episodes::{
 };
 pub use tasks::{TaskFilter, TaskView};
 
+/// A duration as whole milliseconds for an `INTEGER` column, saturating at `i32::MAX`
+/// (about 24 days) rather than failing the write.
+pub(crate) fn ms(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}
+
 /// The embedded migrations, for `#[sqlx::test(migrator = "engine::store::MIGRATOR")]`.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 

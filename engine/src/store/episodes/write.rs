@@ -9,7 +9,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::StepCore;
-use crate::store::{Blob, PolicyCard, Store, StoreError, sanitize};
+use crate::store::{Blob, PolicyCard, Store, StoreError, ms, sanitize};
 
 /// How an episode ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -127,10 +127,6 @@ pub struct EpisodeRecord {
     pub policy: Option<PolicyCard>,
     /// Every web page its tabs loaded, in order (what `"scope": "any"` URL checks read).
     pub visited_urls: Vec<String>,
-}
-
-fn ms(d: Duration) -> i32 {
-    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
 }
 
 impl Store {
