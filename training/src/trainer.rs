@@ -150,6 +150,12 @@ impl Trainer {
         &self.decoder
     }
 
+    /// Switches the objective for the next updates (a run may warm up with behaviour
+    /// cloning, then go on with GRPO, keeping weights and optimiser state).
+    pub fn set_objective(&mut self, objective: Objective) {
+        self.cfg.objective = objective;
+    }
+
     /// The settings.
     pub fn config(&self) -> &TrainConfig {
         &self.cfg
