@@ -9,6 +9,7 @@ mod procfs;
 mod rollout;
 mod soak;
 mod stats;
+mod train;
 mod workers;
 
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ pub enum BenchCommand {
     /// Many episodes through one pool, ordinary and hostile pages mixed: failures, and what
     /// would grow if something leaked.
     Soak(soak::SoakArgs),
+    /// Training throughput of the built-in trainer (tokens and samples per second).
+    Train(train::TrainArgs),
 }
 
 /// Runs a benchmark.
@@ -45,6 +48,7 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::Env(a) => env::run(common, a).await,
         BenchCommand::Workers(a) => workers::run(common, a).await,
         BenchCommand::Soak(a) => soak::run(common, a).await,
+        BenchCommand::Train(a) => train::run(common, a).await,
     }
 }
 

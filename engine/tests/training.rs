@@ -4,7 +4,6 @@
 //! synthetic task family, in the real prompt and action grammar, gets better on instances
 //! it never trained on.
 
-
 use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
 use candle_core::Device;
 use engine::policy::onnx::grammar::Constraint;
@@ -30,10 +29,15 @@ fn options(model: &str, constrained: Option<Constraint>, temperature: f32) -> On
 }
 
 fn screenshot(shade: u8) -> Screenshot {
-    let img = RgbImage::from_fn(320, 200, |x, y| Rgb([shade, (x % 256) as u8, (y % 256) as u8]));
+    let img = RgbImage::from_fn(320, 200, |x, y| {
+        Rgb([shade, (x % 256) as u8, (y % 256) as u8])
+    });
     let mut jpeg = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut jpeg), image::ImageFormat::Jpeg)
-        .unwrap();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut jpeg),
+        image::ImageFormat::Jpeg,
+    )
+    .unwrap();
     Screenshot {
         bytes: jpeg,
         mime: "image/jpeg",
@@ -56,12 +60,22 @@ fn buttons(labels: &[(u32, &str)], shade: u8) -> Observation {
                 tag: "button".into(),
                 role: "button".into(),
                 label: (*label).into(),
-                bbox: Rect { x: 10.0, y: 30.0 * i as f64, width: 80.0, height: 20.0 },
+                bbox: Rect {
+                    x: 10.0,
+                    y: 30.0 * i as f64,
+                    width: 80.0,
+                    height: 20.0,
+                },
                 in_viewport: true,
                 ..Element::default()
             })
             .collect(),
-        scroll: ScrollState { x: 0.0, y: 0.0, page_height: 200.0, viewport_height: 200.0 },
+        scroll: ScrollState {
+            x: 0.0,
+            y: 0.0,
+            page_height: 200.0,
+            viewport_height: 200.0,
+        },
         last_action_error: None,
         ..Default::default()
     }
@@ -96,7 +110,10 @@ fn the_trainers_logprobs_of_stored_tokens_equal_the_policys_own() {
         let trainer = Trainer::load(&dir, TrainConfig::default(), &Device::Cpu).unwrap();
         let inputs: Vec<StepInput> = (0..3u64)
             .map(|s| {
-                let obs = buttons(&[(1, "red"), (2, "blue"), (3 + s as u32, "green")], 40 * s as u8);
+                let obs = buttons(
+                    &[(1, "red"), (2, "blue"), (3 + s as u32, "green")],
+                    40 * s as u8,
+                );
                 common::step_input("Click the button labelled blue", obs, s)
             })
             .collect();
@@ -195,7 +212,11 @@ fn filtered_bc_then_grpo_on_its_own_rollouts_makes_the_policy_better_on_held_out
     let cfg = TrainConfig {
         micro_batch: 16,
         epochs: 2,
-        optimizer: AdamWConfig { lr: 3e-3, weight_decay: 0.0, ..AdamWConfig::default() },
+        optimizer: AdamWConfig {
+            lr: 3e-3,
+            weight_decay: 0.0,
+            ..AdamWConfig::default()
+        },
         ..TrainConfig::default()
     };
     let mut trainer = Trainer::load(&base, cfg, &Device::Cpu).unwrap();
@@ -210,8 +231,12 @@ fn filtered_bc_then_grpo_on_its_own_rollouts_makes_the_policy_better_on_held_out
             let mut o = options("tiny-text", Some(Constraint::Action), 1.0);
             o.model_dir = current.clone();
             let backend = OnnxBackend::load(o).unwrap();
-            let tasks: Vec<(StepInput, u32)> =
-                (0..16).map(|_| { next_instance += 1; family.instance(next_instance) }).collect();
+            let tasks: Vec<(StepInput, u32)> = (0..16)
+                .map(|_| {
+                    next_instance += 1;
+                    family.instance(next_instance)
+                })
+                .collect();
             let mut inputs = Vec::new();
             let mut meta = Vec::new();
             for (t, (input, target)) in tasks.iter().enumerate() {
@@ -260,16 +285,28 @@ fn filtered_bc_then_grpo_on_its_own_rollouts_makes_the_policy_better_on_held_out
                 assert!(report.losses.iter().all(|l| l.is_finite()));
                 let out = root.path().join(format!("{objective}-{it}"));
                 trainer
-                    .publish(&out, serde_json::json!({"objective": objective.to_string(), "iteration": it}))
+                    .publish(
+                        &out,
+                        serde_json::json!({"objective": objective.to_string(), "iteration": it}),
+                    )
                     .unwrap();
                 current = out;
             }
             curve.push((objective, it, success, samples.len()));
-            eprintln!("{objective} iteration {it}: rollout success {success:.2}, {} samples, {:.0?}", samples.len(), started.elapsed());
+            eprintln!(
+                "{objective} iteration {it}: rollout success {success:.2}, {} samples, {:.0?}",
+                samples.len(),
+                started.elapsed()
+            );
         }
     }
     let after = greedy_success(&current, &family, held_out);
-    eprintln!("held-out greedy success: untrained {before:.2}, trained {after:.2}; curve {curve:?}");
+    eprintln!(
+        "held-out greedy success: untrained {before:.2}, trained {after:.2}; curve {curve:?}"
+    );
     assert!(after >= 0.8, "trained {after} (untrained {before})");
-    assert!(after >= before + 0.4, "trained {after} vs untrained {before}");
+    assert!(
+        after >= before + 0.4,
+        "trained {after} vs untrained {before}"
+    );
 }

@@ -69,7 +69,9 @@ pub fn run(
     let len = shape.prompt + shape.response;
     let samples: Vec<Sample> = (0..shape.batch)
         .map(|i| Sample {
-            embeds: (0..len * hidden).map(|_| rng.random::<f32>() - 0.5).collect(),
+            embeds: (0..len * hidden)
+                .map(|_| rng.random::<f32>() - 0.5)
+                .collect(),
             positions: (0..len as i64).map(|p| [p; 3]).collect(),
             prompt_len: shape.prompt,
             response: (0..shape.response)

@@ -45,9 +45,7 @@ impl DecoderConfig {
             cfg.get(k)
                 .and_then(serde_json::Value::as_u64)
                 .map(|v| v as usize)
-                .ok_or_else(|| {
-                    TrainError::Model(format!("{}: no integer `{k}`", path.display()))
-                })
+                .ok_or_else(|| TrainError::Model(format!("{}: no integer `{k}`", path.display())))
         };
         let hidden = num("hidden_size")?;
         let heads = num("num_attention_heads")?;

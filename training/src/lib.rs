@@ -20,9 +20,9 @@ pub mod select;
 pub mod trainer;
 pub mod version;
 
+pub use inference::TokenSet;
 pub use objective::{GrpoConfig, Objective};
 pub use optim::{AdamWConfig, Schedule};
-pub use inference::TokenSet;
 pub use sample::Sample;
 pub use trainer::{TrainConfig, Trainer, UpdateReport};
 

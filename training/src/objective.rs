@@ -148,7 +148,9 @@ pub fn token_logprobs(
         logits = (logits / f64::from(temperature))?;
     }
     let targets = Tensor::from_vec(targets, (n, 1), dev)?;
-    let values = log_softmax(&logits)?.gather(&targets, D::Minus1)?.squeeze(1)?;
+    let values = log_softmax(&logits)?
+        .gather(&targets, D::Minus1)?
+        .squeeze(1)?;
     Ok(TokenLogprobs { values, offsets })
 }
 
@@ -211,7 +213,11 @@ pub fn grpo_loss(
             let iw = (proximal[k] - behaviour).exp();
             let keep = iw <= cfg.behaviour_cap;
             adv.push(a);
-            cap.push(if a < 0.0 { cfg.dual_clip * -a } else { f32::MAX });
+            cap.push(if a < 0.0 {
+                cfg.dual_clip * -a
+            } else {
+                f32::MAX
+            });
             if keep {
                 weight.push(iw);
                 stats.tokens += 1;

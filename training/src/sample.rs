@@ -62,7 +62,9 @@ impl Sample {
             ));
         }
         if let Some(t) = self.response.iter().find(|t| **t as usize >= vocab) {
-            return bad(format!("response token {t} is outside the vocabulary ({vocab})"));
+            return bad(format!(
+                "response token {t} is outside the vocabulary ({vocab})"
+            ));
         }
         if !self.behaviour_logprobs.is_empty()
             && self.behaviour_logprobs.len() != self.response.len()
@@ -81,8 +83,12 @@ impl Sample {
                     self.response.len()
                 ));
             }
-            if let Some(j) = (0..allowed.len()).find(|j| !allowed[*j].contains(self.response[*j] as usize)) {
-                return bad(format!("response token {j} is not allowed by its grammar mask"));
+            if let Some(j) =
+                (0..allowed.len()).find(|j| !allowed[*j].contains(self.response[*j] as usize))
+            {
+                return bad(format!(
+                    "response token {j} is not allowed by its grammar mask"
+                ));
             }
         }
         if !self.advantage.is_finite() {

@@ -122,22 +122,25 @@ pub fn select_fbc(steps: &[StepMeta], f: &FbcFilter, rng: &mut impl Rng) -> Sele
             d.short += 1;
         } else if f.drop_not_found && s.answer.as_deref().is_some_and(says_not_found) {
             d.not_found += 1;
-        } else if f.drop_unchanged
-            && s.screenshot.is_some()
-            && s.screenshot == s.next_screenshot
-        {
+        } else if f.drop_unchanged && s.screenshot.is_some() && s.screenshot == s.next_screenshot {
             d.unchanged += 1;
         } else {
             candidates.push(i);
         }
     }
-    let take = f.max_samples.unwrap_or(candidates.len()).min(candidates.len());
+    let take = f
+        .max_samples
+        .unwrap_or(candidates.len())
+        .min(candidates.len());
     if take < candidates.len() {
         let mut per_site: HashMap<&str, usize> = HashMap::new();
         for i in &candidates {
             *per_site.entry(steps[*i].site.as_str()).or_default() += 1;
         }
-        let recency: f64 = candidates.iter().map(|i| f64::from(steps[*i].iteration) + 1.0).sum();
+        let recency: f64 = candidates
+            .iter()
+            .map(|i| f64::from(steps[*i].iteration) + 1.0)
+            .sum();
         let inverse: f64 = candidates
             .iter()
             .map(|i| 1.0 / per_site[steps[*i].site.as_str()] as f64)
@@ -243,7 +246,11 @@ mod tests {
         for s in &mut steps[..5] {
             s.iteration = 5;
         }
-        let sel = select_fbc(&steps, &FbcFilter::default(), &mut rand::rngs::StdRng::seed_from_u64(0));
+        let sel = select_fbc(
+            &steps,
+            &FbcFilter::default(),
+            &mut rand::rngs::StdRng::seed_from_u64(0),
+        );
         assert_eq!(sel.kept, vec![(0, 1.0), (2, 1.0)]);
         assert_eq!(sel.dropped.unchanged, 1);
         assert_eq!(sel.dropped.failed, 1);

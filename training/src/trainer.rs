@@ -197,7 +197,8 @@ impl Trainer {
         let per_step = self.cfg.micro_batch * self.cfg.accumulation;
         let steps_per_epoch = samples.len().div_ceil(per_step);
         let total_steps = steps_per_epoch * self.cfg.epochs;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(self.cfg.seed ^ self.optimizer.steps() as u64);
+        let mut rng =
+            rand::rngs::StdRng::seed_from_u64(self.cfg.seed ^ self.optimizer.steps() as u64);
         let mut report = UpdateReport {
             samples: samples.len(),
             tokens: samples.iter().map(|s| s.response.len()).sum(),
@@ -220,12 +221,16 @@ impl Trainer {
                     let loss = match &proximal {
                         None => fbc_loss(&lp)?,
                         Some(prox) => {
-                            let p: Vec<f32> = idx.iter().flat_map(|i| prox[*i].iter().copied()).collect();
+                            let p: Vec<f32> =
+                                idx.iter().flat_map(|i| prox[*i].iter().copied()).collect();
                             let (loss, s) = grpo_loss(&lp, &p, &batch, &self.cfg.grpo)?;
                             if let Some(g) = report.grpo.as_mut() {
                                 let n = (g.tokens + s.tokens).max(1) as f32;
-                                g.mean_ratio = (g.mean_ratio * g.tokens as f32 + s.mean_ratio * s.tokens as f32) / n;
-                                g.clipped = (g.clipped * g.tokens as f32 + s.clipped * s.tokens as f32) / n;
+                                g.mean_ratio = (g.mean_ratio * g.tokens as f32
+                                    + s.mean_ratio * s.tokens as f32)
+                                    / n;
+                                g.clipped =
+                                    (g.clipped * g.tokens as f32 + s.clipped * s.tokens as f32) / n;
                                 g.tokens += s.tokens;
                                 g.dropped_stale += s.dropped_stale;
                             }

@@ -15,8 +15,16 @@ mod common;
 static ENV: OnceLock<ort::environment::Environment> = OnceLock::new();
 
 fn session(path: &Path) -> Session {
-    let env = ENV.get_or_init(|| ort::init_from(common::ort_dylib()).unwrap().build().unwrap());
-    Session::builder(env).unwrap().commit_from_file(path).unwrap()
+    let env = ENV.get_or_init(|| {
+        ort::init_from(common::ort_dylib())
+            .unwrap()
+            .build()
+            .unwrap()
+    });
+    Session::builder(env)
+        .unwrap()
+        .commit_from_file(path)
+        .unwrap()
 }
 
 /// ORT's logits `[batch, seq, vocab]` (flat) and the embeddings it decoded from.
@@ -39,19 +47,29 @@ fn ort_logits(
     let hidden = embeds.len() / (batch * len);
     let mut decoder = session(&dir.join("onnx/decoder_model_merged.onnx"));
     let mrope = positions.len() == 3 * batch * len;
-    let pos_shape: Vec<usize> = if mrope { vec![3, batch, len] } else { vec![batch, len] };
+    let pos_shape: Vec<usize> = if mrope {
+        vec![3, batch, len]
+    } else {
+        vec![batch, len]
+    };
     let mut inputs: Vec<(String, ort::value::DynValue)> = vec![
         (
             "inputs_embeds".into(),
-            OrtTensor::from_array(([batch, len, hidden], embeds.clone())).unwrap().into_dyn(),
+            OrtTensor::from_array(([batch, len, hidden], embeds.clone()))
+                .unwrap()
+                .into_dyn(),
         ),
         (
             "attention_mask".into(),
-            OrtTensor::from_array(([batch, len], mask.to_vec())).unwrap().into_dyn(),
+            OrtTensor::from_array(([batch, len], mask.to_vec()))
+                .unwrap()
+                .into_dyn(),
         ),
         (
             "position_ids".into(),
-            OrtTensor::from_array((pos_shape, positions.to_vec())).unwrap().into_dyn(),
+            OrtTensor::from_array((pos_shape, positions.to_vec()))
+                .unwrap()
+                .into_dyn(),
         ),
     ];
     for i in 0..layers {
@@ -65,7 +83,11 @@ fn ort_logits(
         }
     }
     let out = decoder.run(inputs).unwrap();
-    let logits = out["logits"].try_extract_tensor::<f32>().unwrap().1.to_vec();
+    let logits = out["logits"]
+        .try_extract_tensor::<f32>()
+        .unwrap()
+        .1
+        .to_vec();
     (logits, embeds)
 }
 
@@ -89,7 +111,11 @@ fn check_parity(name: &str, mrope: bool) {
             for t in 0..len {
                 let pad = if b == 0 { 4 } else { 0 };
                 // Distinct values per axis exercise M-RoPE's section pick.
-                positions.push(if t < pad { 1 } else { ((t - pad) * (axis + 1)) as i64 });
+                positions.push(if t < pad {
+                    1
+                } else {
+                    ((t - pad) * (axis + 1)) as i64
+                });
             }
         }
     }
@@ -99,7 +125,14 @@ fn check_parity(name: &str, mrope: bool) {
     let embeds = Tensor::from_vec(embeds, (batch, len, c.hidden), &device).unwrap();
     let mask_u8: Vec<u8> = mask.iter().map(|m| *m as u8).collect();
     let got = dec
-        .forward(&embeds, &mask_u8, &Positions { values: positions, mrope })
+        .forward(
+            &embeds,
+            &mask_u8,
+            &Positions {
+                values: positions,
+                mrope,
+            },
+        )
         .unwrap()
         .flatten_all()
         .unwrap()
@@ -149,7 +182,10 @@ fn every_parameter_gets_a_gradient_that_finite_differences_confirm() {
         .collect();
     let embeds = Tensor::from_vec(embeds, (batch, len, c.hidden), &device).unwrap();
     let mask = vec![1u8; len];
-    let positions = Positions { values: (0..len as i64).collect(), mrope: false };
+    let positions = Positions {
+        values: (0..len as i64).collect(),
+        mrope: false,
+    };
     let loss = |d: &Decoder| {
         let logits = d.forward(&embeds, &mask, &positions).unwrap();
         // A smooth scalar of every position's logits.
@@ -158,8 +194,16 @@ fn every_parameter_gets_a_gradient_that_finite_differences_confirm() {
     let l = loss(&dec);
     let grads = l.backward().unwrap();
     for (name, var) in dec.params() {
-        let g = grads.get(var.as_tensor()).unwrap_or_else(|| panic!("no gradient for {name}"));
-        let norm = g.sqr().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap();
+        let g = grads
+            .get(var.as_tensor())
+            .unwrap_or_else(|| panic!("no gradient for {name}"));
+        let norm = g
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         assert!(norm > 0.0, "zero gradient for {name}");
     }
     // Finite differences on a few entries of three different kinds of tensor.
@@ -169,18 +213,31 @@ fn every_parameter_gets_a_gradient_that_finite_differences_confirm() {
         "lm_head.weight_t",
     ] {
         let var = &dec.params()[name];
-        let g = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let g = grads
+            .get(var.as_tensor())
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let base = var
+            .as_tensor()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         for &i in &[0usize, 7, base.len() - 1] {
             let eps = 1e-2f32;
             let at = |delta: f32| {
                 let mut w = base.clone();
                 w[i] += delta;
-                var.set(&Tensor::from_vec(w, var.dims(), &device).unwrap()).unwrap();
+                var.set(&Tensor::from_vec(w, var.dims(), &device).unwrap())
+                    .unwrap();
                 f64::from(loss(&dec).to_scalar::<f32>().unwrap())
             };
             let numeric = (at(eps) - at(-eps)) / (2.0 * f64::from(eps));
-            var.set(&Tensor::from_vec(base.clone(), var.dims(), &device).unwrap()).unwrap();
+            var.set(&Tensor::from_vec(base.clone(), var.dims(), &device).unwrap())
+                .unwrap();
             let analytic = f64::from(g[i]);
             let tol = 2e-3 + 0.05 * analytic.abs().max(numeric.abs());
             assert!(

@@ -75,20 +75,32 @@ fn a_published_version_runs_in_onnx_runtime_as_trained_and_leaves_the_base_alone
     let (version, trainer) = perturbed_version(root.path());
     let mut trained = load(&version).unwrap();
     let ort = trained.score(&p, &continuation).unwrap();
-    let candle = trainer.logprobs(&[sample(&mut trained, &p, &continuation)]).unwrap();
+    let candle = trainer
+        .logprobs(&[sample(&mut trained, &p, &continuation)])
+        .unwrap();
     let d = max_diff(&ort, &candle[0]);
     assert!(d <= 1e-4, "ORT with the version vs candle: {d}");
     // The version really changed the outputs, and the base did not move.
-    assert!(max_diff(&ort, &base_before) > 1e-2, "the version's tensors were not applied");
+    assert!(
+        max_diff(&ort, &base_before) > 1e-2,
+        "the version's tensors were not applied"
+    );
     let base_after = load(&base_dir).unwrap().score(&p, &continuation).unwrap();
     assert_eq!(base_after, base_before);
     // The lineage names the base and the files are links to it.
     let lineage = training::version::read_lineage(&version).unwrap().unwrap();
     assert_eq!(lineage.base, std::fs::canonicalize(&base_dir).unwrap());
-    assert!(std::fs::symlink_metadata(version.join("onnx")).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(version.join("onnx"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     // A trainer loading the version goes on from its weights (same log-probabilities).
     let again = Trainer::load(&version, TrainConfig::default(), &Device::Cpu).unwrap();
-    let resumed = again.logprobs(&[sample(&mut trained, &p, &continuation)]).unwrap();
+    let resumed = again
+        .logprobs(&[sample(&mut trained, &p, &continuation)])
+        .unwrap();
     assert!(max_diff(&resumed[0], &candle[0]) <= 1e-6);
 }
 
@@ -127,7 +139,10 @@ fn broken_versions_are_refused_naming_the_tensor_and_the_file() {
             "shape",
             Box::new(|d| {
                 rewrite_weights(d, |t| {
-                    t.insert(q.into(), Tensor::zeros((3, 3), candle_core::DType::F32, &Device::Cpu).unwrap());
+                    t.insert(
+                        q.into(),
+                        Tensor::zeros((3, 3), candle_core::DType::F32, &Device::Cpu).unwrap(),
+                    );
                 })
             }),
             vec!["shape", q, "weights.safetensors"],
@@ -144,7 +159,13 @@ fn broken_versions_are_refused_naming_the_tensor_and_the_file() {
         ),
         (
             "corrupt",
-            Box::new(|d| std::fs::write(d.join("weights.safetensors"), b"\x10\0\0\0\0\0\0\0{not json").unwrap()),
+            Box::new(|d| {
+                std::fs::write(
+                    d.join("weights.safetensors"),
+                    b"\x10\0\0\0\0\0\0\0{not json",
+                )
+                .unwrap()
+            }),
             vec!["weights.safetensors", "not a readable safetensors file"],
         ),
         (
@@ -161,11 +182,17 @@ fn broken_versions_are_refused_naming_the_tensor_and_the_file() {
         let dir = root.path().join(name.replace(' ', "-"));
         copy_version(&good, &dir);
         damage(&dir);
-        let err = load(&dir).err().unwrap_or_else(|| panic!("{name}: the policy loaded a broken version")).to_string();
+        let err = load(&dir)
+            .err()
+            .unwrap_or_else(|| panic!("{name}: the policy loaded a broken version"))
+            .to_string();
         for w in &words {
             assert!(err.contains(w), "{name}: {err:?} does not say {w:?}");
         }
-        assert!(err.contains(&dir.display().to_string()), "{name}: {err} names no directory");
+        assert!(
+            err.contains(&dir.display().to_string()),
+            "{name}: {err} names no directory"
+        );
         let err = Trainer::load(&dir, TrainConfig::default(), &Device::Cpu)
             .err()
             .unwrap_or_else(|| panic!("{name}: the trainer loaded a broken version"))

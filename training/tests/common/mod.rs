@@ -33,7 +33,11 @@ pub fn ort_dylib() -> PathBuf {
         if let Ok(files) = std::fs::read_dir(&capi) {
             for f in files {
                 let p = f.unwrap().path();
-                if p.file_name().unwrap().to_string_lossy().starts_with("libonnxruntime.so.") {
+                if p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("libonnxruntime.so.")
+                {
                     return p;
                 }
             }
@@ -44,9 +48,13 @@ pub fn ort_dylib() -> PathBuf {
 
 /// A deterministic pseudo-random sequence (tests need no `rand` seeding subtleties).
 pub fn lcg(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         s >> 33
     }
 }

@@ -1,0 +1,98 @@
+//! `surfgym bench train`: training throughput of the built-in trainer (candle) on synthetic
+//! samples of a realistic shape, for the models the data directory has.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use training::Objective;
+use training::bench::{BenchShape, run as bench};
+
+use crate::args::Common;
+
+/// What to time.
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Model directories, comma-separated (default: tiny-text, and smollm2-135m when it
+    /// was set up).
+    #[arg(long = "models", value_delimiter = ',')]
+    models: Vec<PathBuf>,
+    /// Samples per optimiser step.
+    #[arg(long, default_value_t = 8)]
+    batch: usize,
+    /// Prompt tokens per sample.
+    #[arg(long, default_value_t = 512)]
+    prompt_tokens: usize,
+    /// Response tokens per sample.
+    #[arg(long, default_value_t = 32)]
+    response_tokens: usize,
+    /// Timed optimiser steps per model and objective.
+    #[arg(long, default_value_t = 3)]
+    steps: usize,
+    /// Print JSON lines instead of a table.
+    #[arg(long = "json-lines")]
+    json: bool,
+}
+
+/// Runs the benchmark.
+pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
+    if a.batch == 0 || a.prompt_tokens == 0 || a.response_tokens == 0 || a.steps == 0 {
+        bail!("--batch, --prompt-tokens, --response-tokens and --steps must be at least 1");
+    }
+    let mut models = a.models.clone();
+    if models.is_empty() {
+        let dir = common.data_dir.join("models");
+        models.push(dir.join("tiny-text"));
+        if dir.join("smollm2-135m").exists() {
+            models.push(dir.join("smollm2-135m"));
+        }
+    }
+    let shape = BenchShape {
+        batch: a.batch,
+        prompt: a.prompt_tokens,
+        response: a.response_tokens,
+        steps: a.steps,
+    };
+    let device = candle_core::Device::Cpu;
+    if !a.json {
+        println!(
+            "trainer (candle, CPU, fp32): batch {} x ({} prompt + {} response tokens), {} timed steps",
+            a.batch, a.prompt_tokens, a.response_tokens, a.steps
+        );
+        println!(
+            "{:<28} {:>9} {:>12} {:>12} {:>10} {:>10}",
+            "model", "objective", "parameters", "tokens/s", "samples/s", "step s"
+        );
+    }
+    for model in &models {
+        for objective in [Objective::Fbc, Objective::Grpo] {
+            let (m, d) = (model.clone(), device.clone());
+            let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d))
+                .await?
+                .with_context(|| {
+                    format!(
+                        "benchmarking {} (run ./scripts/setup-python.sh)",
+                        model.display()
+                    )
+                })?;
+            let name = model
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            if a.json {
+                println!("{}", serde_json::json!({"model": name, "result": r}));
+            } else {
+                println!(
+                    "{:<28} {:>9} {:>12} {:>12.0} {:>10.2} {:>10.3}",
+                    name,
+                    objective.to_string(),
+                    r.parameters,
+                    r.tokens_per_s,
+                    r.samples_per_s,
+                    r.step_s
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
