@@ -183,8 +183,8 @@ impl Model {
             tracing::warn!(reason = %why, "CUDA execution provider unavailable; falling back to CPU");
         }
         // A trained policy version: its tensors go over the base decoder's initializers.
-        let overrides = crate::version::load_overrides(dir)
-            .map_err(|e| OnnxError::Model(e.to_string()))?;
+        let overrides =
+            crate::version::load_overrides(dir).map_err(|e| OnnxError::Model(e.to_string()))?;
         let open = |file: &str| -> Result<Session, OnnxError> {
             let path = cfg.onnx_dir.join(file);
             let mut builder = Session::builder(env).map_err(rt)?;
@@ -193,9 +193,9 @@ impl Model {
                     let value = Tensor::from_array((t.dims.clone(), t.data.clone()))
                         .map_err(rt)?
                         .into_dyn();
-                    builder = builder
-                        .with_initializer(&t.name, value)
-                        .map_err(|e| OnnxError::Model(format!("{}: tensor `{}`: {e}", dir.display(), t.name)))?;
+                    builder = builder.with_initializer(&t.name, value).map_err(|e| {
+                        OnnxError::Model(format!("{}: tensor `{}`: {e}", dir.display(), t.name))
+                    })?;
                 }
             }
             builder = builder

@@ -218,10 +218,14 @@ fn external_data(entries: &[(String, String)], dir: &Path) -> Result<Vec<u8>, St
     let location = get("location").ok_or("external data without a location")?;
     // The location is relative to the model's folder and may not leave it.
     if Path::new(location).is_absolute() || location.split(['/', '\\']).any(|c| c == "..") {
-        return Err(format!("external data location {location:?} leaves the model's folder"));
+        return Err(format!(
+            "external data location {location:?} leaves the model's folder"
+        ));
     }
     let path = dir.join(location);
-    let offset: u64 = get("offset").map_or(Ok(0), |o| o.parse()).map_err(|_| "bad offset")?;
+    let offset: u64 = get("offset")
+        .map_or(Ok(0), |o| o.parse())
+        .map_err(|_| "bad offset")?;
     let mut file =
         std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     file.seek(SeekFrom::Start(offset))
@@ -346,7 +350,10 @@ mod tests {
         varint(1, &mut inline); // f32
         field(
             9,
-            &[1.5f32, -2.0].iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<_>>(),
+            &[1.5f32, -2.0]
+                .iter()
+                .flat_map(|f| f.to_le_bytes())
+                .collect::<Vec<_>>(),
             &mut inline,
         );
         let mut external = Vec::new();

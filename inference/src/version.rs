@@ -86,8 +86,7 @@ pub fn read_lineage(dir: &Path) -> Result<Option<Lineage>, VersionError> {
         return Ok(None);
     }
     let text = std::fs::read_to_string(&path).map_err(|e| err(format!("{LINEAGE}: {e}")))?;
-    let l: Lineage =
-        serde_json::from_str(&text).map_err(|e| err(format!("{LINEAGE}: {e}")))?;
+    let l: Lineage = serde_json::from_str(&text).map_err(|e| err(format!("{LINEAGE}: {e}")))?;
     if l.format != FORMAT {
         return Err(err(format!(
             "{LINEAGE}: format {:?}, this surfgym reads {FORMAT:?}",
@@ -151,12 +150,18 @@ pub fn load_overrides(dir: &Path) -> Result<Option<Overrides>, VersionError> {
     let base = read_initializers(&decoder).map_err(|e| err(e.to_string()))?;
     let weights = dir.join(WEIGHTS);
     let bytes = std::fs::read(&weights).map_err(|e| err(format!("{WEIGHTS}: {e}")))?;
-    let file = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| err(format!("{WEIGHTS} is not a readable safetensors file ({e})")))?;
+    let file = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
+        err(format!(
+            "{WEIGHTS} is not a readable safetensors file ({e})"
+        ))
+    })?;
     let mut tensors = Vec::new();
     for init in base.iter().filter(|i| is_trainable(&i.name)) {
         let t = file.tensor(&init.name).map_err(|_| {
-            err(format!("{WEIGHTS} has no tensor `{}` (the base decoder has it)", init.name))
+            err(format!(
+                "{WEIGHTS} has no tensor `{}` (the base decoder has it)",
+                init.name
+            ))
         })?;
         if t.dtype() != safetensors::Dtype::F32 || init.dtype != DataType::F32 {
             return Err(err(format!(

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use candle_core::{Device, Tensor};
 use ort::session::Session;
 use ort::value::Tensor as OrtTensor;
-use training::decoder::{Decoder, Positions};
+use training::decoder::{Decoder, DecoderConfig, Positions};
 
 mod common;
 
@@ -33,12 +33,10 @@ fn ort_logits(
     ids: &[i64],
     mask: &[i64],
     positions: &[i64],
-    batch: usize,
-    len: usize,
-    kv: usize,
-    head_dim: usize,
-    layers: usize,
+    (batch, len): (usize, usize),
+    c: &DecoderConfig,
 ) -> (Vec<f32>, Vec<f32>) {
+    let (kv, head_dim, layers) = (c.kv_heads, c.head_dim, c.layers);
     let mut embed = session(&dir.join("onnx/embed_tokens.onnx"));
     let out = embed
         .run(ort::inputs!["input_ids" => OrtTensor::from_array(([batch, len], ids.to_vec())).unwrap()])
@@ -119,9 +117,7 @@ fn check_parity(name: &str, mrope: bool) {
             }
         }
     }
-    let (want, embeds) = ort_logits(
-        &dir, &ids, &mask, &positions, batch, len, c.kv_heads, c.head_dim, c.layers,
-    );
+    let (want, embeds) = ort_logits(&dir, &ids, &mask, &positions, (batch, len), &c);
     let embeds = Tensor::from_vec(embeds, (batch, len, c.hidden), &device).unwrap();
     let mask_u8: Vec<u8> = mask.iter().map(|m| *m as u8).collect();
     let got = dec

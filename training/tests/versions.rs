@@ -124,12 +124,15 @@ fn rewrite_weights(dir: &Path, edit: impl FnOnce(&mut std::collections::HashMap<
     candle_core::safetensors::save(&t, &path).unwrap();
 }
 
+/// A way of breaking a copied version directory.
+type Damage = Box<dyn Fn(&Path)>;
+
 #[test]
 fn broken_versions_are_refused_naming_the_tensor_and_the_file() {
     let root = tempfile::tempdir().unwrap();
     let (good, _) = perturbed_version(root.path());
     let q = "model.layers.0.self_attn.q_proj.weight_t";
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, Vec<&str>)> = vec![
+    let cases: Vec<(&str, Damage, Vec<&str>)> = vec![
         (
             "missing",
             Box::new(|d| rewrite_weights(d, |t| drop(t.remove(q)))),

@@ -36,7 +36,13 @@ impl Model {
                         masked = row
                             .iter()
                             .enumerate()
-                            .map(|(id, l)| if sets[j].contains(id) { *l } else { f32::NEG_INFINITY })
+                            .map(|(id, l)| {
+                                if sets[j].contains(id) {
+                                    *l
+                                } else {
+                                    f32::NEG_INFINITY
+                                }
+                            })
                             .collect();
                         &masked[..]
                     }
