@@ -28,7 +28,9 @@ pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
         for e in entries {
             let e = e?;
             let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with('.') && e.file_type()?.is_file() {
+            // Links are followed: a policy version and a paired model link the base's
+            // files, and those bytes are part of what the policy runs.
+            if !name.starts_with('.') && std::fs::metadata(e.path())?.is_file() {
                 files.push(sub.join(name));
             }
         }
@@ -108,6 +110,30 @@ mod tests {
         std::fs::write(a.join("tokenizer.json"), b"[2]").unwrap();
         assert_ne!(fingerprint(&a).unwrap(), with);
         for d in [a, b] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    #[test]
+    fn linked_files_count_as_the_files_they_name() {
+        // A policy version links its base's files and adds its own weights.
+        let base = dir("base");
+        std::fs::write(base.join("config.json"), b"{}").unwrap();
+        std::fs::write(base.join("onnx/decoder.onnx"), b"weights v0").unwrap();
+        let version = dir("version");
+        std::fs::remove_dir(version.join("onnx")).unwrap();
+        std::os::unix::fs::symlink(base.join("onnx"), version.join("onnx")).unwrap();
+        std::os::unix::fs::symlink(base.join("config.json"), version.join("config.json")).unwrap();
+        std::fs::write(version.join("weights.safetensors"), b"trained").unwrap();
+        let v1 = fingerprint(&version).unwrap();
+        assert_ne!(v1, fingerprint(&base).unwrap());
+        std::fs::write(version.join("weights.safetensors"), b"trained more").unwrap();
+        assert_ne!(fingerprint(&version).unwrap(), v1);
+        // The linked config counts: changing it changes the version's fingerprint.
+        let v2 = fingerprint(&version).unwrap();
+        std::fs::write(base.join("config.json"), b"{\"v\": 2}").unwrap();
+        assert_ne!(fingerprint(&version).unwrap(), v2);
+        for d in [base, version] {
             std::fs::remove_dir_all(d).unwrap();
         }
     }
