@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
+use browser_pool::{Observation, Rect, Screenshot};
 use engine::policy::onnx::{Device, Finish, GenParams, OnnxBackend, OnnxOptions, Prompt};
 use engine::policy::{Policy, StepInput};
 use image::{Rgb, RgbImage};
@@ -51,27 +51,17 @@ fn observation(shade: u8, labels: usize) -> Observation {
             scale: 1.0,
         },
         elements: (1..=labels as u32)
-            .map(|n| Element {
-                id: n,
-                tag: "button".into(),
-                role: "button".into(),
-                label: format!("Button number {n}"),
-                bbox: Rect {
+            .map(|n| {
+                let bbox = Rect {
                     x: 10.0 * n as f64,
                     y: 20.0 * n as f64,
                     width: 80.0,
                     height: 20.0,
-                },
-                in_viewport: true,
-                ..Element::default()
+                };
+                common::button(n, &format!("Button number {n}"), bbox)
             })
             .collect(),
-        scroll: ScrollState {
-            x: 0.0,
-            y: 0.0,
-            page_height: 720.0,
-            viewport_height: 720.0,
-        },
+        scroll: common::unscrolled(720.0),
         last_action_error: None,
         ..Default::default()
     }

@@ -4,7 +4,7 @@
 //! synthetic task family, in the real prompt and action grammar, gets better on instances
 //! it never trained on.
 
-use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
+use browser_pool::{Observation, Rect, Screenshot};
 use candle_core::Device;
 use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::{OnnxBackend, OnnxOptions};
@@ -55,27 +55,17 @@ fn buttons(labels: &[(u32, &str)], shade: u8) -> Observation {
         elements: labels
             .iter()
             .enumerate()
-            .map(|(i, (id, label))| Element {
-                id: *id,
-                tag: "button".into(),
-                role: "button".into(),
-                label: (*label).into(),
-                bbox: Rect {
+            .map(|(i, (id, label))| {
+                let bbox = Rect {
                     x: 10.0,
                     y: 30.0 * i as f64,
                     width: 80.0,
                     height: 20.0,
-                },
-                in_viewport: true,
-                ..Element::default()
+                };
+                common::button(*id, label, bbox)
             })
             .collect(),
-        scroll: ScrollState {
-            x: 0.0,
-            y: 0.0,
-            page_height: 200.0,
-            viewport_height: 200.0,
-        },
+        scroll: common::unscrolled(200.0),
         last_action_error: None,
         ..Default::default()
     }

@@ -132,3 +132,26 @@ pub fn wiki_easy(policy: &str) -> CampaignSpec {
         ..Default::default()
     }
 }
+
+/// A visible button element for hand-made observations.
+pub fn button(id: u32, label: &str, bbox: browser_pool::Rect) -> browser_pool::Element {
+    browser_pool::Element {
+        id,
+        tag: "button".into(),
+        role: "button".into(),
+        label: label.into(),
+        bbox,
+        in_viewport: true,
+        ..browser_pool::Element::default()
+    }
+}
+
+/// A viewport-sized page that does not scroll.
+pub fn unscrolled(height: f64) -> browser_pool::ScrollState {
+    browser_pool::ScrollState {
+        x: 0.0,
+        y: 0.0,
+        page_height: height,
+        viewport_height: height,
+    }
+}
