@@ -7,10 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use browser_pool::{Observation, Rect, Screenshot};
+use browser_pool::{Observation, Rect};
 use engine::policy::onnx::{Device, Finish, GenParams, OnnxBackend, OnnxOptions, Prompt};
 use engine::policy::{Policy, StepInput};
-use image::{Rgb, RgbImage};
 
 mod common;
 
@@ -31,25 +30,10 @@ fn options() -> OnnxOptions {
 }
 
 fn observation(shade: u8, labels: usize) -> Observation {
-    let img = RgbImage::from_fn(1280, 720, |x, y| {
-        Rgb([shade, (x % 256) as u8, (y % 256) as u8])
-    });
-    let mut jpeg = Vec::new();
-    img.write_to(
-        &mut std::io::Cursor::new(&mut jpeg),
-        image::ImageFormat::Jpeg,
-    )
-    .unwrap();
     Observation {
         url: "http://127.0.0.1:1/".into(),
         title: "Page".into(),
-        screenshot: Screenshot {
-            bytes: jpeg,
-            mime: "image/jpeg",
-            width: 1280,
-            height: 720,
-            scale: 1.0,
-        },
+        screenshot: common::gradient_screenshot(1280, 720, shade),
         elements: (1..=labels as u32)
             .map(|n| {
                 let bbox = Rect {

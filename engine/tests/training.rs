@@ -4,12 +4,12 @@
 //! synthetic task family, in the real prompt and action grammar, gets better on instances
 //! it never trained on.
 
-use browser_pool::{Observation, Rect, Screenshot};
+use browser_pool::{Observation, Rect};
 use candle_core::Device;
 use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::{OnnxBackend, OnnxOptions};
 use engine::policy::{Decision, StepInput};
-use image::{Rgb, RgbImage};
+
 use training::select::{FbcFilter, StepMeta, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, Sample, TrainConfig, Trainer};
 
@@ -28,30 +28,11 @@ fn options(model: &str, constrained: Option<Constraint>, temperature: f32) -> On
     o
 }
 
-fn screenshot(shade: u8) -> Screenshot {
-    let img = RgbImage::from_fn(320, 200, |x, y| {
-        Rgb([shade, (x % 256) as u8, (y % 256) as u8])
-    });
-    let mut jpeg = Vec::new();
-    img.write_to(
-        &mut std::io::Cursor::new(&mut jpeg),
-        image::ImageFormat::Jpeg,
-    )
-    .unwrap();
-    Screenshot {
-        bytes: jpeg,
-        mime: "image/jpeg",
-        width: 320,
-        height: 200,
-        scale: 1.0,
-    }
-}
-
 fn buttons(labels: &[(u32, &str)], shade: u8) -> Observation {
     Observation {
         url: "http://127.0.0.1:1/buttons".into(),
         title: "Buttons".into(),
-        screenshot: screenshot(shade),
+        screenshot: common::gradient_screenshot(320, 200, shade),
         elements: labels
             .iter()
             .enumerate()

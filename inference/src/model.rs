@@ -183,18 +183,26 @@ impl Model {
             tracing::warn!(reason = %why, "CUDA execution provider unavailable; falling back to CPU");
         }
         // A trained policy version: its tensors go over the base decoder's initializers.
+        // Made into runtime values once; the session builder shares them.
         let overrides =
             crate::version::load_overrides(dir).map_err(|e| OnnxError::Model(e.to_string()))?;
+        let trained_steps = overrides.as_ref().map(|o| o.lineage.optimizer_steps);
+        let initializers: Vec<(String, std::sync::Arc<DynValue>)> = overrides
+            .map(|o| o.tensors)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                let v = Tensor::from_array((t.dims, t.data)).map_err(rt)?;
+                Ok((t.name, std::sync::Arc::new(v.into_dyn())))
+            })
+            .collect::<Result<_, OnnxError>>()?;
         let open = |file: &str| -> Result<Session, OnnxError> {
             let path = cfg.onnx_dir.join(file);
             let mut builder = Session::builder(env).map_err(rt)?;
-            if let (Some(o), "decoder_model_merged.onnx") = (&overrides, file) {
-                for t in &o.tensors {
-                    let value = Tensor::from_array((t.dims.clone(), t.data.clone()))
-                        .map_err(rt)?
-                        .into_dyn();
-                    builder = builder.with_initializer(&t.name, value).map_err(|e| {
-                        OnnxError::Model(format!("{}: tensor `{}`: {e}", dir.display(), t.name))
+            if file == "decoder_model_merged.onnx" {
+                for (name, value) in &initializers {
+                    builder = builder.with_initializer(name, value.clone()).map_err(|e| {
+                        OnnxError::Model(format!("{}: tensor `{name}`: {e}", dir.display()))
                     })?;
                 }
             }
@@ -252,8 +260,7 @@ impl Model {
             .as_ref()
             .and_then(|v| input_type(v, "pixel_values"))
             .unwrap_or(TensorElementType::Float32);
-        let version = overrides.as_ref().map(|o| o.lineage.optimizer_steps);
-        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, mrope, trained_steps = ?version, "ONNX policy model loaded");
+        tracing::info!(model = %dir.display(), provider = %provider, layers = cfg.layers, kv = ?kv_type, mrope, trained_steps = ?trained_steps, "ONNX policy model loaded");
         Ok(Model {
             cfg,
             tokenizer,

@@ -155,3 +155,24 @@ pub fn unscrolled(height: f64) -> browser_pool::ScrollState {
         viewport_height: height,
     }
 }
+
+/// A `width` x `height` JPEG screenshot: a gradient tinted by `shade`, so that different
+/// shades give different images (and different vision features).
+pub fn gradient_screenshot(width: u32, height: u32, shade: u8) -> browser_pool::Screenshot {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([shade, (x % 256) as u8, (y % 256) as u8])
+    });
+    let mut jpeg = Vec::new();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut jpeg),
+        image::ImageFormat::Jpeg,
+    )
+    .unwrap();
+    browser_pool::Screenshot {
+        bytes: jpeg,
+        mime: "image/jpeg",
+        width,
+        height,
+        scale: 1.0,
+    }
+}

@@ -22,28 +22,11 @@ pub fn model(name: &str) -> PathBuf {
     dir
 }
 
-/// ONNX Runtime's library: `ORT_DYLIB_PATH`, else the data directory's venv.
+/// ONNX Runtime's library (`ORT_DYLIB_PATH`, else the data directory's venv), found as the
+/// policy finds it.
 pub fn ort_dylib() -> PathBuf {
-    if let Ok(p) = std::env::var("ORT_DYLIB_PATH") {
-        return p.into();
-    }
-    let lib = data_dir().join("venv/lib");
-    for py in std::fs::read_dir(&lib).expect("no venv: run ./scripts/setup-python.sh") {
-        let capi = py.unwrap().path().join("site-packages/onnxruntime/capi");
-        if let Ok(files) = std::fs::read_dir(&capi) {
-            for f in files {
-                let p = f.unwrap().path();
-                if p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("libonnxruntime.so.")
-                {
-                    return p;
-                }
-            }
-        }
-    }
-    panic!("ONNX Runtime missing: run ./scripts/setup-python.sh")
+    inference::find_ort_dylib(&data_dir())
+        .expect("ONNX Runtime missing: run ./scripts/setup-python.sh")
 }
 
 /// A deterministic pseudo-random sequence (tests need no `rand` seeding subtleties).
