@@ -16,7 +16,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::args::Common;
-use crate::cmd::{campaign, demo, export, judge, observe, run, serve, serve_policy, tasks, worker};
+use crate::cmd::{
+    campaign, demo, export, judge, observe, run, serve, serve_policy, tasks, train, worker,
+};
 
 /// A web-agent RL gym: real Chromium, rubric judges, Postgres, a replay dashboard.
 #[derive(Parser)]
@@ -60,6 +62,9 @@ enum Command {
     /// Task suites.
     #[command(subcommand)]
     Tasks(tasks::TasksCommand),
+    /// Training: one update from judged episodes, published as a policy version.
+    #[command(subcommand)]
+    Train(train::TrainCommand),
     /// The private Postgres cluster.
     #[command(subcommand)]
     Db(cmd::db::DbCommand),
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
             Command::Export(a) => export::export(&cli.common, a).await,
             Command::Judge(j) => judge::run(&cli.common, j).await,
             Command::Tasks(t) => tasks::run(&cli.common, t).await,
+            Command::Train(t) => train::run(&cli.common, t).await,
             Command::Db(d) => cmd::db::run(&cli.common, d).await,
         }
     });

@@ -12,4 +12,5 @@ pub mod run;
 pub mod serve;
 pub mod serve_policy;
 pub mod tasks;
+pub mod train;
 pub mod worker;

@@ -7,7 +7,8 @@
 //! - [`runner`] claims episodes (leases in Postgres), runs them, judges, stores.
 //! - [`snapshot`] is the final page as the rule judge reads it, below runner and judge.
 //! - [`env`](mod@env) holds the task environments: the bundled practice websites, MiniWoB++.
-//! - [`export`] reads finished episodes out as a dataset for trainers.
+//! - [`export`] reads finished episodes out as a dataset for trainers; [`traces`] reads
+//!   them (or an export) back as training data, each step's model inputs rebuilt.
 //!
 //! Data flows one way: task → campaign → episode → step → verdict. The engine knows
 //! nothing of HTTP handlers or the dashboard; `web` sits on top of it.
@@ -23,6 +24,7 @@ pub mod policy;
 pub mod runner;
 pub mod snapshot;
 pub mod store;
+pub mod traces;
 
 // Where the task environments lived before `env` (the CLI and the tests use these paths).
 pub use env::miniwob as environments;

@@ -55,15 +55,7 @@ fn buttons(labels: &[(u32, &str)], shade: u8) -> Observation {
 /// A training sample for a decided step, built through the policy's own prompt and model.
 fn sample(backend: &OnnxBackend, input: &StepInput, d: &Decision, advantage: f32) -> Sample {
     let t = backend.teacher_inputs(input, &d.token_ids).unwrap();
-    Sample {
-        embeds: t.embeds,
-        positions: t.positions,
-        prompt_len: t.prompt_len,
-        response: d.token_ids.clone(),
-        behaviour_logprobs: d.token_logprobs.clone(),
-        allowed: t.allowed,
-        advantage,
-    }
+    Sample::from_teacher(t, d.token_ids.clone(), d.token_logprobs.clone(), advantage)
 }
 
 #[test]

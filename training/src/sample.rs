@@ -28,6 +28,25 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// A sample from the decoder inputs the frozen parts of the model made for a step
+    /// (`inference::Model::teacher_inputs`) and what the policy sampled there.
+    pub fn from_teacher(
+        t: inference::TeacherInputs,
+        response: Vec<u32>,
+        behaviour_logprobs: Vec<f32>,
+        advantage: f32,
+    ) -> Sample {
+        Sample {
+            embeds: t.embeds,
+            positions: t.positions,
+            prompt_len: t.prompt_len,
+            response,
+            behaviour_logprobs,
+            allowed: t.allowed,
+            advantage,
+        }
+    }
+
     /// Tokens in all.
     pub fn len(&self) -> usize {
         self.positions.len()

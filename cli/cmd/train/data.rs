@@ -1,0 +1,102 @@
+//! From recorded episodes to training samples: which steps can be trained on at all (the
+//! ONNX policy's, with their tokens), what the selection needs to know of each, and the
+//! selected steps' decoder inputs rebuilt through the model's frozen parts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use engine::traces::{ReplaySettings, Replayer, TraceEpisode};
+use indicatif::ProgressBar;
+use training::Sample;
+use training::select::StepMeta;
+
+/// The steps a selection chooses from, with where each one is.
+#[derive(Default)]
+pub struct Collected {
+    /// What the selection reads, one per trainable step.
+    pub metas: Vec<StepMeta>,
+    /// `(episode, step)` of each meta.
+    pub at: Vec<(usize, usize)>,
+    /// Steps that cannot be trained on, by reason.
+    pub skipped: BTreeMap<String, usize>,
+}
+
+/// The trainable steps of `episodes`. Iterations are campaigns in the order they first
+/// appear (the replay window and the recency weights count them); `partial` makes the
+/// reward the judged score instead of success.
+pub fn collect(episodes: &[TraceEpisode], partial: bool) -> Collected {
+    let mut out = Collected::default();
+    let mut order: HashMap<uuid::Uuid, u32> = HashMap::new();
+    for (e, ep) in episodes.iter().enumerate() {
+        let next = order.len() as u32;
+        let iteration = *order.entry(ep.campaign_id).or_insert(next);
+        let not_onnx = match &ep.policy {
+            None => Some("the episode does not record its policy".to_string()),
+            Some(card) => ReplaySettings::from_card(card)
+                .err()
+                .map(|_| format!("recorded by the `{}` policy, not onnx", card.backend)),
+        };
+        for (s, step) in ep.steps.iter().enumerate() {
+            let why = if let Some(why) = &not_onnx {
+                Some(why.clone())
+            } else if step.prompt.is_none() {
+                Some("no prompt recorded".into())
+            } else if step.tokens().is_none() {
+                Some("no token ids with log-probabilities recorded".into())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                *out.skipped.entry(why).or_default() += 1;
+                continue;
+            }
+            out.metas.push(StepMeta {
+                episode: ep.id.to_string(),
+                index: s,
+                episode_steps: ep.steps.len(),
+                group: format!("{}/{}", ep.campaign_id, ep.task_id),
+                site: ep.site.clone(),
+                iteration,
+                reward: ep.reward(partial),
+                success: ep.success == Some(true),
+                screenshot: step.screenshot.clone(),
+                next_screenshot: ep.steps.get(s + 1).and_then(|n| n.screenshot.clone()),
+                answer: ep.final_answer.clone(),
+            });
+            out.at.push((e, s));
+        }
+    }
+    out
+}
+
+/// The selected steps as samples (`kept`: index into `at`, advantage). A step that cannot
+/// be replayed (a screenshot gone, a prompt the model cannot take) is counted in
+/// `skipped` with its reason and left out; the caller says so.
+pub async fn samples(
+    replayer: &mut Replayer,
+    episodes: &[TraceEpisode],
+    at: &[(usize, usize)],
+    kept: &[(usize, f32)],
+    skipped: &mut BTreeMap<String, usize>,
+    bar: &ProgressBar,
+) -> Vec<Sample> {
+    let mut out = Vec::with_capacity(kept.len());
+    for &(i, advantage) in kept {
+        let (e, s) = at[i];
+        match replayer.step(&episodes[e], s).await {
+            Ok(x) => out.push(Sample::from_teacher(
+                x.inputs,
+                x.response,
+                x.behaviour,
+                advantage,
+            )),
+            Err(err) => {
+                tracing::warn!(error = %err, "step left out");
+                *skipped
+                    .entry(format!("cannot be replayed: {err}"))
+                    .or_default() += 1;
+            }
+        }
+        bar.inc(1);
+    }
+    out
+}

@@ -1,0 +1,225 @@
+//! A recorded step's decoder inputs, rebuilt exactly as the ONNX policy had them: the
+//! stored prompt text (template applied, nothing re-rendered), the screenshots it showed
+//! (marks drawn again from the stored elements, as the policy drew them), the action
+//! grammar of that observation under constrained decoding, and the stored token ids.
+//! `engine/tests/traces.rs` checks the result against the recorded log-probabilities.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use browser_pool::Observation;
+use image::DynamicImage;
+use inference::grammar::{ActionGrammar, Constraint};
+use inference::{Model, TeacherInputs};
+
+use super::{Blobs, TraceEpisode, TraceError};
+use crate::policy::output::Grounding;
+use crate::store::PolicyCard;
+
+/// How the recording policy built its prompts, as its card says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplaySettings {
+    /// Element numbers or grid points.
+    pub grounding: Grounding,
+    /// Constrained decoding, if it was on.
+    pub constraint: Option<Constraint>,
+    /// Whether the model read screenshots.
+    pub vision: bool,
+}
+
+impl ReplaySettings {
+    /// Reads the settings of an `onnx` policy's card; any other policy's prompts are not
+    /// the model's own text and cannot be replayed.
+    pub fn from_card(card: &PolicyCard) -> Result<ReplaySettings, String> {
+        if card.backend != "onnx" {
+            return Err(format!(
+                "recorded by the `{}` policy ({}): only the onnx policy's steps can be trained on",
+                card.name, card.backend
+            ));
+        }
+        let s = &card.settings;
+        let grounding = match s.get("grounding").and_then(|v| v.as_str()) {
+            Some("marks") | None => Grounding::Marks,
+            Some("coordinates") => Grounding::Coordinates,
+            Some(other) => return Err(format!("the policy card's grounding {other:?} is unknown")),
+        };
+        let constraint = match s.get("constrained") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => match v.as_str() {
+                Some("action") => Some(Constraint::Action),
+                Some("reasoned") => Some(Constraint::Reasoned),
+                _ => return Err(format!("the policy card's constrained {v} is unknown")),
+            },
+        };
+        let vision = s.get("vision").and_then(|v| v.as_bool()).unwrap_or(true);
+        Ok(ReplaySettings {
+            grounding,
+            constraint,
+            vision,
+        })
+    }
+
+    /// What actions addressed: the grid only for a vision model that was asked for it.
+    fn effective_grounding(&self) -> Grounding {
+        if self.vision {
+            self.grounding
+        } else {
+            Grounding::Marks
+        }
+    }
+}
+
+/// One step ready for the trainer: decoder inputs, then what was sampled.
+pub struct StepInputs {
+    /// Input embeddings, positions, prompt length, the grammar's allowed tokens.
+    pub inputs: TeacherInputs,
+    /// The sampled token ids, as stored.
+    pub response: Vec<u32>,
+    /// Their log-probabilities under the policy that sampled them.
+    pub behaviour: Vec<f32>,
+}
+
+/// Screenshots kept decoded (a prompt with several images shows earlier ones again).
+const CACHED_IMAGES: usize = 16;
+
+/// Rebuilds recorded steps' inputs with the frozen parts of a model (its token
+/// embeddings and vision encoder, in ONNX Runtime).
+pub struct Replayer {
+    model: Model,
+    blobs: Blobs,
+    images: HashMap<String, Arc<DynamicImage>>,
+}
+
+impl Replayer {
+    /// A replayer over `model`, reading screenshots from `blobs`.
+    pub fn new(model: Model, blobs: Blobs) -> Replayer {
+        Replayer {
+            model,
+            blobs,
+            images: HashMap::new(),
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Step `index` of `ep` as its policy saw it, followed by what it sampled.
+    pub async fn step(
+        &mut self,
+        ep: &TraceEpisode,
+        index: usize,
+    ) -> Result<StepInputs, TraceError> {
+        let fail = |message: String| TraceError::Step {
+            episode: ep.id,
+            step: i32::try_from(index).unwrap_or(i32::MAX),
+            message,
+        };
+        let step = ep
+            .steps
+            .get(index)
+            .ok_or_else(|| fail("no such step".into()))?;
+        let card = ep
+            .policy
+            .as_ref()
+            .ok_or_else(|| fail("the episode does not record its policy".into()))?;
+        let settings = ReplaySettings::from_card(card).map_err(&fail)?;
+        let text = step
+            .prompt
+            .as_deref()
+            .ok_or_else(|| fail("no prompt recorded".into()))?;
+        let (response, behaviour) = step
+            .tokens()
+            .ok_or_else(|| fail("no sampled token ids with log-probabilities recorded".into()))?;
+        let images = if self.model.has_vision() && settings.vision {
+            let placeholder = self.model.config().layout.placeholder();
+            let shown = text.matches(placeholder).count();
+            if shown > index + 1 {
+                return Err(fail(format!(
+                    "the prompt shows {shown} screenshots but the episode has only {} steps so far",
+                    index + 1
+                )));
+            }
+            let mut images = Vec::with_capacity(shown);
+            for j in index + 1 - shown..=index {
+                images.push(self.image(ep, j, settings).await.map_err(&fail)?);
+            }
+            images
+        } else {
+            Vec::new()
+        };
+        let mut prompt = inference::expand_images(text, &images, self.model.config())
+            .map_err(|e| fail(e.to_string()))?;
+        if let Some(constraint) = settings.constraint {
+            let obs = Observation {
+                url: step.url.clone(),
+                title: step.title.clone(),
+                elements: step.elements.clone(),
+                tabs: step.tabs.clone(),
+                ..Default::default()
+            };
+            prompt.grammar = Some(
+                ActionGrammar::for_observation(&obs, settings.effective_grounding(), constraint)
+                    .map_err(|e| fail(e.to_string()))?,
+            );
+        }
+        let inputs = self
+            .model
+            .teacher_inputs(&prompt, &response)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(StepInputs {
+            inputs,
+            response,
+            behaviour: behaviour.to_vec(),
+        })
+    }
+
+    /// Step `j`'s screenshot as the policy was shown it: marks drawn over it in marks
+    /// mode, exactly as the policy drew them (the pool's own overlay is off in campaigns).
+    async fn image(
+        &mut self,
+        ep: &TraceEpisode,
+        j: usize,
+        settings: ReplaySettings,
+    ) -> Result<DynamicImage, String> {
+        let step = &ep.steps[j];
+        let hash = step
+            .screenshot
+            .as_deref()
+            .ok_or_else(|| format!("step {j} recorded no screenshot"))?;
+        let plain = match self.images.get(hash) {
+            Some(img) => img.clone(),
+            None => {
+                let bytes = self
+                    .blobs
+                    .get(hash, step.screenshot_file.as_deref())
+                    .await?;
+                let img = Arc::new(
+                    image::load_from_memory(&bytes)
+                        .map_err(|e| format!("screenshot {hash}: {e}"))?,
+                );
+                if self.images.len() >= CACHED_IMAGES {
+                    self.images.clear();
+                }
+                self.images.insert(hash.to_string(), img.clone());
+                img
+            }
+        };
+        Ok(match settings.effective_grounding() {
+            Grounding::Marks => {
+                let mut rgb = plain.to_rgb8();
+                browser_pool::marks::draw(&mut rgb, &step.elements, screenshot_scale(ep));
+                DynamicImage::ImageRgb8(rgb)
+            }
+            Grounding::Coordinates => (*plain).clone(),
+        })
+    }
+}
+
+/// Image pixels per CSS pixel of the episode's screenshots (what element boxes are
+/// multiplied by to be drawn), as the pool computed it.
+fn screenshot_scale(ep: &TraceEpisode) -> f64 {
+    ep.screen
+        .map_or(1.0, |s| s.device_scale * s.screenshot_scale)
+}
