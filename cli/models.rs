@@ -10,6 +10,7 @@ use anyhow::Context;
 use engine::policy::http::{HttpOptions, HttpPolicy};
 use engine::policy::onnx;
 use engine::policy::onnx::grammar::Constraint;
+use engine::policy::onnx::version_link as inference_link;
 use engine::policy::{BatchLimits, PolicyRegistry};
 
 use crate::args::Common;
@@ -23,15 +24,28 @@ pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Resul
             max_batch: m.max_batch.max(1),
             max_wait: Duration::from_millis(m.max_wait_ms),
         };
-        let (policy, backend) = onnx::policy("onnx", opts, limits)
-            .with_context(|| format!("loading the ONNX model in {}", dir.display()))?;
-        let (provider, fallback) = backend.provider();
-        println!(
-            "onnx policy: {} on {provider}{}",
-            dir.display(),
-            fallback.map(|f| format!(" ({f})")).unwrap_or_default()
-        );
-        policies.register(Arc::new(policy));
+        if inference_link::is_link(dir) {
+            // A version link: new episodes run whatever version it names when they start.
+            let policy = onnx::following("onnx", dir, opts, limits).map_err(|e| {
+                anyhow::anyhow!("loading the ONNX model that {} names: {e}", dir.display())
+            })?;
+            println!(
+                "onnx policy: follows {} (now {})",
+                dir.display(),
+                policy.serving().display()
+            );
+            policies.register(Arc::new(policy));
+        } else {
+            let (policy, backend) = onnx::policy("onnx", opts, limits)
+                .with_context(|| format!("loading the ONNX model in {}", dir.display()))?;
+            let (provider, fallback) = backend.provider();
+            println!(
+                "onnx policy: {} on {provider}{}",
+                dir.display(),
+                fallback.map(|f| format!(" ({f})")).unwrap_or_default()
+            );
+            policies.register(Arc::new(policy));
+        }
     }
     if let Some(url) = &m.policy_url {
         let mut opts = HttpOptions::new(url.clone(), m.policy_model.clone());

@@ -282,6 +282,8 @@ async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool:
         base.to_str().unwrap().to_string(),
         version.to_str().unwrap().to_string(),
     );
+    let link = tmp.path().join("current");
+    let link_s = link.to_str().unwrap().to_string();
     let step = |out: &str, objective: &str| {
         surfgym(
             &pool,
@@ -296,6 +298,8 @@ async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool:
                 out,
                 "--objective",
                 objective,
+                "--promote",
+                &link_s,
             ],
         )
     };
@@ -311,6 +315,11 @@ async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool:
         "{stdout}"
     );
     assert!(version.join("weights.safetensors").is_file());
+    assert_eq!(
+        std::fs::canonicalize(&link).unwrap(),
+        std::fs::canonicalize(&version).unwrap(),
+        "--promote points the version link at the new version"
+    );
     let lineage: serde_json::Value =
         serde_json::from_slice(&std::fs::read(version.join("train.json")).unwrap()).unwrap();
     let t = &lineage["training"];
@@ -380,4 +389,103 @@ async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool:
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("line 2"), "{err}");
     assert!(!tmp.path().join("v3").exists());
+}
+
+/// `serve-policy` started on a version link serves each promoted version from the next
+/// request on, and keeps serving the one in use when a promoted version is broken.
+#[tokio::test]
+async fn serve_policy_on_a_version_link_serves_promoted_versions() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let base = models().join("tiny-text");
+    let (v1, broken) = (tmp.path().join("v1"), tmp.path().join("broken"));
+    for v in [&v1, &broken] {
+        let mut t =
+            Trainer::load(&base, TrainConfig::default(), &candle_core::Device::Cpu).unwrap();
+        t.publish(v, serde_json::json!({"test": "serve-policy"}))
+            .unwrap();
+    }
+    std::fs::write(broken.join(training::version::WEIGHTS), b"garbage").unwrap();
+    let link = tmp.path().join("current");
+    onnx::version_link::promote(&base, &link).unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_surfgym"))
+        .args([
+            "serve-policy",
+            "--model",
+            link.to_str().unwrap(),
+            "--port",
+            "0",
+        ])
+        .env("SURFGYM_DATA_DIR", common::data_dir())
+        .env("SURFGYM_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(l);
+        }
+    });
+    let client = reqwest::Client::new();
+    let root = || async {
+        let v: serde_json::Value = client
+            .get(format!("http://{addr}/v1/models"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        std::path::PathBuf::from(v["data"][0]["root"].as_str().unwrap())
+    };
+    let complete = || async {
+        client
+            .post(format!("http://{addr}/v1/chat/completions"))
+            .json(&serde_json::json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap();
+    assert_eq!(root().await, canon(&base));
+
+    onnx::version_link::promote(&v1, &link).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while root().await != canon(&v1) {
+        assert!(std::time::Instant::now() < deadline, "v1 was never served");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(complete().await.is_success());
+
+    onnx::version_link::promote(&broken, &link).unwrap();
+    let refused = loop {
+        let l = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the broken version is reported");
+        if l.contains("cannot be loaded") {
+            break l;
+        }
+    };
+    assert!(refused.contains("weights.safetensors"), "{refused}");
+    assert_eq!(root().await, canon(&v1), "v1 keeps serving");
+    assert!(complete().await.is_success());
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -15,7 +15,10 @@ use crate::args::Common;
 /// `surfgym serve-policy`.
 #[derive(Args)]
 pub struct ServePolicyArgs {
-    /// The ONNX model directory to serve.
+    /// The ONNX model directory to serve, or a version link (`surfgym train step
+    /// --promote LINK`): then each version the link is moved to is served from the next
+    /// batch on, once it has loaded (a version that fails to load is refused and the one
+    /// in use keeps serving).
     #[arg(long)]
     pub model: PathBuf,
     /// The name it is listed under.
@@ -32,7 +35,15 @@ pub struct ServePolicyArgs {
 /// `surfgym serve-policy`.
 pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Result<ExitCode> {
     let opts = common.models.onnx_options(common, args.model.clone())?;
-    let backend = onnx::OnnxBackend::load(opts)
+    let link = if onnx::version_link::is_link(&args.model) {
+        Some(
+            onnx::version_link::VersionLink::new(&args.model)
+                .with_context(|| format!("--model {}", args.model.display()))?,
+        )
+    } else {
+        None
+    };
+    let backend = onnx::OnnxBackend::load(opts.clone())
         .with_context(|| format!("loading {}", args.model.display()))?;
     let (provider, fallback) = backend.provider();
     let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
@@ -48,6 +59,9 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
         ..Default::default()
     };
     let server = web::policy_server::PolicyServer::start(backend.model(), args.name, batching)?;
+    if let Some(link) = link {
+        tokio::spawn(follow(link, server.clone(), opts));
+    }
     let app = web::policy_server::router(server);
     let server = tokio::spawn(async move { axum_serve(listener, app).await });
     tokio::select! {
@@ -55,6 +69,41 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
         r = server => { r??; }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often a version link is looked at.
+const LINK_POLL: Duration = Duration::from_secs(1);
+
+/// Serves each version the link is moved to, once it has loaded.
+async fn follow(
+    mut link: onnx::version_link::VersionLink,
+    server: web::policy_server::PolicyServer,
+    opts: onnx::OnnxOptions,
+) {
+    loop {
+        tokio::time::sleep(LINK_POLL).await;
+        let Some(dir) = link.moved() else {
+            continue;
+        };
+        let o = opts.clone();
+        let d = dir.clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            onnx::Model::load(&d, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("loading thread failed: {e}")));
+        match loaded.and_then(|m| server.replace_model(m, dir.clone())) {
+            Ok(()) => {
+                tracing::info!(version = %dir.display(), "serving the promoted policy version")
+            }
+            Err(why) => tracing::error!(
+                version = %dir.display(),
+                error = %why,
+                serving = %server.serving().display(),
+                "the promoted policy version cannot be loaded; the one in use keeps serving"
+            ),
+        }
+    }
 }
 
 async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {

@@ -20,6 +20,7 @@ pub mod qwen2vl;
 pub mod server;
 pub mod template;
 pub mod version;
+pub mod version_link;
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,7 @@
 
 mod queue;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::grammar::ActionGrammar;
@@ -25,8 +26,11 @@ pub use queue::{BatchStats, Batching, Busy};
 #[derive(Clone)]
 pub struct PolicyServer {
     queue: queue::GenerationQueue,
+    model: Arc<Mutex<Model>>,
     vision: bool,
     name: String,
+    /// The model directory served now (a version link's target once it moved).
+    serving: Arc<std::sync::RwLock<PathBuf>>,
 }
 
 impl PolicyServer {
@@ -37,12 +41,52 @@ impl PolicyServer {
         name: impl Into<String>,
         batching: Batching,
     ) -> std::io::Result<PolicyServer> {
-        let vision = model.lock().unwrap_or_else(|p| p.into_inner()).has_vision();
+        let (vision, dir) = {
+            let m = model.lock().unwrap_or_else(|p| p.into_inner());
+            let onnx = &m.config().onnx_dir;
+            let dir = onnx.parent().unwrap_or(onnx);
+            // The directory itself, not the version link it was reached through.
+            (
+                m.has_vision(),
+                std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            )
+        };
         Ok(PolicyServer {
-            queue: queue::GenerationQueue::start(model, batching)?,
+            queue: queue::GenerationQueue::start(model.clone(), batching)?,
+            model,
             vision,
             name: name.into(),
+            serving: Arc::new(std::sync::RwLock::new(dir)),
         })
+    }
+
+    /// Serves `model` (loaded from `dir`, e.g. a newly promoted policy version) from the
+    /// next batch on; the batch running now finishes on the old one. A model that reads
+    /// images cannot replace one that does not (or the reverse): clients were told which.
+    pub fn replace_model(&self, model: Model, dir: PathBuf) -> Result<(), String> {
+        if model.has_vision() != self.vision {
+            return Err(format!(
+                "{}: {} images, the model served now {}",
+                dir.display(),
+                if model.has_vision() {
+                    "reads"
+                } else {
+                    "does not read"
+                },
+                if self.vision { "does" } else { "does not" }
+            ));
+        }
+        *self.model.lock().unwrap_or_else(|p| p.into_inner()) = model;
+        *self.serving.write().unwrap_or_else(|p| p.into_inner()) = dir;
+        Ok(())
+    }
+
+    /// The model directory served now.
+    pub fn serving(&self) -> PathBuf {
+        self.serving
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// What the batching queue has done so far.
@@ -304,7 +348,8 @@ async fn chat(
 
 async fn models(State(server): State<PolicyServer>) -> Json<Value> {
     Json(
-        json!({"object": "list", "data": [{"id": server.name, "object": "model", "owned_by": "surfgym"}]}),
+        json!({"object": "list", "data": [{"id": server.name, "object": "model", "owned_by": "surfgym",
+            "root": server.serving().display().to_string()}]}),
     )
 }
 

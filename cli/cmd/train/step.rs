@@ -50,6 +50,10 @@ pub struct StepArgs {
     /// Where to publish the new version (must not exist).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// After publishing, point this version link at the new version (atomically): rollout
+    /// workers and `serve-policy` started on the link run it for new episodes.
+    #[arg(long, value_name = "LINK")]
+    promote: Option<PathBuf>,
     /// The loss.
     #[arg(long, value_enum, default_value = "fbc")]
     objective: ObjectiveArg,
@@ -98,6 +102,15 @@ pub struct StepArgs {
 /// Runs one update.
 pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     // Everything that can be refused is refused before any work.
+    if let Some(link) = &a.promote
+        && link.exists()
+        && !engine::policy::onnx::version_link::is_link(link)
+    {
+        bail!(
+            "--promote {}: exists and is not a version link (a symbolic link); it would not be replaced",
+            link.display()
+        );
+    }
     if a.out.exists() {
         bail!(
             "--out {}: already exists (versions are never overwritten; choose a new directory)",
@@ -284,10 +297,22 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
             .collect::<String>(),
         lineage.optimizer_steps
     );
-    println!(
-        "use it: surfgym run --policy onnx --onnx-model {}",
-        a.out.display()
-    );
+    match &a.promote {
+        Some(link) => {
+            engine::policy::onnx::version_link::promote(&a.out, link).with_context(|| {
+                format!(
+                    "--promote {}: pointing it at {}",
+                    link.display(),
+                    a.out.display()
+                )
+            })?;
+            println!("promoted: {} -> {}", link.display(), a.out.display());
+        }
+        None => println!(
+            "use it: surfgym run --policy onnx --onnx-model {}",
+            a.out.display()
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,6 +4,7 @@
 mod agent_like;
 mod batcher;
 mod card;
+pub mod follow;
 pub mod http;
 pub mod miniwob;
 pub mod onnx;
@@ -136,6 +137,13 @@ pub trait Policy: Send + Sync {
     /// retry the call again on top, which would multiply the attempts.
     fn retries_own_calls(&self) -> bool {
         false
+    }
+
+    /// The policy an episode starting now keeps to its end, when that is not this one: a
+    /// policy following a version link gives its current version, so an episode in flight
+    /// is never switched to weights promoted after it started.
+    fn pinned(&self) -> Option<Arc<dyn Policy>> {
+        None
     }
 
     /// Chooses for several episodes at once (lockstep rollouts make one such call per

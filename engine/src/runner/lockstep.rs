@@ -51,9 +51,13 @@ async fn run_batch(
     run: &CampaignRun,
     claims: Vec<(ClaimedEpisode, LeaseGuard)>,
 ) -> Result<(), EngineError> {
+    // One policy (one version of a following policy) for the whole batch and its whole
+    // length: the batch makes one call per step.
+    let policy = run.policy.pinned().unwrap_or_else(|| run.policy.clone());
     let mut prepared = Vec::new();
     for (claim, lease) in claims {
-        if let Some(er) = runner.prepare(run, &claim).await? {
+        if let Some(mut er) = runner.prepare(run, &claim).await? {
+            er.policy = policy.clone();
             prepared.push((claim, lease, er));
         }
     }
@@ -107,7 +111,7 @@ async fn run_batch(
         }
         // One policy call for the whole batch.
         let t = Instant::now();
-        let decisions = run.policy.decide_batch(inputs).await;
+        let decisions = policy.decide_batch(inputs).await;
         let took = t.elapsed();
         // Barrier 2: every episode acts.
         let applied = futures::future::join_all(

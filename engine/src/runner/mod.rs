@@ -395,7 +395,8 @@ impl Runner {
             // A task made for a screen (MiniWoB++'s) renders at it in any campaign.
             screen: task.screen.or(run.config.screen),
             task,
-            policy: run.policy.clone(),
+            // The version a following policy serves now, kept to the episode's end.
+            policy: run.policy.pinned().unwrap_or_else(|| run.policy.clone()),
             seed: ep.seed as u64,
         }))
     }

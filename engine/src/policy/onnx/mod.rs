@@ -14,7 +14,7 @@ pub mod prompt;
 
 // The model, its processors and the grammar live in `inference`; these keep their paths.
 pub use inference::{
-    OnnxError, config, expand_images, find_ort_dylib, grammar, image, model, qwen2vl,
+    OnnxError, config, expand_images, find_ort_dylib, grammar, image, model, qwen2vl, version_link,
 };
 
 use std::path::PathBuf;
@@ -272,6 +272,25 @@ pub fn policy(
 ) -> Result<(Batched, Arc<OnnxBackend>), OnnxError> {
     let backend = Arc::new(OnnxBackend::load(opts)?);
     Ok((Batched::new(name, backend.clone(), limits), backend))
+}
+
+/// The ONNX policy following a version link (`inference::version_link`): new episodes
+/// run the version the link names when they start; see [`super::follow`].
+pub fn following(
+    name: &str,
+    link: &std::path::Path,
+    opts: OnnxOptions,
+    limits: BatchLimits,
+) -> Result<super::follow::Following, String> {
+    let policy_name = name.to_string();
+    let load: super::follow::Loader = Arc::new(move |dir: &std::path::Path| {
+        let mut o = opts.clone();
+        o.model_dir = dir.to_path_buf();
+        policy(&policy_name, o, limits)
+            .map(|(p, _)| Arc::new(p) as Arc<dyn super::Policy>)
+            .map_err(|e| e.to_string())
+    });
+    super::follow::Following::new(name, link, load)
 }
 
 /// Constrained decoding as a policy card records it.
