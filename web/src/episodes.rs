@@ -13,23 +13,29 @@ use crate::error::{ApiError, field};
 use crate::extract::ApiQuery;
 use crate::page::{Page, PageQuery};
 
-/// Filters of `GET /api/episodes`.
+/// Filters and page of `GET /api/episodes`; any other parameter is a 400.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EpisodeQuery {
     campaign: Option<String>,
     task: Option<String>,
     status: Option<String>,
     success: Option<bool>,
     split: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
 }
 
 /// `GET /api/episodes?campaign=…`.
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<EpisodeQuery>,
-    ApiQuery(p): ApiQuery<PageQuery>,
 ) -> Result<Json<Page<EpisodeSummary>>, ApiError> {
-    let (limit, offset) = p.checked()?;
+    let (limit, offset) = PageQuery {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .checked()?;
     let campaign = q
         .campaign
         .map(|c| {
