@@ -43,11 +43,11 @@ pub async fn list(
         })
         .transpose()?;
     if let Some(s) = &q.status
-        && !["pending", "running", "finished", "failed"].contains(&s.as_str())
+        && !["pending", "running", "finished", "failed", "cancelled"].contains(&s.as_str())
     {
         return Err(field(
             "status",
-            "must be pending, running, finished or failed",
+            "must be pending, running, finished, failed or cancelled",
         ));
     }
     let filter = EpisodeFilter {
