@@ -16,6 +16,9 @@ use support::{app, call, error_fields, send, task};
 
 const HOST: &str = "127.0.0.1:8080";
 
+/// What an attempt is, the headers it sends, and the status it must get.
+type Attack<'a> = (&'a str, Vec<(&'a str, &'a str)>, StatusCode);
+
 /// What the database holds that a write could change: tasks and campaigns' statuses.
 async fn state(app: &axum::Router) -> (Value, Value) {
     let (_, tasks) = call(app, Method::GET, "/api/tasks?limit=500", None).await;
@@ -88,7 +91,7 @@ async fn cross_site_and_non_json_writes_are_refused(pool: PgPool) {
     ];
     let json = ("content-type", "application/json");
     let host = ("host", HOST);
-    let attacks: Vec<(&str, Vec<(&str, &str)>, StatusCode)> = vec![
+    let attacks: Vec<Attack> = vec![
         (
             "no content type",
             vec![host],
