@@ -179,6 +179,7 @@ impl LocalCluster {
             return Ok(None);
         }
         let mut cluster = LocalCluster::at(dir)?;
+        cluster.secret = cluster.read_secret()?;
         Ok(cluster.running_port().await.map(|port| {
             cluster.port = port;
             cluster
