@@ -225,11 +225,24 @@ impl LocalCluster {
             Some(s) => s,
             None => Secret::generate(),
         };
-        let mut cmd = self.psql("postgres");
-        // Hex digits only: nothing to quote.
-        cmd.arg(format!("ALTER ROLE postgres PASSWORD '{}'", secret.0));
-        cmd.env("PGOPTIONS", "-c password_encryption=scram-sha-256");
-        self.run(cmd, "psql ALTER ROLE").await?;
+        // Over the (still trusted) connection rather than on a psql command line, which
+        // every local user could read; hex digits only, nothing to quote.
+        let trusted = format!("postgres://postgres@127.0.0.1:{}/postgres", self.port);
+        let set = async {
+            use sqlx::Connection;
+            let mut db = sqlx::PgConnection::connect(&trusted).await?;
+            sqlx::raw_sql(&format!(
+                "SET password_encryption = 'scram-sha-256'; ALTER ROLE postgres PASSWORD '{}'",
+                secret.0
+            ))
+            .execute(&mut db)
+            .await?;
+            db.close().await
+        };
+        set.await.map_err(|e| ClusterError::Command {
+            command: "ALTER ROLE postgres PASSWORD".into(),
+            output: e.to_string(),
+        })?;
         self.write_secret(&secret)?;
         self.secret = Some(secret);
         let path = self.dir.join("pg_hba.conf");
