@@ -117,8 +117,37 @@ pub async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env
     Ok(Env { db, sites, engine })
 }
 
+/// Waits for Ctrl-C or SIGTERM (what systemd, Docker and Kubernetes send), so that either
+/// way the browsers are closed before the process ends.
+pub async fn stopped() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
 /// Serves the API and dashboard for `engine`, on the port asked for or a free one.
 pub async fn start_web(engine: &Engine, server: &ServerArgs) -> anyhow::Result<SocketAddr> {
+    if !server.bind.is_loopback() {
+        // The API has no authentication yet: anyone who reaches the port can register
+        // tasks and run, pause or cancel campaigns.
+        tracing::warn!(
+            bind = %server.bind,
+            "--bind {}: the API and dashboard are reachable from other machines, and the API has \
+             NO authentication: anyone who can reach this port can read everything and register \
+             tasks or start, pause and cancel campaigns. Bind to 127.0.0.1 (the default) unless \
+             the network is trusted or a proxy in front authenticates users",
+            server.bind
+        );
+    }
     let listener = match tokio::net::TcpListener::bind((server.bind, server.port)).await {
         Ok(l) => l,
         Err(e) => {

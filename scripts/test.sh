@@ -31,7 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "test: database ${DATABASE_URL%%@*}@…" >&2
+# Where, not who: the private cluster's URL carries its password.
+echo "test: database …@${DATABASE_URL##*@}" >&2
 cargo test --workspace "$@"
 # The offline bundle (scripts/bundle.sh) runs from its own copies; only on a full run.
 if [ $# -eq 0 ]; then ./scripts/test-bundle.sh; fi

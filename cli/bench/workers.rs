@@ -45,8 +45,9 @@ impl Worker {
         let exe = std::env::current_exe().context("finding the surfgym binary")?;
         let mut child = Command::new(exe)
             .arg("worker")
-            .arg("--database-url")
-            .arg(url)
+            // In the environment, not the command line, which every local user can read
+            // (the private cluster's URL carries its password).
+            .env("DATABASE_URL", url)
             .arg("--data-dir")
             .arg(&common.data_dir)
             .arg("--chromium")

@@ -10,7 +10,7 @@ use engine::store::TaskFilter;
 use uuid::Uuid;
 
 use crate::args::{Common, ServerArgs};
-use crate::setup::{environment, finish, start_web, url};
+use crate::setup::{environment, finish, start_web, stopped, url};
 use crate::{progress, summary};
 
 /// `surfgym demo`.
@@ -69,8 +69,8 @@ pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
         finish(env).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("serving until Ctrl-C");
-    tokio::signal::ctrl_c().await?;
+    println!("serving until Ctrl-C (or SIGTERM)");
+    stopped().await;
     finish(env).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,12 @@
 //! `surfgym serve`: the API and dashboard (and the practice sites), running campaigns as
-//! they come, until Ctrl-C.
+//! they come, until Ctrl-C or SIGTERM (which close its browsers first).
 
 use std::process::ExitCode;
 
 use clap::Args;
 
 use crate::args::{Common, ServerArgs};
-use crate::setup::{environment, finish, start_web, url};
+use crate::setup::{environment, finish, start_web, stopped, url};
 
 /// `surfgym serve`.
 #[derive(Args)]
@@ -21,11 +21,11 @@ pub async fn serve(common: &Common, args: ServeArgs) -> anyhow::Result<ExitCode>
     let addr = start_web(&env.engine, &args.server).await?;
     env.engine.start_scheduler().await;
     println!(
-        "dashboard and API: {}  (OpenAPI: {}api/openapi.json); Ctrl-C to stop",
+        "dashboard and API: {}  (OpenAPI: {}api/openapi.json); Ctrl-C or SIGTERM stops it",
         url(addr),
         url(addr)
     );
-    tokio::signal::ctrl_c().await?;
+    stopped().await;
     finish(env).await?;
     Ok(ExitCode::SUCCESS)
 }

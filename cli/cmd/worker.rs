@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::args::Common;
 use crate::db;
-use crate::setup::{engine, environment, pool_config};
+use crate::setup::{engine, environment, pool_config, stopped};
 
 /// `surfgym worker`.
 #[derive(Args)]
@@ -24,22 +24,6 @@ pub struct WorkerArgs {
     /// port 0 picks a free one, printed at start).
     #[arg(long)]
     pub metrics_addr: Option<std::net::SocketAddr>,
-}
-
-/// Waits for Ctrl-C or SIGTERM.
-async fn stopped() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
 }
 
 /// `surfgym worker`.

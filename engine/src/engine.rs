@@ -188,10 +188,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Cancels a campaign; episodes not yet finished stay unrun.
+    /// Cancels a campaign: its episodes that have not started end as `cancelled`; those
+    /// running end as they do (cancelled rather than retried if they fail).
     pub async fn cancel_campaign(&self, id: Uuid) -> Result<(), EngineError> {
         self.transition(id, &["queued", "running", "paused"], "cancelled")
-            .await
+            .await?;
+        self.inner.store.cancel_unrun(id).await?;
+        Ok(())
     }
 
     async fn transition(&self, id: Uuid, from: &[&str], to: &str) -> Result<(), EngineError> {

@@ -235,6 +235,52 @@ async fn an_expired_lease_is_reclaimed_and_the_old_holder_is_fenced_off(pool: Pg
     assert_eq!(steps, 2, "only the live runner's steps");
 }
 
+/// Cancelling ends what will not run: pending episodes, running ones whose runner died,
+/// and (when its runner gives it back) one still running, instead of leaving them pending.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_cancelled_campaign_leaves_no_episode_pending(pool: PgPool) {
+    let (store, c) = setup(pool, 4).await;
+    let live = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let dead = store
+        .claim_episode(c, "dead-runner", Duration::from_millis(1))
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    store
+        .set_campaign_status(c, "cancelled", None)
+        .await
+        .unwrap();
+    assert_eq!(store.cancel_unrun(c).await.unwrap(), 3, "2 pending, 1 dead");
+    let counts = store.get_campaign(c).await.unwrap().unwrap().counts;
+    assert_eq!(
+        (counts.pending, counts.running, counts.cancelled),
+        (0, 1, 3)
+    );
+    assert!(
+        store.claim_episode(c, "B", LEASE).await.unwrap().is_none(),
+        "nothing left to run"
+    );
+    assert!(
+        store
+            .release_episode(live.id, "A", "browser: gone", false)
+            .await
+            .unwrap()
+    );
+    let counts = store.get_campaign(c).await.unwrap().unwrap().counts;
+    assert_eq!(
+        (counts.pending, counts.running, counts.cancelled),
+        (0, 0, 4),
+        "a retry of a cancelled campaign's episode is not queued"
+    );
+    assert!(
+        !store
+            .finish_episode("dead-runner", &record(dead.id, 1))
+            .await
+            .unwrap()
+    );
+}
+
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn blobs_are_content_addressed(pool: PgPool) {
     let store = Store::from_pool(pool);

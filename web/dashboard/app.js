@@ -161,7 +161,8 @@
     return dash();
   }
 
-  // Segmented bar: successes, other finished, failed, running; remainder is pending.
+  // Segmented bar: successes, other finished, failed, running; remainder is pending (or
+  // cancelled).
   function progressBar(c, big) {
     const total = Number(c.total_episodes) || 0;
     const counts = c.counts || {};
@@ -177,7 +178,7 @@
       'aria-valuemin': 0,
       'aria-valuemax': total,
       'aria-valuenow': done,
-      title: `${succ} succeeded · ${finished - succ} finished without success · ${failed} failed · ${running} running · ${Number(counts.pending) || 0} pending`,
+      title: `${succ} succeeded · ${finished - succ} finished without success · ${failed} failed · ${running} running · ${Number(counts.pending) || 0} pending${counts.cancelled ? ` · ${Number(counts.cancelled)} cancelled` : ''}`,
     },
     h('span', { class: 'seg seg-success', style: { width: pct(succ) } }),
     h('span', { class: 'seg seg-finished', style: { width: pct(Math.max(0, finished - succ)) } }),
@@ -619,13 +620,8 @@
       const started = parseTime(c.started_at);
       const ended = parseTime(c.finished_at);
       const elapsed = started ? (ended ? ended - started : (ACTIVE.has(c.status) ? Date.now() - started : null)) : null;
-      const btn = (action, label, applicable, cls) => {
-        const b = h('button', {
-          type: 'button',
-          id: 'btn-' + action,
-          class: ['btn', applicable ? cls : 'btn-subdued'],
-          title: applicable ? null : `The campaign is ${c.status}`,
-        }, label);
+      const btn = (action, label, cls) => {
+        const b = h('button', { type: 'button', id: 'btn-' + action, class: ['btn', cls] }, label);
         b.addEventListener('click', () => doAction(action, b));
         return b;
       };
@@ -641,9 +637,10 @@
               h('span', { class: 'sep' }, '·'), h('span', { class: 'mono muted id-text', title: 'campaign id' }, String(c.id)))),
           h('div', { class: 'head-actions' },
             actionMsg,
-            btn('pause', 'Pause', ACTIVE.has(st), 'btn-secondary'),
-            btn('resume', 'Resume', st === 'paused', 'btn-primary'),
-            btn('cancel', 'Cancel', ACTIVE.has(st) || st === 'paused', 'btn-danger'),
+            // Only the actions its status allows: a finished campaign offers none.
+            ACTIVE.has(st) ? btn('pause', 'Pause', 'btn-secondary') : null,
+            st === 'paused' ? btn('resume', 'Resume', 'btn-primary') : null,
+            ACTIVE.has(st) || st === 'paused' ? btn('cancel', 'Cancel', 'btn-danger') : null,
             h('a', {
               class: ['btn', 'btn-secondary'],
               id: 'btn-export',
@@ -664,7 +661,8 @@
               legend('seg-finished', 'no success', Math.max(0, (Number(c.counts && c.counts.finished) || 0) - (Number(c.successes) || 0))),
               legend('seg-failed', 'failed', c.counts && c.counts.failed),
               legend('seg-running', 'running', c.counts && c.counts.running),
-              legend('seg-pending', 'pending', c.counts && c.counts.pending)),
+              legend('seg-pending', 'pending', c.counts && c.counts.pending),
+              c.counts && c.counts.cancelled ? legend('seg-cancelled', 'cancelled', c.counts.cancelled) : null),
             h('dl', { class: 'times' },
               dt('Started', timeEl(c.started_at, true)),
               dt('Finished', c.finished_at ? timeEl(c.finished_at, true) : h('span', { class: 'muted' }, ACTIVE.has(st) ? 'in progress' : '—')))),

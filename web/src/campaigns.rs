@@ -96,6 +96,7 @@ async fn after(state: &AppState, id: Uuid) -> Result<Json<CampaignView>, ApiErro
 
 /// Filters of `GET /api/campaigns/{id}/export`.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExportQuery {
     split: Option<String>,
     success: Option<bool>,

@@ -13,23 +13,29 @@ use crate::error::{ApiError, field};
 use crate::extract::ApiQuery;
 use crate::page::{Page, PageQuery};
 
-/// Filters of `GET /api/episodes`.
+/// Filters and page of `GET /api/episodes`; any other parameter is a 400.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EpisodeQuery {
     campaign: Option<String>,
     task: Option<String>,
     status: Option<String>,
     success: Option<bool>,
     split: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
 }
 
 /// `GET /api/episodes?campaign=…`.
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<EpisodeQuery>,
-    ApiQuery(p): ApiQuery<PageQuery>,
 ) -> Result<Json<Page<EpisodeSummary>>, ApiError> {
-    let (limit, offset) = p.checked()?;
+    let (limit, offset) = PageQuery {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .checked()?;
     let campaign = q
         .campaign
         .map(|c| {
@@ -37,11 +43,11 @@ pub async fn list(
         })
         .transpose()?;
     if let Some(s) = &q.status
-        && !["pending", "running", "finished", "failed"].contains(&s.as_str())
+        && !["pending", "running", "finished", "failed", "cancelled"].contains(&s.as_str())
     {
         return Err(field(
             "status",
-            "must be pending, running, finished or failed",
+            "must be pending, running, finished, failed or cancelled",
         ));
     }
     let filter = EpisodeFilter {

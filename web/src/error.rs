@@ -18,6 +18,10 @@ pub enum ApiError {
     BadJson(String),
     /// 413: the body is over the endpoint's limit.
     TooLarge(String),
+    /// 403: a write from another origin.
+    Forbidden(String),
+    /// 415: a write without the content type its route takes.
+    UnsupportedMediaType(String),
     /// 404.
     NotFound(String),
     /// 404: no such route.
@@ -44,6 +48,12 @@ impl ApiError {
             ),
             ApiError::BadJson(m) => (StatusCode::BAD_REQUEST, "invalid_json", m.clone()),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large", m.clone()),
+            ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "cross_origin", m.clone()),
+            ApiError::UnsupportedMediaType(m) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                m.clone(),
+            ),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, "not_found", m.clone()),
             ApiError::NoRoute => (
                 StatusCode::NOT_FOUND,
@@ -113,9 +123,17 @@ impl From<QueryRejection> for ApiError {
         let text = r.body_text();
         let detail = text.split_once(": ").map_or(text.as_str(), |(_, d)| d);
         let (field, message) = detail.split_once(": ").unwrap_or(("", detail));
+        // "unknown field `sucess`, expected one of ...": a typo, said as such.
+        let message = match message.strip_prefix("unknown field ") {
+            Some(rest) => format!(
+                "is not a parameter of this endpoint ({})",
+                rest.split_once(", ").map_or("", |(_, e)| e)
+            ),
+            None => message.to_string(),
+        };
         ApiError::Invalid(vec![FieldError {
             field: field.to_string(),
-            message: message.to_string(),
+            message,
         }])
     }
 }

@@ -4,13 +4,15 @@
 //! `/api/openapi.json`, see [`openapi`]) and the dashboard at `/`. Handlers are thin: they
 //! extract and validate, call one engine or store function, and answer JSON; every error
 //! goes through [`ApiError`], whose 400s name the bad field. Limits, timeouts and request
-//! tracing are tower layers.
+//! tracing are tower layers; what every request must pass (no cross-origin writes, JSON
+//! content types, clean parameters) and the security headers are `door`'s middleware.
 //!
 //! `web` depends on `engine`, never the reverse.
 #![deny(missing_docs)]
 
 mod campaigns;
 mod dashboard;
+mod door;
 mod episodes;
 mod error;
 mod extract;
@@ -25,12 +27,13 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Json, Router, middleware};
 use engine::Engine;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+pub use door::CONTENT_SECURITY_POLICY;
 pub use error::ApiError;
 
 /// What handlers share.
@@ -89,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
+        .route_layer(middleware::from_fn(door::path_params))
         .fallback(no_route);
     Router::new()
         .route("/", get(dashboard::index))
@@ -101,6 +105,7 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(30),
         ))
+        .layer(middleware::from_fn(door::guard))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

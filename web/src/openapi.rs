@@ -73,7 +73,7 @@ pub fn document() -> Value {
         q(
             "status",
             "pending, running, finished or failed",
-            json!({"enum": ["pending", "running", "finished", "failed"]}),
+            json!({"enum": ["pending", "running", "finished", "failed", "cancelled"]}),
         ),
         q("success", "judged successful", json!({"type": "boolean"})),
         q(
@@ -99,7 +99,7 @@ pub fn document() -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {"title": "surfgym", "version": env!("CARGO_PKG_VERSION"),
-            "description": "Register web tasks, run rollout campaigns in real browsers, read judged episodes. Errors are {\"error\": {\"type\", \"message\", \"fields\": [{\"field\", \"message\"}]}}."},
+            "description": "Register web tasks, run rollout campaigns in real browsers, read judged episodes. Errors are {\"error\": {\"type\", \"message\", \"fields\": [{\"field\", \"message\"}]}}. Every write (POST, DELETE), body-less ones included, declares Content-Type: application/json (the import: application/x-ndjson, application/jsonl or application/json), else 415; a write a browser labels as coming from another origin (Origin, Sec-Fetch-Site) is refused with 403; an unknown query parameter of a list, or a NUL in any parameter, is a 400 naming it."},
         "paths": {
             "/api/health": {"get": {"summary": "liveness", "operationId": "health", "responses": {"200": ok("up", obj(json!({"status": {"type": "string"}}), &["status"]))}}},
             "/api/policies": {"get": {"summary": "policies campaigns may use", "operationId": "listPolicies",
@@ -207,7 +207,7 @@ pub fn document() -> Value {
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": ["queued", "running", "paused", "completed", "cancelled", "failed"]}, "policy": {"type": "string"}, "config": {"type": "object"},
-                "total_episodes": {"type": "integer"}, "counts": obj(json!({"pending": {"type": "integer"}, "running": {"type": "integer"}, "finished": {"type": "integer"}, "failed": {"type": "integer"}}), &["pending", "running", "finished", "failed"]),
+                "total_episodes": {"type": "integer"}, "counts": obj(json!({"pending": {"type": "integer"}, "running": {"type": "integer"}, "finished": {"type": "integer"}, "failed": {"type": "integer"}, "cancelled": {"type": "integer"}}), &["pending", "running", "finished", "failed", "cancelled"]),
                 "successes": {"type": "integer"}, "success_rate": {"type": ["number", "null"]}, "mean_score": {"type": ["number", "null"]}, "steps": {"type": "integer"},
                 "judge_calls": {"type": "integer", "description": "model-judge calls made (questions asked; cache hits and blocking pages are not calls)"},
                 "judge_facts": {"type": "integer", "description": "facts in words in the finished episodes' rubrics"},
@@ -216,7 +216,7 @@ pub fn document() -> Value {
                 "progress": {"type": "number"}, "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]}}),
                 &["id", "name", "status", "policy", "config", "total_episodes", "counts", "successes", "progress"]),
             "EpisodeSummary": obj(json!({"id": {"type": "string"}, "campaign_id": {"type": "string"}, "task_id": {"type": "string"}, "site": {"type": "string"},
-                "split": {"enum": ["train", "test"]}, "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": ["pending", "running", "finished", "failed"]},
+                "split": {"enum": ["train", "test"]}, "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": ["pending", "running", "finished", "failed", "cancelled"]},
                 "end_reason": {"type": ["string", "null"]}, "success": {"type": ["boolean", "null"]}, "score": {"type": ["number", "null"], "description": "partial credit; a lower bound when score_of_verified is set"},
                 "score_of_verified": {"type": ["number", "null"], "description": "partial credit over the verified facts when binary judging left facts unchecked"},
                 "final_answer": {"type": ["string", "null"]}, "step_count": {"type": "integer"}, "attempts": {"type": "integer"}, "last_error": {"type": ["string", "null"]},

@@ -7,8 +7,11 @@ use crate::error::{ApiError, field};
 /// The most items one page may hold.
 pub const MAX_LIMIT: i64 = 500;
 
-/// `limit` and `offset` as given.
-#[derive(Debug, Clone, Copy, Deserialize)]
+/// `limit` and `offset` as given: the whole query of a list without filters; lists with
+/// filters declare these two among their own parameters (a query struct that denies
+/// unknown parameters cannot share them by flattening).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Items per page (default 50).
     pub limit: Option<i64>,

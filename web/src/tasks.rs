@@ -12,13 +12,17 @@ use crate::error::{ApiError, field};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::page::{Page, PageQuery};
 
-/// Filters of `GET /api/tasks`.
+/// Filters and page of `GET /api/tasks`; any other parameter is a 400 (a typo would
+/// otherwise list everything).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskQuery {
     site: Option<String>,
     tag: Option<String>,
     difficulty: Option<String>,
     split: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
 }
 
 impl TaskQuery {
@@ -70,9 +74,12 @@ pub async fn create(
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<TaskQuery>,
-    ApiQuery(p): ApiQuery<PageQuery>,
 ) -> Result<Json<Page<TaskView>>, ApiError> {
-    let (limit, offset) = p.checked()?;
+    let (limit, offset) = PageQuery {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .checked()?;
     let (items, total) = state
         .engine
         .store()
@@ -113,6 +120,7 @@ pub async fn delete(
 /// WebArena's URL placeholders (`SHOPPING=http://...,GITLAB=http://...`) and MiniWoB++'s
 /// (`MINIWOB=http://...`, where its `html/` is served).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ImportQuery {
     #[serde(default)]
     replace: bool,

@@ -178,6 +178,23 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
     .await;
     assert_eq!(c["status"], "cancelled");
     assert!(c["finished_at"].is_string());
+    // Its never-run episodes end as cancelled, not pending for ever.
+    assert_eq!(
+        (
+            c["counts"]["pending"].as_i64(),
+            c["counts"]["cancelled"].as_i64()
+        ),
+        (Some(0), Some(6)),
+        "{c}"
+    );
+    let (_, eps) = call(
+        &app,
+        Method::GET,
+        &format!("/api/episodes?campaign={id}&status=cancelled"),
+        None,
+    )
+    .await;
+    assert_eq!(eps["total"], 6, "{eps}");
     let (s, _) = call(
         &app,
         Method::POST,

@@ -273,6 +273,7 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
     assert_eq!(a["site"], "booking");
 
     let req = Request::post("/api/tasks/import")
+        .header("content-type", "application/x-ndjson")
         .body(Body::from("\n\n"))
         .unwrap();
     assert_eq!(
@@ -316,6 +317,7 @@ async fn import_keeps_good_lines_and_reports_bad_ones(pool: PgPool) {
         "{t}"
     );
     let req = Request::post("/api/tasks/import?format=csv")
+        .header("content-type", "application/x-ndjson")
         .body(Body::from("x"))
         .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();

@@ -18,6 +18,8 @@ pub struct CampaignCounts {
     pub finished: i64,
     /// Gave up after infrastructure failures.
     pub failed: i64,
+    /// Never ran (or ran no more): their campaign was cancelled.
+    pub cancelled: i64,
 }
 
 /// One policy a campaign's episodes ran under.
@@ -94,6 +96,7 @@ struct Row {
     running: i64,
     finished: i64,
     failed: i64,
+    cancelled: i64,
     successes: i64,
     mean_score: Option<f64>,
     steps: i64,
@@ -108,6 +111,7 @@ const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total
         count(e.id) FILTER (WHERE e.status = 'running') AS running,
         count(e.id) FILTER (WHERE e.status = 'finished') AS finished,
         count(e.id) FILTER (WHERE e.status = 'failed') AS failed,
+        count(e.id) FILTER (WHERE e.status = 'cancelled') AS cancelled,
         count(e.id) FILTER (WHERE e.success) AS successes,
         avg(e.score) FILTER (WHERE e.status = 'finished') AS mean_score,
         coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps,
@@ -131,6 +135,7 @@ impl From<Row> for CampaignView {
                 running: r.running,
                 finished: r.finished,
                 failed: r.failed,
+                cancelled: r.cancelled,
             },
             successes: r.successes,
             success_rate: (r.finished > 0).then(|| r.successes as f64 / r.finished as f64),

@@ -7,8 +7,10 @@ use tasks::{Task, TaskSpec};
 
 use super::{Store, StoreError};
 
-/// Which tasks to list or run. Empty fields match everything.
+/// Which tasks to list or run. Empty fields match everything; an unknown field is an error
+/// (a misspelt filter would otherwise run every task).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskFilter {
     /// Website.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -17,9 +17,11 @@ pub fn app(pool: PgPool) -> axum::Router {
     web::router(web::AppState { engine })
 }
 
-/// Posts a task-suite file to the import endpoint and returns its report.
+/// Posts a task-suite file (declared as JSON Lines) to the import endpoint and returns its
+/// report.
 pub async fn import(app: &axum::Router, uri: &str, body: &str) -> Value {
     let req = Request::post(uri)
+        .header("content-type", "application/x-ndjson")
         .body(Body::from(body.to_string()))
         .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
@@ -31,14 +33,17 @@ pub async fn import(app: &axum::Router, uri: &str, body: &str) -> Value {
     .unwrap()
 }
 
+/// A request as a well-behaved client sends it: writes (body-less ones too) and bodies
+/// declare JSON.
 pub async fn call(
     app: &axum::Router,
     method: Method,
     uri: &str,
     body: Option<&str>,
 ) -> (StatusCode, Value) {
+    let write = method != Method::GET && method != Method::HEAD;
     let mut req = Request::builder().method(method).uri(uri);
-    if body.is_some() {
+    if body.is_some() || write {
         req = req.header("content-type", "application/json");
     }
     let req = req
@@ -72,4 +77,33 @@ pub fn error_fields(body: &Value) -> Vec<String> {
         .iter()
         .map(|f| f["field"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// A raw request with the given headers; the status and the response's JSON.
+pub async fn send(
+    app: &axum::Router,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let mut req = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = app
+        .clone()
+        .oneshot(req.body(Body::from(body.to_string())).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = axum::body::to_bytes(resp.into_body(), 64 * 1024 * 1024)
+        .await
+        .unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }

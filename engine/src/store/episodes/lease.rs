@@ -75,7 +75,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Gives an episode back after an infrastructure failure: to `pending` for a retry, or
+    /// Gives an episode back after an infrastructure failure: to `pending` for a retry (or
+    /// `cancelled` when its campaign was cancelled meanwhile: nobody would retry it), or
     /// to `failed` when the runner gives up. Either way the reason is recorded and nothing
     /// is scored.
     pub async fn release_episode(
@@ -86,10 +87,13 @@ impl Store {
         give_up: bool,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE episodes SET status = CASE WHEN $4 THEN 'failed' ELSE 'pending' END, last_error = $3,
-                lease_owner = NULL, lease_expires_at = NULL,
-                finished_at = CASE WHEN $4 THEN now() ELSE NULL END
-             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+            "UPDATE episodes SET status = CASE WHEN $4 THEN 'failed'
+                    WHEN c.status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
+                last_error = $3, lease_owner = NULL, lease_expires_at = NULL,
+                finished_at = CASE WHEN $4 OR c.status = 'cancelled' THEN now() ELSE NULL END
+             FROM campaigns c
+             WHERE episodes.id = $1 AND episodes.lease_owner = $2 AND episodes.status = 'running'
+               AND c.id = episodes.campaign_id",
         )
         .bind(id)
         .bind(owner)
@@ -109,6 +113,23 @@ impl Store {
         )
         .bind(campaign)
         .bind(reason)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Ends a cancelled campaign's episodes that will not run: pending ones, and running
+    /// ones whose lease expired (their runner died). Episodes still leased end as their
+    /// runner leaves them ([`Store::release_episode`] cancels them rather than retrying).
+    /// Returns how many.
+    pub async fn cancel_unrun(&self, campaign: Uuid) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE episodes SET status = 'cancelled', finished_at = now(),
+                lease_owner = NULL, lease_expires_at = NULL
+             WHERE campaign_id = $1
+               AND (status = 'pending' OR (status = 'running' AND lease_expires_at < now()))",
+        )
+        .bind(campaign)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
