@@ -13,7 +13,7 @@ use training::select::{FbcFilter, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 use uuid::Uuid;
 
-use super::data;
+use trainloop::data;
 use crate::args::Common;
 use crate::db;
 
@@ -225,7 +225,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         &collected.at,
         &selection.kept,
         &mut collected.skipped,
-        &replay_bar,
+        || replay_bar.inc(1),
     )
     .await;
     replay_bar.finish_and_clear();

@@ -75,6 +75,28 @@ impl Following {
         self.lock().refused.clone()
     }
 
+    /// Waits until the version the link names now is the one new episodes start on
+    /// (loading it if the link moved): what a training loop calls after promoting a
+    /// version and before starting the campaign that must run it. A version that cannot
+    /// be loaded is returned as refused.
+    pub async fn catch_up(&self) -> Result<PathBuf, Refused> {
+        loop {
+            self.look();
+            {
+                let s = self.lock();
+                if !s.loading {
+                    if s.dir == s.link.target() {
+                        return Ok(s.dir.clone());
+                    }
+                    if let Some(r) = s.refused.as_ref().filter(|r| r.dir == s.link.target()) {
+                        return Err(r.clone());
+                    }
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -13,6 +13,7 @@ mod campaigns;
 mod card;
 pub mod cluster;
 mod episodes;
+mod runs;
 mod sanitize;
 mod tasks;
 
@@ -28,6 +29,7 @@ pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
     EpisodeSummary, StepCore, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
 };
+pub use runs::{IterationUpdate, IterationView, RunView};
 pub use tasks::{TaskFilter, TaskView};
 
 /// A duration as whole milliseconds for an `INTEGER` column, saturating at `i32::MAX`

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use engine::traces::{ReplaySettings, Replayer, TraceEpisode};
-use indicatif::ProgressBar;
 use training::Sample;
 use training::select::StepMeta;
 
@@ -77,7 +76,7 @@ pub async fn samples(
     at: &[(usize, usize)],
     kept: &[(usize, f32)],
     skipped: &mut BTreeMap<String, usize>,
-    bar: &ProgressBar,
+    mut progress: impl FnMut(),
 ) -> Vec<Sample> {
     let mut out = Vec::with_capacity(kept.len());
     for &(i, advantage) in kept {
@@ -96,7 +95,7 @@ pub async fn samples(
                     .or_default() += 1;
             }
         }
-        bar.inc(1);
+        progress();
     }
     out
 }

@@ -1,0 +1,251 @@
+//! A training run's configuration: what to train, on which tasks, evaluated where, with
+//! which curriculum and update. Parsed strictly (an unknown field is an error naming it)
+//! and validated before anything runs; checks that need the task store are
+//! [`crate::run::check_tasks`]'.
+
+use std::path::PathBuf;
+
+use engine::store::TaskFilter;
+use serde::{Deserialize, Serialize};
+
+use crate::curriculum::Curriculum;
+
+/// See the module documentation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Display name.
+    pub name: String,
+    /// The model to start from (a directory the trainer can train: tiny-text, tiny-vlm,
+    /// tiny-qwen2vl, SmolLM2 as converted by setup-python.sh).
+    pub model: PathBuf,
+    /// The training tasks.
+    pub train: TaskFilter,
+    /// Where it is evaluated: other tasks (`{"tasks": {...}}`, e.g. `{"split": "test"}`
+    /// or other websites) or the same tasks on seeds never trained on (`"seeds"`).
+    pub held_out: HeldOut,
+    /// Training iterations.
+    pub iterations: u32,
+    /// Rollouts per task per iteration (GRPO's group size).
+    #[serde(default = "rollouts")]
+    pub rollouts_per_task: u32,
+    /// The interaction-horizon schedule.
+    pub curriculum: Curriculum,
+    /// The evaluation's horizon (fixed across iterations).
+    pub eval_horizon: u32,
+    /// Evaluation episodes per held-out task.
+    #[serde(default = "one")]
+    pub eval_rollouts: u32,
+    /// `fbc` or `grpo`.
+    #[serde(default = "grpo")]
+    pub objective: String,
+    /// The first this many iterations use filtered behaviour cloning whatever `objective`
+    /// says (a warm-up on the policy's own successes).
+    #[serde(default)]
+    pub fbc_iterations: u32,
+    /// Peak learning rate (AdamW).
+    #[serde(default = "lr")]
+    pub lr: f64,
+    /// Passes over an iteration's samples.
+    #[serde(default = "one")]
+    pub epochs: u32,
+    /// Samples per forward pass.
+    #[serde(default = "micro_batch")]
+    pub micro_batch: u32,
+    /// Tasks whose every rollout got the same reward in each of the last two iterations
+    /// (no signal for GRPO) are sampled with this probability (edge-of-competence sampling;
+    /// 1: always).
+    #[serde(default = "flat_weight")]
+    pub flat_task_weight: f64,
+    /// How the policy decodes.
+    #[serde(default)]
+    pub policy: PolicySettings,
+    /// Seed of rollouts, sampling and updates.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// Where a run is evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum HeldOut {
+    /// The training tasks on seeds never trained on.
+    Seeds,
+    /// Other tasks.
+    Tasks(TaskFilter),
+}
+
+/// How the run's policy decodes (the ONNX policy's options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySettings {
+    /// Constrained decoding: `action`, `reasoned` or none.
+    #[serde(default = "action")]
+    pub constrained: Option<String>,
+    /// Most tokens per step.
+    #[serde(default = "max_new_tokens")]
+    pub max_new_tokens: u32,
+    /// Text the answer starts with.
+    #[serde(default)]
+    pub answer_prefix: String,
+}
+
+impl Default for PolicySettings {
+    fn default() -> Self {
+        Self {
+            constrained: action(),
+            max_new_tokens: max_new_tokens(),
+            answer_prefix: String::new(),
+        }
+    }
+}
+
+fn rollouts() -> u32 {
+    4
+}
+fn one() -> u32 {
+    1
+}
+fn grpo() -> String {
+    "grpo".into()
+}
+fn lr() -> f64 {
+    1e-3
+}
+fn micro_batch() -> u32 {
+    8
+}
+fn flat_weight() -> f64 {
+    1.0
+}
+fn action() -> Option<String> {
+    Some("action".into())
+}
+fn max_new_tokens() -> u32 {
+    32
+}
+
+impl RunConfig {
+    /// Parses and validates a config (JSON); the error names the field.
+    pub fn parse(text: &str) -> Result<RunConfig, String> {
+        let cfg: RunConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every setting that needs no store, naming the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("name: must not be empty".into());
+        }
+        if filter_is_empty(&self.train) {
+            return Err(
+                "train: names no tasks (give ids, a site, a tag, a difficulty or a split)".into(),
+            );
+        }
+        if let HeldOut::Tasks(f) = &self.held_out
+            && filter_is_empty(f)
+        {
+            return Err("held_out.tasks: names no tasks".into());
+        }
+        if self.iterations == 0 {
+            return Err("iterations: must be at least 1".into());
+        }
+        if self.rollouts_per_task < 2 {
+            return Err("rollouts_per_task: must be at least 2 (a group compares rollouts)".into());
+        }
+        self.curriculum.validate()?;
+        if self.eval_horizon == 0 {
+            return Err("eval_horizon: must be at least 1".into());
+        }
+        if self.eval_rollouts == 0 {
+            return Err("eval_rollouts: must be at least 1".into());
+        }
+        if !matches!(self.objective.as_str(), "fbc" | "grpo") {
+            return Err(format!(
+                "objective: unknown {:?} (expected fbc or grpo)",
+                self.objective
+            ));
+        }
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return Err("lr: must be a positive number".into());
+        }
+        if self.epochs == 0 {
+            return Err("epochs: must be at least 1".into());
+        }
+        if self.micro_batch == 0 {
+            return Err("micro_batch: must be at least 1".into());
+        }
+        if !(self.flat_task_weight > 0.0 && self.flat_task_weight <= 1.0) {
+            return Err("flat_task_weight: must be in (0, 1]".into());
+        }
+        if let Some(c) = &self.policy.constrained
+            && !matches!(c.as_str(), "action" | "reasoned")
+        {
+            return Err(format!(
+                "policy.constrained: unknown {c:?} (expected action, reasoned or null)"
+            ));
+        }
+        if self.policy.max_new_tokens == 0 {
+            return Err("policy.max_new_tokens: must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The objective of iteration `i` (from 1).
+    pub fn objective_at(&self, i: u32) -> training::Objective {
+        if i <= self.fbc_iterations || self.objective == "fbc" {
+            training::Objective::Fbc
+        } else {
+            training::Objective::Grpo
+        }
+    }
+}
+
+fn filter_is_empty(f: &TaskFilter) -> bool {
+    f.site.is_none()
+        && f.tag.is_none()
+        && f.difficulty.is_none()
+        && f.split.is_none()
+        && f.ids.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> serde_json::Value {
+        serde_json::json!({
+            "name": "clicks", "model": "m", "train": {"ids": ["miniwob.click-test"]},
+            "held_out": "seeds", "iterations": 3, "curriculum": {"kind": "tti"}, "eval_horizon": 5
+        })
+    }
+
+    #[test]
+    fn a_good_config_parses_with_defaults() {
+        let c = RunConfig::parse(&good().to_string()).unwrap();
+        assert_eq!(c.rollouts_per_task, 4);
+        assert_eq!(c.objective_at(1), training::Objective::Grpo);
+        assert_eq!(c.policy.constrained.as_deref(), Some("action"));
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        let cases: [(&str, serde_json::Value, &str); 8] = [
+            ("train", serde_json::json!({}), "train: names no tasks"),
+            ("held_out", serde_json::json!({"tasks": {}}), "held_out.tasks"),
+            ("held_out", serde_json::json!("nope"), "unknown variant"),
+            ("eval_horizon", serde_json::json!(0), "eval_horizon"),
+            ("objective", serde_json::json!("ppo"), "objective: unknown"),
+            ("curriculum", serde_json::json!({"kind": "fixed", "horizon": 0}), "curriculum.horizon"),
+            ("rollouts_per_task", serde_json::json!(1), "rollouts_per_task"),
+            ("sneaky", serde_json::json!(1), "unknown field `sneaky`"),
+        ];
+        for (field, value, want) in cases {
+            let mut v = good();
+            v[field] = value;
+            let e = RunConfig::parse(&v.to_string()).unwrap_err();
+            assert!(e.contains(want), "{field}: {e}");
+        }
+    }
+}

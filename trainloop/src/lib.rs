@@ -1,0 +1,60 @@
+//! Training runs: the curriculum interaction-horizon RL loop (TTI's, WebGym's) around the
+//! trainer. A run alternates rollout campaigns of the current policy version on training
+//! tasks, an update on the judged rollouts (`training`), and a greedy evaluation on
+//! held-out tasks, and keeps every iteration's figures in Postgres so it survives being
+//! killed at any point.
+//!
+//! This crate owns the loop, its configuration ([`config`]), the horizon schedules
+//! ([`curriculum`]) and turning recorded episodes into samples ([`data`]). It must not
+//! write SQL (the engine's store does) nor know HTTP or the dashboard.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod curriculum;
+pub mod data;
+pub mod run;
+
+pub use config::RunConfig;
+pub use curriculum::Curriculum;
+
+use std::path::Path;
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A setting or the data is wrong; the message names the field or the thing.
+    #[error("{0}")]
+    Config(String),
+    /// No run (or campaign) with this id.
+    #[error("no training run or campaign {0}")]
+    NoRun(uuid::Uuid),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] engine::store::StoreError),
+    /// The engine refused or failed.
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+    /// Recorded episodes could not be read.
+    #[error(transparent)]
+    Trace(#[from] engine::traces::TraceError),
+    /// The trainer failed.
+    #[error(transparent)]
+    Train(#[from] training::TrainError),
+}
+
+impl RunError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
