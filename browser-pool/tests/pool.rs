@@ -122,7 +122,11 @@ async fn text(session: &browser_pool::Session, css: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn actions_observations_and_isolation() {
     let base = serve().await;
-    let pool = BrowserPool::launch(config()).await.unwrap();
+    // The page limit at a minute: a goto that waited for a load (below) would show.
+    let mut cfg = config();
+    cfg.script_timeout = Duration::from_secs(60);
+    cfg.cdp_timeout = Duration::from_secs(60);
+    let pool = BrowserPool::launch(cfg).await.unwrap();
     let mut s = pool.lease().await.unwrap();
 
     let r = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
@@ -281,7 +285,7 @@ async fn actions_observations_and_isolation() {
         .unwrap();
     assert_eq!(r.error, None);
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(20),
         "{:?}",
         started.elapsed()
     );
@@ -352,7 +356,7 @@ async fn actions_observations_and_isolation() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), ready)
+    tokio::time::timeout(Duration::from_secs(60), ready)
         .await
         .expect("a standby context is opened after a lease");
     let before = pool.stats().from_standby;
@@ -581,8 +585,10 @@ async fn a_killed_browser_fails_fast_and_is_replaced() {
         "{err}"
     );
     assert!(err.browser_is_dead());
+    // Failed, not waited on: the bound is a hang guard (it takes well under the 3 s call
+    // limit) that a busy machine does not reach.
     assert!(
-        started.elapsed() < Duration::from_secs(8),
+        started.elapsed() < Duration::from_secs(30),
         "failed fast: {:?}",
         started.elapsed()
     );
