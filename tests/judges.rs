@@ -1,10 +1,11 @@
 //! The model judge in real campaigns: facts written in words verified by the tiny VLM
 //! (real ONNX Runtime) and by the same model behind `serve-policy` (real HTTP), verdicts
 //! stored with their judge and cached per trajectory, binary judging with the critic
-//! giving the same success labels as exhaustive judging (on a judge without a cache, so
-//! the labels are really recomputed), a binary campaign storing the facts it left
-//! unchecked and reporting the calls it saved (replay and campaign page in Chromium), and
-//! a judge that is down never scoring an episode.
+//! giving the same success labels as exhaustive judging (on a judge server with scripted,
+//! mixed verdicts and no cache, so the labels are really recomputed and both kinds occur),
+//! a binary campaign storing the facts it left unchecked and reporting the calls it saved
+//! (replay and campaign page in Chromium), and a judge that is down never scoring an
+//! episode.
 
 mod common;
 
@@ -137,7 +138,7 @@ async fn stored_evidence(store: &Store, episode: Uuid, reference: Option<String>
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
-async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_labels(pool: PgPool) {
+async fn the_onnx_judge_verifies_facts_in_words_and_caches_its_verdicts(pool: PgPool) {
     let (engine, _sites) = setup(pool).await;
     let ids = judged_tasks(&engine).await;
     let err = engine.create_campaign(scripted(&ids)).await.unwrap_err();
@@ -146,7 +147,7 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
     let calls = Arc::new(AtomicUsize::new(0));
     let model = tiny().model();
     let backend = Counting {
-        inner: OnnxJudge::new(model.clone(), "tiny", 24),
+        inner: OnnxJudge::new(model, "tiny", 24),
         calls: calls.clone(),
     };
     let judge = Arc::new(ModelJudge::new(
@@ -191,20 +192,152 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
         );
     }
 
-    // Judge the stored episodes again: exhaustively (verdicts from the cache: the stored
-    // labels), then binary with the critic on a judge without a cache, so that every
-    // verdict is asked of the model again and the labels are really compared.
+    // Judged again, the stored episodes' verdicts come from the cache: the stored labels,
+    // and not one question to the model.
     let asked = calls.load(Ordering::SeqCst);
-    let fresh_calls = Arc::new(AtomicUsize::new(0));
+    for e in &eps {
+        let task = engine.store().load_task(&e.task_id).await.unwrap().unwrap();
+        let ev = stored_evidence(engine.store(), e.id, task.reference_answer.clone()).await;
+        let traj = rubrics::Trajectory {
+            final_answer: ev.final_answer.clone(),
+            visited_urls: ev.visited_urls.clone(),
+        };
+        let full = engine::judge::judge_episode(
+            &judge,
+            &task.rubric,
+            &traj,
+            &PageSnapshot::default(),
+            ev,
+            false,
+            false,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            full.judgement.model_calls, 0,
+            "cached verdicts are not calls"
+        );
+        assert_eq!(
+            Some(full.judgement.success),
+            e.success,
+            "{}: the stored label",
+            e.task_id
+        );
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        asked,
+        "verdicts of a judged trajectory come from the cache"
+    );
+    engine.shutdown().await;
+}
+
+/// What the scripted judge server holds true, by task (told apart by its instruction): the
+/// shop task's facts all hold, the wiki task's final answer does not, none of the booking
+/// task's does. The answer's claims are always visible, and a final answer always agrees
+/// with the reference.
+fn scripted_verdict(question: &str) -> &'static str {
+    let fact = question
+        .split_once("Fact to verify: ")
+        .map(|(_, f)| f.lines().next().unwrap_or_default());
+    let holds = match fact {
+        None => true,
+        Some(_) if question.contains("checked bag") => false,
+        Some(f) if question.contains("Aster River") => !f.starts_with("The final answer"),
+        Some(_) => true,
+    };
+    if holds {
+        "YES. The trajectory shows it."
+    } else {
+        "NO. The trajectory does not show it."
+    }
+}
+
+/// An OpenAI-compatible judge server on loopback answering [`scripted_verdict`]; counts the
+/// questions it was asked.
+async fn scripted_judge_server() -> (String, Arc<AtomicUsize>) {
+    use axum::Json;
+    use axum::extract::State;
+    use axum::routing::post;
+    let asked = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            post(
+                |State(asked): State<Arc<AtomicUsize>>, Json(body): Json<serde_json::Value>| async move {
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    let question: String = body["messages"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                        .filter_map(|part| part["text"].as_str().map(str::to_string))
+                        .collect();
+                    Json(json!({
+                        "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+                        "model": "scripted",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": scripted_verdict(&question)}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+                    }))
+                },
+            ),
+        )
+        .with_state(asked.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), asked)
+}
+
+fn scripted_judge(base: &str) -> HttpJudge {
+    HttpJudge::new(HttpOptions::new(base, "scripted")).unwrap()
+}
+
+/// Binary judging with the critic gives exhaustive judging's success labels on a judge with
+/// known mixed verdicts (one episode succeeds, two fail, one of them at its first fact),
+/// over real HTTP, and asks fewer questions. The binary judge has no cache, so every label
+/// is really computed again.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn binary_judging_keeps_mixed_labels_with_fewer_questions(pool: PgPool) {
+    let (engine, _sites) = setup(pool).await;
+    let ids = judged_tasks(&engine).await;
+    let (base, asked) = scripted_judge_server().await;
+    let judge = Arc::new(ModelJudge::new(
+        Arc::new(scripted_judge(&base)),
+        JudgeConfig { max_screenshots: 2 },
+        Some(engine.store().clone()),
+    ));
+    engine.set_model_judge(judge.clone());
+    let id = engine.create_campaign(scripted(&ids)).await.unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
+        .await
+        .unwrap();
+    let stored: std::collections::BTreeMap<&str, Option<bool>> = eps
+        .iter()
+        .map(|e| (e.task_id.as_str(), e.success))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            ("judged.booking-bag-fee", Some(false)),
+            ("judged.shop-mug-capacity", Some(true)),
+            ("judged.wiki-aster-length", Some(false)),
+        ]
+        .into(),
+        "the campaign stored the scripted verdicts' labels"
+    );
+
     let uncached = ModelJudge::new(
-        Arc::new(Counting {
-            inner: OnnxJudge::new(model, "tiny", 24),
-            calls: fresh_calls.clone(),
-        }),
+        Arc::new(scripted_judge(&base)),
         JudgeConfig { max_screenshots: 2 },
         None,
     );
     let (mut exhaustive_checks, mut binary_checks) = (0, 0);
+    let (mut exhaustive_labels, mut binary_labels) = (Vec::new(), Vec::new());
     for e in &eps {
         let task = engine.store().load_task(&e.task_id).await.unwrap().unwrap();
         let ev = stored_evidence(engine.store(), e.id, task.reference_answer.clone()).await;
@@ -228,12 +361,12 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
             full.judgement.model_calls, 0,
             "cached verdicts are not calls"
         );
-        let before = fresh_calls.load(Ordering::SeqCst);
+        let before = asked.load(Ordering::SeqCst);
         let quick =
             engine::judge::judge_episode(&uncached, &task.rubric, &traj, &page, ev, true, true)
                 .await
                 .unwrap();
-        let quick_calls = fresh_calls.load(Ordering::SeqCst) - before;
+        let quick_calls = asked.load(Ordering::SeqCst) - before;
         assert!(quick_calls >= 1, "{}: the model was asked again", e.task_id);
         assert_eq!(quick.judgement.model_calls, quick_calls, "{}", e.task_id);
         assert_eq!(
@@ -242,33 +375,35 @@ async fn the_onnx_judge_verifies_facts_in_words_and_binary_judging_keeps_the_lab
             e.task_id
         );
         assert_eq!(
-            Some(full.judgement.success),
-            e.success,
-            "{}: the stored label",
-            e.task_id
-        );
-        assert_eq!(
             quick.judgement.verdicts.len() + quick.judgement.skipped.len(),
             3,
             "{}: every fact verified or marked unchecked",
             e.task_id
         );
-        exhaustive_checks += full.exhaustive_calls;
-        binary_checks += quick_calls;
         assert!(
             quick_calls <= full.exhaustive_calls,
             "{}: {quick_calls} calls, exhaustive {}",
             e.task_id,
             full.exhaustive_calls
         );
+        exhaustive_checks += full.exhaustive_calls;
+        binary_checks += quick_calls;
+        exhaustive_labels.push(full.judgement.success);
+        binary_labels.push(quick.judgement.success);
     }
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        asked,
-        "verdicts of a judged trajectory come from the cache"
+    for (mode, labels) in [
+        ("exhaustive", &exhaustive_labels),
+        ("binary", &binary_labels),
+    ] {
+        assert!(
+            labels.contains(&true) && labels.contains(&false),
+            "{mode} judging: some episodes succeed, some fail: {labels:?}"
+        );
+    }
+    assert!(
+        binary_checks < exhaustive_checks,
+        "binary judging stops at the first failed fact: {binary_checks} calls, exhaustive {exhaustive_checks}"
     );
-    assert!(binary_checks <= exhaustive_checks);
-    println!("verifications: exhaustive {exhaustive_checks}, binary with critic {binary_checks}");
     engine.shutdown().await;
 }
 

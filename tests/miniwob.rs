@@ -13,6 +13,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use browser_pool::PoolConfig;
 use engine::policy::PolicyRegistry;
@@ -160,7 +162,6 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
             )
         })
         .collect();
-    eprintln!("{}", lines.join("\n"));
     let n = solved.len() as u32;
     assert_eq!(total(&solver_ok), n);
     assert!(
@@ -178,7 +179,8 @@ async fn the_solver_gets_full_reward_and_random_scores_lower(pool: PgPool) {
 
 /// Settling gives up at its maximum wait (on a busy machine); a MiniWoB++ page whose `onload`
 /// has not run yet (it builds the canvas the start draws on) is waited for, not started
-/// half-loaded. Here an image that takes 1.5 s keeps `onload` back.
+/// half-loaded. Here an image the test holds back keeps `onload` back until the start is
+/// under way (held by the test, not by a delay: a busy machine cannot miss the window).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_episode_starts_only_once_its_page_has_loaded() {
     use axum::extract::Path as UrlPath;
@@ -190,6 +192,8 @@ async fn an_episode_starts_only_once_its_page_has_loaded() {
         .unwrap()
         .replace("<body>", "<body><img src=\"/slow.png\" alt=\"\">");
     let files = dir.clone();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let held = release.clone();
     let app = axum::Router::new()
         .route(
             "/miniwob/click-test.html",
@@ -197,8 +201,8 @@ async fn an_episode_starts_only_once_its_page_has_loaded() {
         )
         .route(
             "/slow.png",
-            get(|| async {
-                tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+            get(move || async move {
+                held.notified().await;
                 ([("content-type", "image/png")], Vec::<u8>::new())
             }),
         )
@@ -238,7 +242,7 @@ async fn an_episode_starts_only_once_its_page_has_loaded() {
         .await
         .unwrap()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let state = s
             .evaluate("typeof core !== 'undefined' && document.readyState")
@@ -253,7 +257,19 @@ async fn an_episode_starts_only_once_its_page_has_loaded() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
+    // The image arrives only once the start has been waiting a moment.
+    let released = Arc::new(AtomicBool::new(false));
+    let (flag, go) = (released.clone(), release.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        flag.store(true, Ordering::SeqCst);
+        go.notify_one();
+    });
     let utterance = engine::environments::miniwob_start(&s, 7).await.unwrap();
+    assert!(
+        released.load(Ordering::SeqCst),
+        "started before the page had loaded"
+    );
     assert!(utterance.contains("Click"), "{utterance}");
     let done = engine::environments::miniwob_done(&s).await.unwrap();
     assert!(!done, "the episode runs");

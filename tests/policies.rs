@@ -336,7 +336,9 @@ async fn serve_policy(batching: Batching) -> (PolicyServer, String) {
 async fn serve_policy_batches_concurrent_requests_and_answers_each_as_if_alone() {
     let (stats, url) = serve_policy(Batching {
         max_batch: 8,
-        max_wait: Duration::from_millis(300),
+        // Long enough that six concurrent requests all arrive within it, however busy the
+        // machine.
+        max_wait: Duration::from_secs(1),
         queue_capacity: 64,
     })
     .await;

@@ -1,5 +1,6 @@
 //! House rules, checked on every source file (rust-analyzer's tidy test): each file opens
-//! with a `//!` doc saying what it is for, and no debugging or placeholder macro is left in.
+//! with a `//!` doc saying what it is for, no debugging or placeholder macro is left in, and
+//! no test prints.
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,7 @@ fn every_file_has_a_doc_and_no_leftovers() {
         ["to", "do!("].concat(),
         ["unimpl", "emented!("].concat(),
     ];
+    let printing = [["eprint", "ln!("].concat(), ["print", "ln!("].concat()];
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
         let rel = f.strip_prefix(root).unwrap().display().to_string();
@@ -50,6 +52,16 @@ fn every_file_has_a_doc_and_no_leftovers() {
         for b in &banned {
             if text.contains(b.as_str()) {
                 problems.push(format!("{rel}: contains `{b}`"));
+            }
+        }
+        // A test says what went wrong in its assertion messages; printing is debugging
+        // left behind (and noise in every passing run).
+        let is_test = Path::new(&rel)
+            .components()
+            .any(|c| c.as_os_str() == "tests");
+        for b in &printing {
+            if is_test && text.contains(b.as_str()) {
+                problems.push(format!("{rel}: a test prints (`{b}`)"));
             }
         }
     }

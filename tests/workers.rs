@@ -211,6 +211,14 @@ async fn a_worker_killed_mid_campaign_loses_and_duplicates_nothing(pool: PgPool)
     .await;
     first.kill_hard();
     let at_kill = store.get_campaign(id).await.unwrap().unwrap();
+    let finished_before: Vec<(Uuid, i32, Option<String>)> = sqlx::query_as(
+        "SELECT id, attempts, finished_by FROM episodes WHERE campaign_id = $1 AND status = 'finished'",
+    )
+    .bind(id)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert!(!finished_before.is_empty());
     let in_flight: Vec<(Uuid,)> =
         sqlx::query_as("SELECT id FROM episodes WHERE campaign_id = $1 AND status = 'running'")
             .bind(id)
@@ -242,6 +250,26 @@ async fn a_worker_killed_mid_campaign_loses_and_duplicates_nothing(pool: PgPool)
     for (ep,) in in_flight {
         let e = store.get_episode(ep).await.unwrap().unwrap().summary;
         assert!(e.attempts >= 2, "interrupted episode {ep} ran again");
+    }
+    // Episodes stored before the kill were left alone: one attempt, by the killed worker.
+    for (ep, attempts, by) in &finished_before {
+        let by = by.as_deref().unwrap_or_default();
+        assert_eq!(*attempts, 1, "episode {ep} finished before the kill");
+        assert!(
+            by.contains(&format!(":{}:", first.pid())),
+            "episode {ep} finished before the kill by {by}"
+        );
+        let (attempts_now, by_now): (i32, Option<String>) =
+            sqlx::query_as("SELECT attempts, finished_by FROM episodes WHERE id = $1")
+                .bind(ep)
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(
+            (attempts_now, by_now.as_deref()),
+            (1, Some(by)),
+            "episode {ep} finished before the kill was run or stored again"
+        );
     }
     assert_exact_accounting(&store, id).await;
     let by = store.finished_by(id).await.unwrap();

@@ -71,6 +71,9 @@ pub struct PoolConfig {
     pub settle_quiet: Duration,
     /// Upper bound on waiting for the page to settle after an action.
     pub settle_max: Duration,
+    /// Once loaded, a page that never goes quiet (animations, tickers) is not waited for
+    /// longer than this (within `settle_max`).
+    pub settle_restless: Duration,
     /// Keep Chromium's frame-rate limit (frames paced at 60 per second). Off by default:
     /// a screenshot then takes ~18 ms instead of 34-45 ms, but a page with an endless
     /// animation (a spinner, a carousel) renders as fast as it can, about a core of CPU
@@ -140,6 +143,7 @@ impl PoolConfig {
             lease_timeout: Duration::from_secs(120),
             settle_quiet: Duration::from_millis(8),
             settle_max: Duration::from_secs(5),
+            settle_restless: Duration::from_millis(1500),
             frame_rate_limit: false,
             extra_args: Vec::new(),
         }

@@ -12,7 +12,9 @@ mod common;
 mod hostile_site;
 
 use common::html;
-use hostile_site::{INDEX, SECOND, act, config, heading, number_of, serve, still_usable};
+use hostile_site::{
+    INDEX, PROMPT, SECOND, act, config, heading, number_of, patient, serve, still_usable,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_pages_are_stopped_and_storms_of_dialogs_answered() {
@@ -29,8 +31,9 @@ async fn hung_pages_are_stopped_and_storms_of_dialogs_answered() {
     let started = Instant::now();
     s.act(&act(r##"click(css="#spin")"##)).await.unwrap();
     let obs = s.observe().await.unwrap();
+    // A hang guard, not a benchmark (it takes about the 2 s script limit).
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        started.elapsed() < Duration::from_secs(90),
         "{:?}",
         started.elapsed()
     );
@@ -51,7 +54,7 @@ async fn hung_pages_are_stopped_and_storms_of_dialogs_answered() {
         .unwrap();
     let obs = s.observe().await.unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(25),
+        started.elapsed() < Duration::from_secs(90),
         "{:?}",
         started.elapsed()
     );
@@ -94,7 +97,8 @@ async fn hung_pages_are_stopped_and_storms_of_dialogs_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dialogs_can_be_dismissed() {
     let base = serve().await;
-    let mut cfg = config();
+    // Limits of a minute: waiting for the commit (or settling's cap) would show.
+    let mut cfg = patient(config());
     cfg.dialogs = DialogPolicy::Dismiss;
     let pool = BrowserPool::launch(cfg).await.unwrap();
     let mut s = pool.lease().await.unwrap();
@@ -121,18 +125,10 @@ async fn dialogs_can_be_dismissed() {
         .unwrap();
     let error = r.error.expect("goto reports the refusal");
     assert!(error.contains("confirm leaving"), "{error}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < PROMPT, "{:?}", started.elapsed());
     let started = Instant::now();
     s.act(&act(r##"click(css="#away")"##)).await.unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < PROMPT, "{:?}", started.elapsed());
     let obs = s.observe().await.unwrap();
     assert_eq!(obs.title, "Keep");
     assert!(obs.events.iter().any(|e| matches!(
@@ -228,7 +224,7 @@ async fn a_popup_storm_is_capped_at_max_tabs() {
     // Popups may still be arriving after the first observation: gather a few.
     let mut events = Vec::new();
     let mut tabs = 0;
-    for _ in 0..10 {
+    for _ in 0..100 {
         let obs = s.observe().await.unwrap();
         tabs = obs.tabs.len();
         events.extend(obs.events);

@@ -9,12 +9,13 @@ use browser_pool::{Action, BrowserPool, ImageFormat, PoolConfig, PoolError};
 mod common;
 mod hostile_site;
 
-use hostile_site::{act, config, number_of, renderers, serve, with_ax_tree_on};
+use hostile_site::{PROMPT, act, config, number_of, patient, renderers, serve, with_ax_tree_on};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_tab_fails_its_lease_with_an_infrastructure_error() {
     let base = serve().await;
-    let pool = BrowserPool::launch(config()).await.unwrap();
+    // Limits of a minute: a call left to time out on the dead renderer would show.
+    let pool = BrowserPool::launch(patient(config())).await.unwrap();
     let mut s = pool.lease().await.unwrap();
     s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
     let pid = s.browser_pid().unwrap();
@@ -30,11 +31,7 @@ async fn a_crashed_tab_fails_its_lease_with_an_infrastructure_error() {
     let err = s.observe().await.expect_err("the tab is gone");
     assert!(matches!(err, PoolError::TargetCrashed { .. }), "{err}");
     assert!(!err.browser_is_dead(), "the browser itself is fine");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < PROMPT, "{:?}", started.elapsed());
     drop(s);
     // The same browser serves the next episode.
     let mut s = pool.lease().await.unwrap();
@@ -71,7 +68,7 @@ async fn browsers_are_recycled_after_their_quota() {
     assert_eq!(pool.stats().recycled, 2);
     assert_eq!(pool.stats().relaunches, 0, "recycling is not a crash");
     // Retired browsers exit once their sessions are done.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while std::path::Path::new(&format!("/proc/{}", pids[0])).exists() && Instant::now() < deadline
     {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -103,7 +100,7 @@ async fn a_remote_browser_is_driven_by_its_cdp_address_and_left_running() {
         .unwrap();
     // Chromium writes its port and browser path here once DevTools listens.
     let file = profile.path().join("DevToolsActivePort");
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let contents = loop {
         if let Ok(s) = std::fs::read_to_string(&file)
             && s.lines().count() >= 2
@@ -218,7 +215,8 @@ async fn observation_options_marks_png_scale_and_accessibility_tree() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simultaneous_leases_spread_over_browsers_and_bad_selectors_fail_fast() {
     let base = serve().await;
-    let mut cfg = config();
+    // Settling's cap at a minute: an invalid selector retried until it would show.
+    let mut cfg = patient(config());
     cfg.browsers = 2;
     cfg.contexts_per_browser = 2;
     let pool = BrowserPool::launch(cfg).await.unwrap();
@@ -242,7 +240,7 @@ async fn simultaneous_leases_spread_over_browsers_and_bad_selectors_fail_fast() 
     let r = s.act(&act(r#"click(css="[[[")"#)).await.unwrap();
     assert!(r.error.is_some());
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < PROMPT,
         "an invalid selector is not waited on: {:?}",
         started.elapsed()
     );

@@ -11,7 +11,9 @@ mod common;
 mod hostile_site;
 
 use common::{Route, html};
-use hostile_site::{ADMIN, INDEX, SECOND, act, config, serve, still_usable, with_ax_tree_on};
+use hostile_site::{
+    ADMIN, INDEX, PROMPT, SECOND, act, config, patient, serve, still_usable, with_ax_tree_on,
+};
 
 /// A pool whose deny list holds `{base}/admin*`, and a session on `{base}/`.
 async fn denying_admin(base: &str) -> (BrowserPool, browser_pool::Session) {
@@ -27,19 +29,16 @@ async fn denying_admin(base: &str) -> (BrowserPool, browser_pool::Session) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
+async fn a_download_link_is_refused_and_reported_without_a_wait() {
     let base = serve().await;
-    let (pool, mut s) = denying_admin(&base).await;
-
-    // A download link: refused, reported, and the page stays put without a long wait.
+    // Settling's cap at a minute: waiting for the page to leave (it never does) would show.
+    let pool = BrowserPool::launch(patient(config())).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
     let started = Instant::now();
     s.act(&act(r##"click(css="#download")"##)).await.unwrap();
     let obs = s.observe().await.unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < PROMPT, "{:?}", started.elapsed());
     assert!(
         obs.events.iter().any(|e| matches!(
             e,
@@ -49,6 +48,14 @@ async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
         obs.events
     );
     assert_eq!(obs.title, "Hostile");
+    s.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
+    let base = serve().await;
+    let (pool, mut s) = denying_admin(&base).await;
 
     // Downloads started inside frames, of this origin and of another site: refused and
     // reported like the page's own.
@@ -56,7 +63,7 @@ async fn downloads_local_files_and_denied_urls_are_blocked_and_reported() {
         .await
         .unwrap();
     let mut files = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..200 {
         files.extend(
             s.observe()
                 .await
@@ -155,7 +162,7 @@ async fn denied_urls_are_never_requested_even_by_new_tabs() {
             .await
             .unwrap();
         let mut blocked = false;
-        for _ in 0..20 {
+        for _ in 0..200 {
             let obs = s.observe().await.unwrap();
             assert!(
                 obs.tabs.iter().all(|t| t.title != "Admin"),
@@ -192,7 +199,8 @@ async fn denied_urls_are_never_requested_even_by_new_tabs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigations_in_a_used_context_settle_promptly() {
     let base = serve().await;
-    let pool = BrowserPool::launch(config()).await.unwrap();
+    // Settling's cap at a minute: a navigation held to it would show.
+    let pool = BrowserPool::launch(patient(config())).await.unwrap();
     let mut s = pool.lease().await.unwrap();
     let mut slowest = Duration::ZERO;
     for i in 0..8 {
@@ -202,10 +210,7 @@ async fn navigations_in_a_used_context_settle_promptly() {
         slowest = slowest.max(started.elapsed());
     }
     // Nothing stays "in flight" across documents (a stale request held settling to its cap).
-    assert!(
-        slowest < Duration::from_millis(1200),
-        "slowest navigation {slowest:?}"
-    );
+    assert!(slowest < PROMPT, "slowest navigation {slowest:?}");
     s.close().await;
     pool.shutdown().await;
 }
@@ -264,8 +269,10 @@ async fn a_slow_server_is_waited_for_and_asked_once_and_a_silent_one_given_up() 
             .is_some_and(|e| e.contains("did not answer")),
         "{r:?}"
     );
+    // Stopped at the timeout, not left hanging on the server's 600 s (the upper bound is a
+    // hang guard that a busy machine cannot reach).
     assert!(
-        took >= Duration::from_secs(5) && took < Duration::from_secs(12),
+        took >= Duration::from_secs(5) && took < Duration::from_secs(90),
         "{took:?}"
     );
     let obs = s.observe().await.unwrap();
@@ -341,7 +348,7 @@ async fn a_page_leaving_for_a_server_that_never_answers_is_stopped_and_stays_usa
     let obs = s.observe().await.unwrap();
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_secs(6) && took < Duration::from_secs(15),
+        took >= Duration::from_secs(6) && took < Duration::from_secs(90),
         "{took:?}"
     );
     assert_eq!(obs.title, "Forms");
@@ -394,14 +401,14 @@ fn url_host(url: &str) -> String {
         .to_string()
 }
 
-/// Opens `url`, which must answer without an error within `limit` (a hang check, not a
-/// benchmark: the bounds are several times what it takes).
-async fn goto_within(s: &mut browser_pool::Session, url: String, limit: Duration) {
+/// Opens `url`, which must answer without an error within [`PROMPT`] (a check that it did
+/// not wait out a limit, not a benchmark).
+async fn goto_promptly(s: &mut browser_pool::Session, url: String) {
     let started = Instant::now();
     let r = s.act(&Action::Goto(url.clone())).await.unwrap();
     assert_eq!(r.error, None, "{url}");
     assert!(
-        started.elapsed() < limit,
+        started.elapsed() < PROMPT,
         "goto {url} took {:?}",
         started.elapsed()
     );
@@ -425,17 +432,18 @@ async fn a_subresource_that_never_loads_holds_up_neither_goto_nor_actions() {
         html("/next.html", "<title>Next</title><p>next</p>"),
     ])
     .await;
-    let pool = BrowserPool::launch(config()).await.unwrap();
+    // The page limit and settling's cap at a minute: waiting out either would show.
+    let pool = BrowserPool::launch(patient(config())).await.unwrap();
     let mut s = pool.lease().await.unwrap();
-    // It took the page limit (2 s here) and then settle_max (5 s); now it waits only
-    // until the image counts as long-lived (2 s).
-    goto_within(&mut s, format!("{base}/img.html"), Duration::from_secs(5)).await;
+    // It took the page limit and then settle_max; now it waits only until the image counts
+    // as long-lived (2 s).
+    goto_promptly(&mut s, format!("{base}/img.html")).await;
     for n in 1..=3 {
         let started = Instant::now();
         let r = s.act(&act(r##"click(css="#b")"##)).await.unwrap();
         assert_eq!(r.error, None);
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < PROMPT,
             "click {n} took {:?}",
             started.elapsed()
         );
@@ -445,7 +453,7 @@ async fn a_subresource_that_never_loads_holds_up_neither_goto_nor_actions() {
     assert_eq!(s.observe().await.unwrap().title, "Img");
     // Leaving it: the client holds a navigation back until the last one's page has loaded,
     // which this one never does (it took the page limit, then navigating from the page).
-    goto_within(&mut s, format!("{base}/next.html"), Duration::from_secs(2)).await;
+    goto_promptly(&mut s, format!("{base}/next.html")).await;
     assert_eq!(s.observe().await.unwrap().title, "Next");
     s.close().await;
     pool.shutdown().await;

@@ -122,7 +122,11 @@ async fn text(session: &browser_pool::Session, css: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn actions_observations_and_isolation() {
     let base = serve().await;
-    let pool = BrowserPool::launch(config()).await.unwrap();
+    // The page limit at a minute: a goto that waited for a load (below) would show.
+    let mut cfg = config();
+    cfg.script_timeout = Duration::from_secs(60);
+    cfg.cdp_timeout = Duration::from_secs(60);
+    let pool = BrowserPool::launch(cfg).await.unwrap();
     let mut s = pool.lease().await.unwrap();
 
     let r = s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
@@ -281,7 +285,7 @@ async fn actions_observations_and_isolation() {
         .unwrap();
     assert_eq!(r.error, None);
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(20),
         "{:?}",
         started.elapsed()
     );
@@ -352,7 +356,7 @@ async fn actions_observations_and_isolation() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), ready)
+    tokio::time::timeout(Duration::from_secs(60), ready)
         .await
         .expect("a standby context is opened after a lease");
     let before = pool.stats().from_standby;
@@ -581,8 +585,10 @@ async fn a_killed_browser_fails_fast_and_is_replaced() {
         "{err}"
     );
     assert!(err.browser_is_dead());
+    // Failed, not waited on: the bound is a hang guard (it takes well under the 3 s call
+    // limit) that a busy machine does not reach.
     assert!(
-        started.elapsed() < Duration::from_secs(8),
+        started.elapsed() < Duration::from_secs(30),
         "failed fast: {:?}",
         started.elapsed()
     );
@@ -610,32 +616,48 @@ const FRAMES_IN_HALF_A_SECOND: &str = "new Promise((done) => { let n = 0; \
     const tick = () => { n++; if (performance.now() - start < 500) requestAnimationFrame(tick); else done(n); }; \
     requestAnimationFrame(tick); })";
 
-/// Without the frame-rate limit (the default, for fast screenshots) a page with an endless
-/// animation is rendered flat out; with `frame_rate_limit` frames are paced at 60 a second.
+/// Without the frame-rate limit (the default, for fast screenshots) the browser runs with
+/// Chromium's pacing switched off; with `frame_rate_limit` frames are paced at 60 a second.
+/// How fast an unpaced page then renders depends on the CPU it gets, so that is measured
+/// (`surfgym bench env` with and without `--frame-rate-limit`), not asserted: on a busy
+/// machine the flat-out rate can drop below 60 frames a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_frame_rate_limit_paces_endless_animations() {
+    const UNPACED: [&str; 2] = ["--disable-frame-rate-limit", "--disable-gpu-vsync"];
     let base = common::serve(vec![html("/spinner.html", SPINNER)]).await;
-    let mut frames = Vec::new();
     for limit in [false, true] {
         let mut cfg = config();
         cfg.frame_rate_limit = limit;
         let pool = BrowserPool::launch(cfg).await.unwrap();
         let mut s = pool.lease().await.unwrap();
-        ok(&mut s, &format!(r#"goto("{base}/spinner.html")"#)).await;
-        let n = s
-            .evaluate(FRAMES_IN_HALF_A_SECOND)
-            .await
-            .unwrap()
-            .unwrap()
-            .as_u64()
-            .unwrap();
-        frames.push(n);
+        let pid = s.browser_pid().unwrap();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        for switch in UNPACED {
+            assert_eq!(
+                args.iter().any(|a| a == switch),
+                !limit,
+                "{switch} with frame_rate_limit {limit}: {args:?}"
+            );
+        }
+        if limit {
+            ok(&mut s, &format!(r#"goto("{base}/spinner.html")"#)).await;
+            let n = s
+                .evaluate(FRAMES_IN_HALF_A_SECOND)
+                .await
+                .unwrap()
+                .unwrap()
+                .as_u64()
+                .unwrap();
+            // A load only lowers the rate, so this bound holds on any machine.
+            assert!(n <= 40, "60 frames a second at most: {n} in 0.5 s");
+        }
         s.close().await;
         pool.shutdown().await;
     }
-    let (unpaced, paced) = (frames[0], frames[1]);
-    assert!(paced <= 40, "60 frames a second at most: {paced} in 0.5 s");
-    assert!(unpaced > 2 * paced, "flat out: {unpaced} against {paced}");
 }
 
 const SCREEN_PAGE: &str = r#"<!doctype html><html><head><title>Screen</title></head><body>

@@ -138,7 +138,9 @@ async fn overload_and_server_errors_are_retried_with_growing_backoff() {
             "backoff grows: {gaps:?}"
         );
     }
-    assert!(gaps[2] < Duration::from_millis(3500), "{gaps:?}");
+    // Bounded (the waits are milliseconds, not seconds, and capped): a hang guard that a
+    // busy machine does not reach. The exact schedule is the lower bounds above.
+    assert!(gaps[2] < Duration::from_secs(20), "{gaps:?}");
 }
 
 #[tokio::test]
@@ -172,7 +174,7 @@ async fn exhausted_retries_are_unavailable_and_client_errors_are_not_retried() {
 
 #[tokio::test]
 async fn a_slow_server_times_out_and_is_retried() {
-    let (server, base) = start(&[(200, 3000), (200, 3000)]).await;
+    let (server, base) = start(&[(200, 60_000), (200, 60_000)]).await;
     let t = Instant::now();
     let err = client(&base, 1, 300, 4)
         .complete(text("hi"), 1)
@@ -184,9 +186,9 @@ async fn a_slow_server_times_out_and_is_retried() {
         "{err:?}"
     );
     assert_eq!(server.arrivals.lock().unwrap().len(), 2);
-    // Two 300 ms timeouts and a 500 ms backoff, not the server's 3 s.
+    // Two 300 ms timeouts and a 500 ms backoff, not the server's minute.
     assert!(
-        took >= Duration::from_millis(1000) && took < Duration::from_millis(2500),
+        took >= Duration::from_millis(1000) && took < Duration::from_secs(20),
         "{took:?}"
     );
 

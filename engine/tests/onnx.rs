@@ -428,9 +428,6 @@ fn constrained_decoding_writes_only_actions_the_observation_allows() {
                 .is_ok(),
         );
     }
-    eprintln!(
-        "{finished} of 12 constrained outputs finished an action; {plain_parsed} unconstrained parsed"
-    );
     assert!(
         finished >= 3,
         "only {finished} of 12 outputs finished an action"

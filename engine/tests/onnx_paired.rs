@@ -125,11 +125,6 @@ fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {
             scored.iter().all(|l| l.is_finite() && *l <= 0.0),
             "{scored:?}"
         );
-        eprintln!(
-            "{}: text prompt -> {:?}",
-            paired_dir.display(),
-            paired_out[0].text
-        );
     }
     // Screenshot (set-of-marks) mode: one image expanded to image_seq_len tokens.
     let shot = paired.prompt_for(&input(30)).unwrap();
@@ -149,12 +144,6 @@ fn check_pair(text_dir: &Path, paired_dir: &Path, max_new_tokens: usize) {
         g.tokens.iter().all(|t| (*t as usize) < pm.config().vocab),
         "{:?}",
         g.tokens
-    );
-    eprintln!(
-        "{}: screenshot prompt ({} tokens) -> {:?}",
-        paired_dir.display(),
-        ids.len(),
-        g.text
     );
     // A teacher-forced pass reproduces the recorded log-probabilities; with another
     // screenshot the same action scores differently, so the image reaches the decoder.

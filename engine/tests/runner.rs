@@ -459,8 +459,10 @@ async fn stragglers_are_cut_after_the_grace_period(pool: PgPool) {
         .collect();
     assert!(!cut_running.is_empty(), "a running episode was cut");
     assert!(cut_running.iter().all(|e| e.status == "finished"));
+    // The cut itself is the assertions above; this only guards against a campaign that
+    // waited for its stragglers after all (a bound no busy machine reaches).
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(60),
+        started.elapsed() < std::time::Duration::from_secs(300),
         "{:?}",
         started.elapsed()
     );
@@ -514,7 +516,7 @@ async fn the_watchdog_takes_back_a_stuck_episode_which_is_then_rerun(pool: PgPoo
     let started = std::time::Instant::now();
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(120),
+        started.elapsed() < std::time::Duration::from_secs(300),
         "the stuck call held the campaign up: {:?}",
         started.elapsed()
     );

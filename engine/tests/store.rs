@@ -194,7 +194,8 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn an_expired_lease_is_reclaimed_and_the_old_holder_is_fenced_off(pool: PgPool) {
     let (store, c) = setup(pool, 1).await;
-    let short = Duration::from_millis(300);
+    // Long enough that the claims and heartbeat below fall inside it on a busy machine.
+    let short = Duration::from_secs(3);
     let dead = store
         .claim_episode(c, "dead-runner", short)
         .await
@@ -211,7 +212,7 @@ async fn an_expired_lease_is_reclaimed_and_the_old_holder_is_fenced_off(pool: Pg
             .unwrap(),
         "heartbeats extend a held lease"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(short + Duration::from_millis(500)).await;
     let b = store
         .claim_episode(c, "B", LEASE)
         .await

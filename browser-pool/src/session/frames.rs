@@ -26,7 +26,7 @@ use std::time::Instant;
 use super::Session;
 use super::cdp::{by_value, value_of};
 use super::numbering::{Frame, Numbering, kids_of, splice};
-use super::settle::{PROBE_WAIT, Probe, RESTLESS_MAX, SETTLE_POLL};
+use super::settle::{PROBE_WAIT, Probe, SETTLE_POLL};
 use crate::action::Target;
 use crate::error::PoolError;
 use crate::js;
@@ -237,7 +237,7 @@ impl Session {
     /// After an action on an element of a cross-origin frame, once the top document has
     /// settled: the frame's own document settled too (loaded, DOM quiet, none of its short
     /// timeouts pending: the probe runs in the frame's main world, where `js/timers.js`
-    /// counts them), within what is left of `settle_max` and [`RESTLESS_MAX`] of its own.
+    /// counts them), within what is left of `settle_max` and `settle_restless` of its own.
     /// A frame that went away meanwhile has nothing to wait for.
     pub(super) async fn settle_frame(
         &self,
@@ -254,7 +254,7 @@ impl Session {
         let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
         let quiet_ms = self.cfg.settle_quiet.as_millis() as f64;
         let own = Instant::now();
-        while started.elapsed() < self.cfg.settle_max && own.elapsed() < RESTLESS_MAX {
+        while started.elapsed() < self.cfg.settle_max && own.elapsed() < self.cfg.settle_restless {
             let Ok(v) = self.eval_in(main, &probe).await? else {
                 return Ok(());
             };

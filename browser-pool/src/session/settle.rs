@@ -1,7 +1,7 @@
 //! After every action: waiting for the page to settle, so that the next observation sees
 //! what the action led to. The document the action leads to has loaded, its DOM has been
 //! quiet for `settle_quiet`, no short timeout its recent activity set is pending and no
-//! recent request is in flight; at most `settle_max` (and at most [`RESTLESS_MAX`] after
+//! recent request is in flight; at most `settle_max` (and at most `settle_restless` after
 //! load, for pages that never go quiet).
 
 use std::sync::atomic::Ordering;
@@ -64,7 +64,7 @@ impl Session {
     /// Waits until the document that action `seq` leads to has loaded, its DOM has been
     /// quiet for `settle_quiet`, no short timeout its recent activity set is pending and no
     /// recent request is in flight; at most `settle_max`
-    /// (and at most [`RESTLESS_MAX`] after load, for pages that never go quiet).
+    /// (and at most `settle_restless` after load, for pages that never go quiet).
     pub(super) async fn settle(&mut self, seq: u64, before: Stuck) -> Result<(), PoolError> {
         let start = Instant::now();
         let probe = js::settle(seq, self.cfg.settle_quiet, PROBE_WAIT);
@@ -95,7 +95,7 @@ impl Session {
                             warn_endless_animation();
                         }
                         let loaded = *loaded_at.get_or_insert_with(Instant::now);
-                        if self.quiet(&p) || loaded.elapsed() >= RESTLESS_MAX {
+                        if self.quiet(&p) || loaded.elapsed() >= self.cfg.settle_restless {
                             return Ok(());
                         }
                     }
@@ -134,6 +134,3 @@ pub(super) const SETTLE_POLL: Duration = Duration::from_millis(15);
 /// How long one settling probe may wait inside the page before reporting back (the Rust
 /// side then checks the network, tabs and limits).
 pub(super) const PROBE_WAIT: Duration = Duration::from_millis(250);
-
-/// Once loaded, a page that never goes quiet (animations, tickers) is not waited for longer.
-pub(super) const RESTLESS_MAX: Duration = Duration::from_millis(1500);

@@ -123,6 +123,24 @@ pub fn config() -> PoolConfig {
     cfg
 }
 
+/// What an action that must not wait may take on a loaded machine (on an idle one it takes
+/// well under a second): the bound a test puts on "at once".
+pub const PROMPT: Duration = Duration::from_secs(20);
+
+/// `cfg` with every limit an action could wait out (the page limit, the navigation
+/// timeout, settling's cap) at a minute: an action that waits for one where it must not
+/// takes far longer than [`PROMPT`], so a test tells "at once" from "waited" with a bound
+/// no busy machine reaches.
+pub fn patient(mut cfg: PoolConfig) -> PoolConfig {
+    let minute = Duration::from_secs(60);
+    cfg.script_timeout = minute;
+    cfg.cdp_timeout = minute;
+    cfg.navigation_timeout = minute;
+    cfg.settle_max = minute;
+    cfg.settle_restless = minute;
+    cfg
+}
+
 pub fn act(line: &str) -> Action {
     parse_action(line).unwrap()
 }
