@@ -62,6 +62,15 @@ pub struct Env {
 /// The engine every command uses: the pool from the common options, the built-in and
 /// simulated policies, this process's runner identity.
 pub fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
+    engine_with(common, db, Vec::new())
+}
+
+/// [`engine`] with more policies registered (a training run's).
+pub fn engine_with(
+    common: &Common,
+    db: &Database,
+    extra: Vec<std::sync::Arc<dyn engine::policy::Policy>>,
+) -> anyhow::Result<Engine> {
     let model = LatencyModel {
         median: Duration::from_millis(common.sim_latency_ms),
         sigma: common.sim_sigma,
@@ -71,6 +80,9 @@ pub fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
     runner.lease = Duration::from_secs(common.lease_secs.max(1));
     let mut policies = PolicyRegistry::with_simulated(model);
     crate::models::register(common, &mut policies)?;
+    for p in extra {
+        policies.register(p);
+    }
     let engine = Engine::new(db.store.clone(), pool_config(common)?, runner, policies);
     if let Some(judge) = crate::models::model_judge(common, &db.store)? {
         engine.set_model_judge(judge);

@@ -43,6 +43,10 @@ pub struct RunConfig {
     /// says (a warm-up on the policy's own successes).
     #[serde(default)]
     pub fbc_iterations: u32,
+    /// GRPO: advantages are divided by this constant (AsyncWebRL: 10, for long
+    /// trajectories of big models; small models on short tasks learn faster with 1).
+    #[serde(default = "grpo_k")]
+    pub grpo_k: f32,
     /// Peak learning rate (AdamW).
     #[serde(default = "lr")]
     pub lr: f64,
@@ -109,6 +113,9 @@ fn one() -> u32 {
 fn grpo() -> String {
     "grpo".into()
 }
+fn grpo_k() -> f32 {
+    10.0
+}
 fn lr() -> f64 {
     1e-3
 }
@@ -166,6 +173,9 @@ impl RunConfig {
                 "objective: unknown {:?} (expected fbc or grpo)",
                 self.objective
             ));
+        }
+        if !(self.grpo_k > 0.0 && self.grpo_k.is_finite()) {
+            return Err("grpo_k: must be a positive number".into());
         }
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return Err("lr: must be a positive number".into());

@@ -469,7 +469,7 @@ async fn train(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> R
                 let mut rng = rand::rngs::StdRng::seed_from_u64(ctx.cfg.seed ^ u64::from(idx));
                 select_fbc(&collected.metas, &FbcFilter::default(), &mut rng)
             }
-            Objective::Grpo => select_grpo(&collected.metas, 10.0),
+            Objective::Grpo => select_grpo(&collected.metas, ctx.cfg.grpo_k),
         };
         update.dropped = serde_json::to_value(&selection.dropped).ok();
         if selection.kept.is_empty() {
@@ -558,20 +558,7 @@ async fn evaluate(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -
     let id = match it.eval_campaign {
         Some(id) => id,
         None => {
-            let tasks = match &ctx.cfg.held_out {
-                HeldOut::Seeds => ctx.cfg.train.clone(),
-                HeldOut::Tasks(f) => f.clone(),
-            };
-            // The same held-out episodes every iteration (one seed), never a training seed's.
-            let spec = CampaignSpec {
-                name: Some(format!("{} · iteration {idx} · held-out evaluation", ctx.cfg.name)),
-                policy: Some(policy_names(ctx.run).1),
-                tasks: Some(tasks),
-                rollouts_per_task: Some(ctx.cfg.eval_rollouts),
-                max_steps: Some(ctx.cfg.eval_horizon),
-                seed: Some(EVAL_SEED ^ ctx.cfg.seed),
-                ..Default::default()
-            };
+            let spec = eval_spec(&ctx.cfg, &policy_names(ctx.run).1, idx);
             let id = ctx.engine.create_campaign(spec).await?;
             store
                 .update_iteration(ctx.run, it.idx, IterationUpdate { eval_campaign: Some(id), ..Default::default() })
@@ -590,6 +577,26 @@ async fn evaluate(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -
         })
         .await?;
     Ok(())
+}
+
+/// The evaluation campaign of iteration `idx` for `policy`: the same held-out episodes
+/// (tasks, seeds, horizon) in every iteration, and for any other policy compared with the
+/// run (e.g. `random`).
+pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
+    let tasks = match &cfg.held_out {
+        HeldOut::Seeds => cfg.train.clone(),
+        HeldOut::Tasks(f) => f.clone(),
+    };
+    CampaignSpec {
+        name: Some(format!("{} · iteration {idx} · held-out evaluation", cfg.name)),
+        policy: Some(policy.to_string()),
+        tasks: Some(tasks),
+        rollouts_per_task: Some(cfg.eval_rollouts),
+        max_steps: Some(cfg.eval_horizon),
+        // One seed for every evaluation, never a training seed's.
+        seed: Some(EVAL_SEED ^ cfg.seed),
+        ..Default::default()
+    }
 }
 
 /// Seed of every evaluation campaign (xor the run's seed): far from the rollouts', which

@@ -1,0 +1,185 @@
+//! `surfgym train run | resume | list | show`: training runs from the command line, with
+//! a line per phase, a bar per campaign and one for each update.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use engine::store::{IterationView, Store};
+use indicatif::{ProgressBar, ProgressStyle};
+use trainloop::RunConfig;
+use trainloop::run::{self, Event};
+use uuid::Uuid;
+
+use crate::args::Common;
+use crate::setup::{engine_with, environment, finish};
+use crate::{db, progress};
+
+/// `surfgym train run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The run's configuration (JSON; docs/training.md#training-runs lists the fields).
+    config: PathBuf,
+    /// First port of the practice sites (0: any free ports).
+    #[arg(long, default_value_t = 8701)]
+    sites_port: u16,
+}
+
+/// `surfgym train resume`.
+#[derive(Args)]
+pub struct ResumeArgs {
+    /// The run.
+    id: String,
+    /// First port of the practice sites (0: any free ports).
+    #[arg(long, default_value_t = 8701)]
+    sites_port: u16,
+}
+
+/// `surfgym train show`.
+#[derive(Args)]
+pub struct ShowArgs {
+    /// The run.
+    id: String,
+}
+
+/// Creates a run from its config and runs it here.
+pub async fn start(common: &Common, a: RunArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&a.config)
+        .with_context(|| format!("reading {}", a.config.display()))?;
+    let cfg = RunConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", a.config.display()))?;
+    let env = environment(common, a.sites_port).await?;
+    let id = trainloop::run::create(&env.db.store, &cfg)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.config.display()))?;
+    println!("training run {id}");
+    go(common, env, id).await
+}
+
+/// Resumes a run where it stopped.
+pub async fn resume(common: &Common, a: ResumeArgs) -> anyhow::Result<ExitCode> {
+    let id = parse_id(&a.id)?;
+    let env = environment(common, a.sites_port).await?;
+    go(common, env, id).await
+}
+
+fn parse_id(s: &str) -> anyhow::Result<Uuid> {
+    Uuid::parse_str(s).with_context(|| format!("{s}: not a training run id (`surfgym train list`)"))
+}
+
+async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result<ExitCode> {
+    let store = env.db.store.clone();
+    let view = store
+        .get_run(id)
+        .await?
+        .with_context(|| format!("no training run {id} (`surfgym train list`)"))?;
+    let cfg: RunConfig = serde_json::from_value(view.config.clone())?;
+    let dylib = common.models.onnx_options(common, cfg.model.clone())?.dylib;
+    let root = common.data_dir.join("runs");
+    let policies = run::prepare(&cfg, &view, &root, &dylib)?;
+    let engine = engine_with(common, &env.db, policies.all().to_vec())?;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let render_store = store.clone();
+    let render = tokio::spawn(async move {
+        let mut bar: Option<ProgressBar> = None;
+        while let Some(e) = rx.recv().await {
+            match e {
+                Event::Phase { iteration, phase } => println!("iteration {iteration} · {phase}"),
+                Event::Campaign { id, .. } => {
+                    // The campaign's own bar, fed from the database, until it ends.
+                    let _ = progress::watch(&render_store, &[id]).await;
+                }
+                Event::Step { done, total, loss, .. } => {
+                    let b = bar.get_or_insert_with(|| {
+                        let b = ProgressBar::new(total as u64);
+                        if let Ok(s) = ProgressStyle::with_template(
+                            "{prefix:>18.bold} [{bar:32.cyan/blue}] {pos}/{len} optimiser steps {msg}",
+                        ) {
+                            b.set_style(s.progress_chars("=> "));
+                        }
+                        b.set_prefix("update");
+                        b
+                    });
+                    b.set_length(total as u64);
+                    b.set_position(done as u64);
+                    b.set_message(format!("loss {loss:.4}"));
+                    if done == total {
+                        b.finish_and_clear();
+                        bar = None;
+                    }
+                }
+                Event::Done(it) => println!("{}", line(&it)),
+            }
+        }
+    });
+    let events = move |e: Event| {
+        let _ = tx.send(e);
+    };
+    let result = run::execute(&engine, &policies, id, &root, &dylib, &events).await;
+    drop(events);
+    let _ = render.await;
+    engine.shutdown().await;
+    finish(env).await?;
+    let view = result?;
+    println!("training run {id}: {}", view.state);
+    print_table(&store, id).await?;
+    Ok(if view.state == "completed" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn line(it: &IterationView) -> String {
+    format!(
+        "iteration {:>2}: train {:>6}  held-out {:>6}  samples {:>4}  loss {:>8}  env steps {:>5}",
+        it.idx,
+        pct(it.train_success),
+        pct(it.eval_success),
+        it.samples.map_or("-".into(), |s| s.to_string()),
+        it.loss.map_or("-".into(), |l| format!("{l:.4}")),
+        it.env_steps.map_or("-".into(), |s| s.to_string()),
+    )
+}
+
+async fn print_table(store: &Store, id: Uuid) -> anyhow::Result<()> {
+    for it in store.run_iterations(id).await? {
+        println!("{}", line(&it));
+    }
+    Ok(())
+}
+
+/// Lists runs, newest first.
+pub async fn list(common: &Common) -> anyhow::Result<ExitCode> {
+    let db = db::open(common).await?;
+    for r in db.store.list_runs().await? {
+        println!(
+            "{}  {:<10} {}  {}",
+            r.id,
+            r.state,
+            r.created_at.format("%Y-%m-%d %H:%M"),
+            r.name
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run's iterations.
+pub async fn show(common: &Common, a: ShowArgs) -> anyhow::Result<ExitCode> {
+    let id = parse_id(&a.id)?;
+    let db = db::open(common).await?;
+    let Some(r) = db.store.get_run(id).await? else {
+        bail!("no training run {id} (`surfgym train list`)");
+    };
+    println!("{} · {} · {}", r.name, r.state, r.version.as_deref().unwrap_or("base model"));
+    if let Some(e) = &r.error {
+        println!("error: {e}");
+    }
+    print_table(&db.store, id).await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,285 @@
+//! Training runs end to end, with real Chromium, real Postgres, MiniWoB++ and the tiny
+//! model: a short run from the untrained model, on the policy's own rollouts only (no
+//! reference solution, no scripted solver), raises greedy success on held-out seeds above
+//! both the untrained model and the random policy on the very same episodes; a run
+//! killed with `kill -9` resumes where it was and applies no update twice; configs that
+//! cannot run are refused before any campaign starts.
+
+mod common;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use browser_pool::PoolConfig;
+use engine::Engine;
+use engine::policy::PolicyRegistry;
+use engine::runner::RunnerConfig;
+use engine::sites::SitesServer;
+use engine::store::{EpisodeFilter, Store};
+use sqlx::PgPool;
+use trainloop::RunConfig;
+use trainloop::run;
+use uuid::Uuid;
+
+/// Two-step MiniWoB++ tasks whose element numbers do not move between seeds, at a horizon
+/// of exactly the steps they need: the random policy solves about a quarter of them.
+const TASKS: [&str; 3] = [
+    "miniwob.click-button-sequence",
+    "miniwob.click-collapsible",
+    "miniwob.click-dialog-2",
+];
+
+fn config(iterations: u32) -> serde_json::Value {
+    serde_json::json!({
+        "name": "tiny clicks",
+        "model": common::data_dir().join("models/tiny-text"),
+        "train": {"ids": TASKS},
+        "held_out": "seeds",
+        "iterations": iterations,
+        "rollouts_per_task": 8,
+        "curriculum": {"kind": "fixed", "horizon": 2},
+        "eval_horizon": 2,
+        "eval_rollouts": 8,
+        "fbc_iterations": 2,
+        "policy": {"max_new_tokens": 16}
+    })
+}
+
+fn dylib() -> PathBuf {
+    engine::policy::onnx::find_ort_dylib(&common::data_dir())
+        .expect("ONNX Runtime: run ./scripts/setup-python.sh")
+}
+
+async fn miniwob_sites() -> (SitesServer, PathBuf) {
+    let dir = engine::sites::find_miniwob(&common::data_dir())
+        .expect("MiniWoB++: run ./scripts/setup-python.sh");
+    let sites = SitesServer::start_with(
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        None,
+        vec![("miniwob".into(), dir.clone())],
+    )
+    .await
+    .unwrap();
+    (sites, dir)
+}
+
+async fn success(store: &Store, campaign: Uuid) -> (usize, usize) {
+    let (eps, _) = store
+        .list_episodes(&EpisodeFilter::campaign(campaign), 1000, 0)
+        .await
+        .unwrap();
+    let ok = eps.iter().filter(|e| e.success == Some(true)).count();
+    (ok, eps.len())
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_short_run_beats_the_untrained_model_and_random_on_held_out_seeds(pool: PgPool) {
+    let (sites, dir) = miniwob_sites().await;
+    let setup = common::new_engine(pool.clone(), PolicyRegistry::builtin());
+    setup
+        .register_miniwob(&dir, &sites.bases()["miniwob"])
+        .await
+        .unwrap();
+    let store = setup.store().clone();
+    let cfg = RunConfig::parse(&config(4).to_string()).unwrap();
+    let id = run::create(&store, &cfg).await.unwrap();
+    let view = store.get_run(id).await.unwrap().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let policies = run::prepare(&cfg, &view, root.path(), &dylib()).unwrap();
+    // Only the built-in policies and the run's own: nothing that knows the solutions
+    // feeds the training data (the run names its own policies in every campaign).
+    let mut registry = PolicyRegistry::builtin();
+    for p in policies.all() {
+        registry.register(p);
+    }
+    let engine = Engine::new(
+        Store::from_pool(pool.clone()),
+        PoolConfig::new(PoolConfig::default_chromium()),
+        RunnerConfig::for_this_process(),
+        registry,
+    );
+
+    // The random policy on the very episodes the run is evaluated on.
+    let random = engine
+        .create_campaign(run::eval_spec(&cfg, "random", 0))
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(random).await.unwrap(), "completed");
+    let (random_ok, n) = success(&store, random).await;
+
+    let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(done.state, "completed");
+    let its = store.run_iterations(id).await.unwrap();
+    assert_eq!(its.len(), 5, "iteration 0 (untrained) and four training iterations");
+    assert!(its.iter().all(|it| it.phase == "done"));
+    for it in &its[1..] {
+        let campaigns = &it.rollout_campaigns;
+        assert_eq!(campaigns.len(), 1, "one horizon, one rollout campaign");
+        let v = store.get_campaign(campaigns[0]).await.unwrap().unwrap();
+        assert!(
+            v.policy.starts_with("run-") && v.policy.ends_with("-sample"),
+            "rollouts come from the run's own sampling policy, not {}",
+            v.policy
+        );
+    }
+
+    let eval = |it: &engine::store::IterationView| it.eval_campaign.unwrap();
+    let (untrained_ok, n0) = success(&store, eval(&its[0])).await;
+    let last = its.last().unwrap();
+    let (trained_ok, n1) = success(&store, eval(last)).await;
+    assert_eq!((n0, n1), (n, n), "the same held-out episodes");
+    // The evaluation ran the version the iteration published (its card's fingerprint).
+    let version = PathBuf::from(last.version.clone().or(done.version.clone()).unwrap());
+    let detail = store
+        .list_episodes(&EpisodeFilter::campaign(eval(last)), 1, 0)
+        .await
+        .unwrap()
+        .0;
+    let card = store
+        .get_episode(detail[0].id)
+        .await
+        .unwrap()
+        .unwrap()
+        .policy
+        .unwrap();
+    assert_eq!(card.fingerprint.unwrap(), engine::policy::fingerprint(&version).unwrap());
+
+    // 24 held-out episodes per policy. A margin of 8 episodes (a third) over the better of
+    // the untrained model and random: if trained and random had the same success rate p,
+    // the chance of the trained count exceeding random's by 8 or more out of 24 is below
+    // 1% for every p (two binomial draws; worst case p = 0.5, sd of the difference ≈ 3.5).
+    let curve: Vec<String> = its
+        .iter()
+        .map(|it| format!("{:?}/{:?}", it.train_success, it.eval_success))
+        .collect();
+    assert!(
+        trained_ok >= untrained_ok.max(random_ok) + 8,
+        "held-out greedy success: trained {trained_ok}/{n}, untrained {untrained_ok}/{n}, random {random_ok}/{n} (train/eval by iteration: {curve:?})"
+    );
+}
+
+fn surfgym(pool: &PgPool, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_surfgym"));
+    c.args(args)
+        .args(["--lease-secs", "5", "--sites-port", "0"])
+        .env("DATABASE_URL", common::database_url(pool))
+        .env("SURFGYM_DATA_DIR", common::data_dir());
+    c
+}
+
+async fn campaigns(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM campaigns")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(pool: PgPool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("run.json");
+    std::fs::write(&file, config(2).to_string()).unwrap();
+    let mut child = surfgym(&pool, &["train", "run", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once iteration 2's rollouts are under way (iteration 1 published v1).
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let run: Uuid = loop {
+        assert!(Instant::now() < deadline, "iteration 2 never started");
+        let row: Option<(Uuid,)> = sqlx::query_as(
+            "SELECT i.run_id FROM training_iterations i JOIN episodes e ON e.campaign_id = ANY(i.rollout_campaigns)
+             WHERE i.idx = 2 AND e.status IN ('running', 'finished') LIMIT 1",
+        )
+        .fetch_optional(&pool)
+        .await
+        .unwrap();
+        if let Some((id,)) = row {
+            break id;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let before = campaigns(&pool).await;
+
+    let out = surfgym(&pool, &["train", "resume", &run.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::from_pool(pool.clone());
+    let view = store.get_run(run).await.unwrap().unwrap();
+    assert_eq!(view.state, "completed");
+    let its = store.run_iterations(run).await.unwrap();
+    assert_eq!(its.iter().map(|i| i.idx).collect::<Vec<_>>(), [0, 1, 2]);
+    // Resuming created only iteration 2's evaluation: its rollouts were picked up.
+    assert_eq!(campaigns(&pool).await, before + 1);
+    // Every episode ran once: a campaign has exactly its planned episodes, all finished.
+    for it in &its {
+        for c in it.rollout_campaigns.iter().chain(it.eval_campaign.iter()) {
+            let v = store.get_campaign(*c).await.unwrap().unwrap();
+            assert_eq!(v.counts.finished, v.total_episodes, "campaign {c}");
+        }
+    }
+    // One update per iteration: v2 was trained from v1, which was trained from the base.
+    let lineage = |v: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(v.join("train.json")).unwrap()).unwrap()
+    };
+    let v1 = PathBuf::from(its[1].version.clone().unwrap());
+    let v2 = PathBuf::from(its[2].version.clone().unwrap());
+    assert_eq!(lineage(&v2)["parent"], serde_json::json!(v1));
+    let steps = |v: &Path| lineage(v)["optimizer_steps"].as_u64().unwrap();
+    let v2_steps = lineage(&v2)["training"]["report"]["steps"].as_u64().unwrap();
+    assert_eq!(steps(&v2), steps(&v1) + v2_steps, "v2 = v1 plus one update");
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn configs_that_cannot_run_are_refused_before_any_campaign(pool: PgPool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let untrainable = tmp.path().join("not-a-model");
+    std::fs::create_dir_all(untrainable.join("onnx")).unwrap();
+    std::fs::write(untrainable.join("onnx/decoder_model_merged.onnx"), b"junk").unwrap();
+    let cases = [
+        ("train", serde_json::json!({}), "train: names no tasks"),
+        (
+            "train",
+            serde_json::json!({"ids": ["no-such-task"]}),
+            "train: no registered task",
+        ),
+        (
+            "held_out",
+            serde_json::json!({"tasks": {"site": "nowhere"}}),
+            "held_out.tasks: no registered task",
+        ),
+        ("model", serde_json::json!(untrainable), "model: the trainer cannot train it"),
+        ("eval_horizon", serde_json::json!(0), "eval_horizon"),
+    ];
+    for (field, value, want) in cases {
+        let mut c = config(1);
+        c[field] = value;
+        let file = tmp.path().join(format!("{field}.json"));
+        std::fs::write(&file, c.to_string()).unwrap();
+        let out = surfgym(&pool, &["train", "run", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{field}: {err}");
+    }
+    assert_eq!(campaigns(&pool).await, 0, "nothing ran");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM training_runs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 0, "nothing was stored");
+}
