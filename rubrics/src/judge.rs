@@ -187,6 +187,7 @@ fn url_matches(m: &UrlMatch, url: &str) -> bool {
         UrlMatch::Exact(u) => normalize::url(url) == normalize::url(u),
         UrlMatch::Prefix(p) => url.starts_with(p.as_str()),
         UrlMatch::Contains(c) => url.contains(c.as_str()),
+        UrlMatch::Includes(u) => normalize::url_includes(url, u),
         UrlMatch::Regex(r) => r.is_match(url),
     }
 }
@@ -229,6 +230,7 @@ async fn verdict<P: PageProbe>(
                 UrlMatch::Exact(u) => ("equal to", u.clone()),
                 UrlMatch::Prefix(p) => ("starting with", p.clone()),
                 UrlMatch::Contains(c) => ("containing", c.clone()),
+                UrlMatch::Includes(u) => ("including", u.clone()),
                 UrlMatch::Regex(r) => ("matching", format!("/{}/", r.as_str())),
             };
             match scope {

@@ -488,11 +488,11 @@ fn malformed_rubrics_are_rejected_with_the_path() {
         ),
         (
             fact(json!({"type": "url"})),
-            "groups[0].facts[0].check: needs one of exact, prefix, contains, regex",
+            "groups[0].facts[0].check: needs one of exact, prefix, includes, contains, regex",
         ),
         (
             fact(json!({"type": "url", "exact": "a", "prefix": "b"})),
-            "give only one of exact, prefix, contains, regex (got exact and prefix)",
+            "give only one of exact, prefix, includes, contains, regex (got exact and prefix)",
         ),
         (
             fact(json!({"type": "url", "regex": "(unclosed"})),

@@ -111,13 +111,16 @@ pub fn document() -> Value {
                 "get": {"summary": "list tasks", "operationId": "listTasks", "parameters": task_list_params,
                     "responses": {"200": ok("a page", page_of("Task")), "400": err("bad filter")}}
             },
-            "/api/tasks/import": {"post": {"summary": "import tasks from JSON Lines; good lines are stored, bad ones reported",
+            "/api/tasks/import": {"post": {"summary": "import tasks (JSON Lines, a JSON array, pretty-printed objects, MiniWoB++ task names); good items are stored, bad ones reported",
                 "operationId": "importTasks", "parameters": [
                     q("replace", "overwrite tasks with the same id", json!({"type": "boolean"})),
-                    q("format", "input format", json!({"enum": ["surfgym", "webvoyager", "webarena", "webgym"]})),
-                    q("bases", "WebArena URL placeholders, KEY=URL pairs separated by commas", json!({"type": "string"}))],
+                    q("format", "input format", json!({"enum": ["surfgym", "webvoyager", "webarena", "webgym", "miniwob"]})),
+                    q("bases", "WebArena / MiniWoB++ URL placeholders, KEY=URL pairs separated by commas", json!({"type": "string"})),
+                    q("split", "the imported tasks' split (default: test for benchmark formats)", json!({"enum": ["train", "test"]}))],
                 "requestBody": {"required": true, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
-                "responses": {"200": ok("per-line report", r("ImportReport")), "400": err("empty body")}}},
+                "responses": {"200": ok("per-line report", r("ImportReport")),
+                    "400": err("empty body, or nothing imported: `fields` names each line's errors (`line N: field`)"),
+                    "409": err("nothing imported: every task's id is taken")}}},
             "/api/tasks/{id}": {
                 "get": {"summary": "one task", "operationId": "getTask", "parameters": [id_param("task id")],
                     "responses": {"200": ok("the task", r("Task")), "404": err("no such task")}},
@@ -185,7 +188,8 @@ pub fn document() -> Value {
                 "created_at": {"type": "string", "format": "date-time"}}), &["id", "site", "instruction", "start_url", "difficulty", "split", "tags", "spec", "created_at"]),
             "ImportReport": obj(json!({"imported": {"type": "integer"}, "failed": {"type": "integer"}, "lines": {"type": "array", "items": obj(json!({
                 "line": {"type": "integer"}, "status": {"enum": ["imported", "error"]}, "id": {"type": "string"},
-                "errors": {"type": "array", "items": obj(json!({"field": {"type": "string"}, "message": {"type": "string"}}), &["field", "message"])}}), &["line", "status"])}}),
+                "errors": {"type": "array", "items": obj(json!({"field": {"type": "string"}, "message": {"type": "string"}}), &["field", "message"])},
+                "warnings": {"type": "array", "items": obj(json!({"field": {"type": "string"}, "message": {"type": "string"}}), &["field", "message"])}}), &["line", "status"])}}),
                 &["imported", "failed", "lines"]),
             "Screen": obj(json!({"width": {"type": "integer", "minimum": 100, "maximum": 8192, "description": "viewport, CSS pixels"}, "height": {"type": "integer", "minimum": 100, "maximum": 8192},
                 "device_scale": {"type": "number", "minimum": 0.25, "maximum": 4}, "screenshot_scale": {"type": "number", "minimum": 0.05, "maximum": 1}}), &["width", "height"]),

@@ -117,6 +117,7 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
     let given = [
         ("exact", spec.exact.is_some()),
         ("prefix", spec.prefix.is_some()),
+        ("includes", spec.includes.is_some()),
         ("contains", spec.contains.is_some()),
         ("regex", spec.regex.is_some()),
         ("scope", spec.scope.is_some()),
@@ -161,7 +162,7 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 errors,
                 path,
                 spec,
-                &["exact", "prefix", "contains", "regex", "scope"],
+                &["exact", "prefix", "includes", "contains", "regex", "scope"],
             );
             let scope = match spec.scope.as_deref() {
                 None | Some("final") => UrlScope::Final,
@@ -180,6 +181,7 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 &[
                     ("exact", spec.exact.clone()),
                     ("prefix", spec.prefix.clone()),
+                    ("includes", spec.includes.clone()),
                     ("contains", spec.contains.clone()),
                     ("regex", spec.regex.clone()),
                 ],
@@ -191,6 +193,7 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             let matcher = match name {
                 "exact" => UrlMatch::Exact(v),
                 "prefix" => UrlMatch::Prefix(v),
+                "includes" => UrlMatch::Includes(v),
                 "contains" => UrlMatch::Contains(v),
                 _ => UrlMatch::Regex(compile(errors, format!("{path}.regex"), &v, true)?),
             };
