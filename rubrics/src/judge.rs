@@ -80,6 +80,19 @@ pub struct FactVerdict {
     pub judge: String,
 }
 
+/// A fact whose check could not be evaluated because the rubric itself is wrong: a
+/// selector the browser rejects, a script with a syntax error. Neither a pass nor a
+/// failure: an episode with one is a rubric error, never scored as the agent's failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckError {
+    /// The fact's group.
+    pub group_id: String,
+    /// The fact.
+    pub fact_id: String,
+    /// What the page said about the check.
+    pub message: String,
+}
+
 /// A fact the judge did not check: binary judging stopped once the success label was
 /// settled, so its outcome is unknown (never a failure).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,8 +148,13 @@ pub struct Judgement {
     pub credit: Credit,
     /// One verdict per verified fact, in rubric order.
     pub verdicts: Vec<FactVerdict>,
-    /// Facts left unchecked (the success label was settled without them), in rubric order.
+    /// Facts left unchecked (the success label was settled without them, or a rubric
+    /// error left the episode unscorable), in rubric order.
     pub skipped: Vec<SkippedFact>,
+    /// Checks the rubric got wrong, in rubric order. When any, the episode cannot be
+    /// scored: `success` is false and the credit counts none of these facts, but neither
+    /// says anything about the agent (see [`Judgement::rubric_error`]).
+    pub errors: Vec<CheckError>,
     /// Facts handed to the model verifier (its cache hits included).
     pub model_verifications: usize,
     /// Calls the model verifier made to its model (cache hits and short-cuts are not calls).
@@ -144,6 +162,18 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// The rubric's errors in one line, when it had any: the episode is then a judge error,
+    /// not the agent's failure.
+    pub fn rubric_error(&self) -> Option<String> {
+        (!self.errors.is_empty()).then(|| {
+            self.errors
+                .iter()
+                .map(|e| format!("fact `{}`: {}", e.fact_id, e.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    }
+
     /// The partial credit as one number (see [`Credit::score`]).
     pub fn score(&self) -> f64 {
         self.credit.score()
@@ -218,13 +248,53 @@ impl<P: PageProbe> Page<'_, P> {
     }
 }
 
+/// A check's result: a verdict, or the rubric's own error.
+enum Outcome {
+    Checked(bool, String, String),
+    RubricError(String),
+}
+
+impl From<(bool, String, String)> for Outcome {
+    fn from((passed, evidence, reason): (bool, String, String)) -> Outcome {
+        Outcome::Checked(passed, evidence, reason)
+    }
+}
+
+/// Whether a script's error is the expression's own fault (it cannot even be parsed),
+/// rather than the page's state (an element missing, a value null).
+fn is_syntax_error(message: &str) -> bool {
+    message.trim_start().starts_with("SyntaxError")
+}
+
 async fn verdict<P: PageProbe>(
     check: &Check,
     traj: &Trajectory,
     page: &mut Page<'_, P>,
     final_url: &str,
-) -> Result<(bool, String, String), ProbeError> {
-    Ok(match check {
+) -> Result<Outcome, ProbeError> {
+    if let Check::Element {
+        selector, page: on, ..
+    } = check
+        && let Err(e) = page.probe.element(on.as_ref(), selector).await?
+    {
+        // The page could be read (else a ProbeError): the browser refused the selector.
+        return Ok(Outcome::RubricError(format!(
+            "the browser rejected the selector `{selector}`: {e}"
+        )));
+    }
+    if let Check::Js {
+        expression,
+        page: on,
+        ..
+    } = check
+        && let Err(e) = page.probe.eval(on.as_ref(), expression).await?
+        && is_syntax_error(&e)
+    {
+        return Ok(Outcome::RubricError(format!(
+            "the expression does not parse: {e}"
+        )));
+    }
+    Ok(Outcome::from(match check {
         Check::Url { matcher, scope } => {
             let (what, describe) = match matcher {
                 UrlMatch::Exact(u) => ("equal to", u.clone()),
@@ -428,7 +498,7 @@ async fn verdict<P: PageProbe>(
                 )
             }
         },
-    })
+    }))
 }
 
 /// Verifies facts written in words: a model judge (see `engine::judge`). It knows the
@@ -495,13 +565,24 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     // (group, fact) -> verdict, filled rules first.
     let mut verdicts: Vec<Vec<Option<FactVerdict>>> =
         groups.iter().map(|g| vec![None; g.facts.len()]).collect();
+    let mut errors = Vec::new();
     for (gi, group) in groups.iter().enumerate() {
         for (fi, fact) in group.facts.iter().enumerate() {
             if matches!(fact.check, Check::Judge) {
                 continue;
             }
             let (passed, evidence, reason) =
-                verdict(&fact.check, traj, &mut page, &final_url).await?;
+                match verdict(&fact.check, traj, &mut page, &final_url).await? {
+                    Outcome::Checked(p, e, r) => (p, e, r),
+                    Outcome::RubricError(message) => {
+                        errors.push(CheckError {
+                            group_id: group.id.clone(),
+                            fact_id: fact.id.clone(),
+                            message,
+                        });
+                        continue;
+                    }
+                };
             verdicts[gi][fi] = Some(FactVerdict {
                 group_id: group.id.clone(),
                 fact_id: fact.id.clone(),
@@ -533,6 +614,10 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     let calls_before = model.calls();
     let mut model_verifications = 0;
     for (gi, fi) in pending {
+        // An unscorable episode is not worth the model's calls.
+        if !errors.is_empty() {
+            break;
+        }
         if opts.stop_at_first_failure
             && (0..groups.len()).any(|g| group_failed(&groups[g], &verdicts[g]))
         {
@@ -575,6 +660,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         };
         success &= satisfied;
     }
+    success &= errors.is_empty();
     let fraction = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
     let skipped: Vec<SkippedFact> = groups
         .iter()
@@ -583,7 +669,9 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
             g.facts
                 .iter()
                 .zip(vs)
-                .filter(|(_, v)| v.is_none())
+                .filter(|(f, v)| {
+                    v.is_none() && !errors.iter().any(|e: &CheckError| e.fact_id == f.id)
+                })
                 .map(|(f, _)| SkippedFact {
                     group_id: g.id.clone(),
                     fact_id: f.id.clone(),
@@ -591,7 +679,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
                 })
         })
         .collect();
-    let credit = if skipped.is_empty() {
+    let credit = if skipped.is_empty() && errors.is_empty() {
         Credit::Exact(fraction(passed_weight, total_weight))
     } else {
         Credit::LowerBound {
@@ -604,6 +692,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         credit,
         verdicts: verdicts.into_iter().flatten().flatten().collect(),
         skipped,
+        errors,
         model_verifications,
         model_calls: model.calls().saturating_sub(calls_before),
     })

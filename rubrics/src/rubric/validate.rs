@@ -190,6 +190,16 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 errors.push(format!("{path}.{name}"), "must not be empty");
                 return None;
             }
+            if matches!(name, "exact" | "includes")
+                && let Some((_, rest)) = v.split_once("://")
+                && (rest.is_empty() || rest.starts_with(['/', '?', '#']))
+            {
+                errors.push(
+                    format!("{path}.{name}"),
+                    format!("`{v}` has no host after `://`"),
+                );
+                return None;
+            }
             let matcher = match name {
                 "exact" => UrlMatch::Exact(v),
                 "prefix" => UrlMatch::Prefix(v),
@@ -231,7 +241,13 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             );
             let page = page_of(errors, path, spec);
             let selector = match spec.selector.as_deref().map(str::trim) {
-                Some(s) if !s.is_empty() => s.to_string(),
+                Some(s) if !s.is_empty() => {
+                    if let Err(e) = crate::selector::check(s) {
+                        errors.push(format!("{path}.selector"), format!("`{s}` {e}"));
+                        return None;
+                    }
+                    s.to_string()
+                }
                 _ => {
                     errors.push(
                         format!("{path}.selector"),
