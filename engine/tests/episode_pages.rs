@@ -307,3 +307,83 @@ document.getElementById('state').textContent = 'prepared=' + localStorage.getIte
     );
     engine.shutdown().await;
 }
+
+/// The replay lists what a page did under the step whose action made it do it (the start
+/// page's own events under the first step), including the last action's, which no
+/// observation followed; a `window.open` tab is listed with the page it loaded.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn page_events_are_listed_under_the_step_that_caused_them(pool: PgPool) {
+    let base = serve_pages(&[
+        (
+            "/events.html",
+            r#"<title>Events</title><script>alert('hello')</script>
+<button id="a" onclick="alert('from a')">A</button>
+<button id="pop" onclick="window.open('/other.html')">Pop</button>"#,
+        ),
+        ("/other.html", r#"<title>Other</title><p>other</p>"#),
+    ])
+    .await;
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let task = tasks::parse_task(
+        &serde_json::json!({
+            "id": "events", "site": "events", "instruction": "Click A, then Pop.",
+            "start_url": format!("{base}/events.html"),
+            // The episode ends on the step limit right after the popup: no observation
+            // follows the last action.
+            "max_steps": 2,
+            "reference_solution": ["click(css=\"#a\")", "click(css=\"#pop\")"],
+            "rubric": {"groups": [{"facts": [
+                {"check": {"type": "url", "contains": "/other.html"}}]}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    engine.store().upsert_task(&task).await.unwrap();
+    let eps = run_scripted(
+        &engine,
+        TaskFilter {
+            site: Some("events".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let detail = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(detail.steps.len(), 2);
+    let kinds = |i: usize| -> Vec<String> {
+        detail.steps[i]
+            .core
+            .events
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["kind"].as_str().unwrap_or_default(),
+                    e["message"]
+                        .as_str()
+                        .or(e["url"].as_str())
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds(0),
+        ["dialog hello", "dialog from a"],
+        "the start page's alert, then the one step 0's click raised"
+    );
+    let step1 = kinds(1);
+    assert_eq!(step1.len(), 1, "{step1:?}");
+    assert!(
+        step1[0].starts_with("tab_opened ") && step1[0].ends_with("/other.html"),
+        "step 1's popup, with its URL: {step1:?}"
+    );
+    assert_eq!(eps[0].success, Some(true));
+    engine.shutdown().await;
+}
