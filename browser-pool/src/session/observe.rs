@@ -362,21 +362,6 @@ pub(super) fn clip_title(title: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{TITLE_CHARS, clip_title};
-
-    #[test]
-    fn titles_are_cut_only_past_the_limit_and_by_characters() {
-        let exact = "é".repeat(TITLE_CHARS);
-        assert_eq!(clip_title(&exact), exact);
-        let long = clip_title(&"é".repeat(TITLE_CHARS + 1));
-        assert_eq!(long.chars().count(), TITLE_CHARS);
-        assert!(long.ends_with("é…"));
-        assert_eq!(clip_title("short"), "short");
-    }
-}
-
 /// Whether a tab-opened event names no page yet: `window.open(url)` creates its tab blank
 /// and only then navigates, so the browser announces the tab without the URL.
 fn opened_blank(url: &str) -> bool {
@@ -394,5 +379,20 @@ fn fill_opened_urls(events: &mut [PageEvent], tabs: &[TabInfo]) {
         {
             *url = now.url.clone();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TITLE_CHARS, clip_title};
+
+    #[test]
+    fn titles_are_cut_only_past_the_limit_and_by_characters() {
+        let exact = "é".repeat(TITLE_CHARS);
+        assert_eq!(clip_title(&exact), exact);
+        let long = clip_title(&"é".repeat(TITLE_CHARS + 1));
+        assert_eq!(long.chars().count(), TITLE_CHARS);
+        assert!(long.ends_with("é…"));
+        assert_eq!(clip_title("short"), "short");
     }
 }
