@@ -387,3 +387,50 @@ async fn page_events_are_listed_under_the_step_that_caused_them(pool: PgPool) {
     assert_eq!(eps[0].success, Some(true));
     engine.shutdown().await;
 }
+
+/// A selector that passes registration but that this browser rejects when the episode is
+/// judged makes the episode a rubric error: stored finished, without success or score,
+/// the reason named; the campaign's success rate leaves it out.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_selector_the_browser_rejects_is_a_judge_error_not_a_failure(pool: PgPool) {
+    let base = serve_pages(&[("/plain.html", r#"<title>Plain</title><h1>Plain</h1>"#)]).await;
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let task = tasks::parse_task(
+        &serde_json::json!({
+            "id": "rejected-selector", "site": "plain", "instruction": "Stop.",
+            "start_url": format!("{base}/plain.html"),
+            "reference_solution": ["stop()"],
+            "rubric": {"groups": [{"facts": [
+                {"id": "title", "check": {"type": "url", "contains": "/plain.html"}},
+                // Vendor-prefixed names pass registration; Chromium knows no such one.
+                {"id": "odd", "check": {"type": "element", "selector": "h1:-webkit-no-such-state", "exists": true}}]}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    engine.store().upsert_task(&task).await.unwrap();
+    let eps = run_scripted(
+        &engine,
+        TaskFilter {
+            site: Some("plain".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let e = &eps[0];
+    assert_eq!(e.status, "finished");
+    assert_eq!((e.success, e.score), (None, None), "not scored");
+    let error = e.judge_error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("fact `odd`") && error.contains("rejected the selector"),
+        "{error}"
+    );
+    let view = engine
+        .store()
+        .get_campaign(e.campaign_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((view.judge_errors, view.success_rate), (1, None));
+    engine.shutdown().await;
+}
