@@ -118,6 +118,73 @@ async fn tasks_import_reads_public_formats_and_reports_bad_lines(pool: PgPool) {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// WebArena's `config_files/` as published: a directory of pretty-printed objects, one per
+/// file, imported into the split asked for, with a warning for each task that expects a
+/// login.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn tasks_import_reads_a_directory_of_config_files(pool: PgPool) {
+    let db = database_url(&pool);
+    let dir = std::env::temp_dir().join(format!("surfgym-cli-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (id, login) in [(10, true), (2, false)] {
+        let config = serde_json::json!({
+            "sites": ["gitlab"], "task_id": id, "require_login": login,
+            "storage_state": if login { "./.auth/gitlab_state.json" } else { "" },
+            "start_url": "__GITLAB__", "intent": format!("Open page {id}"),
+            "eval": {"eval_types": ["url_match"], "reference_url": format!("__GITLAB__/p/{id}")}
+        });
+        std::fs::write(
+            dir.join(format!("{id}.json")),
+            serde_json::to_string_pretty(&config).unwrap(),
+        )
+        .unwrap();
+    }
+    let path = dir.to_str().unwrap();
+    let out = surfgym(
+        &[
+            "tasks",
+            "import",
+            path,
+            "--format",
+            "webarena",
+            "--base",
+            "GITLAB=http://gitlab.test:8023",
+            "--split",
+            "train",
+        ],
+        &db,
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("imported 2 task(s), 0 line(s) rejected, 1 imported with warnings"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("10.json:1: warning: require_login:"),
+        "{stderr}"
+    );
+    let rows: Vec<(String, String)> = sqlx::query_as("SELECT id, split FROM tasks ORDER BY id")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        rows,
+        [
+            ("webarena.10".to_string(), "train".to_string()),
+            ("webarena.2".to_string(), "train".to_string())
+        ]
+    );
+    let out = surfgym(&["tasks", "import", path, "--split", "dev"], &db);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).1.contains("use train or test"),
+        "{:?}",
+        text(&out)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
     // Without a model judge, `judge eval` needs no database.

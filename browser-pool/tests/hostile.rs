@@ -157,20 +157,38 @@ async fn popups_become_tabs_that_can_be_switched_and_closed() {
     assert!(obs.tabs[1].active && !obs.tabs[0].active);
     assert_eq!(obs.tabs[0].title, "Hostile");
     assert!(obs.tabs[1].url.ends_with("/second.html"));
+    // The browser announces a window.open tab blank; the event names the page it loaded.
     assert!(
-        obs.events
-            .iter()
-            .any(|e| matches!(e, PageEvent::TabOpened { tab: 2, .. })),
+        obs.events.iter().any(|e| matches!(
+            e,
+            PageEvent::TabOpened { tab: 2, url } if url.ends_with("/second.html")
+        )),
         "{:?}",
         obs.events
     );
 
-    // Back to the first tab, then a target=_blank link opens tab 3.
+    // Back to the first tab, then a target=_blank link opens tab 3; its event is taken
+    // without observing (as at the end of an episode), with its URL.
     let r = s.act(&act("switch_tab(1)")).await.unwrap();
     assert_eq!(r.error, None);
     assert_eq!(s.observe().await.unwrap().title, "Hostile");
     s.act(&act(r##"click(css="#blank")"##)).await.unwrap();
+    let events = s.take_events().await.unwrap();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            PageEvent::TabOpened { tab: 3, url } if url.ends_with("/second.html")
+        )),
+        "{events:?}"
+    );
     let obs = s.observe().await.unwrap();
+    assert!(
+        !obs.events
+            .iter()
+            .any(|e| matches!(e, PageEvent::TabOpened { .. })),
+        "taken once: {:?}",
+        obs.events
+    );
     assert_eq!(obs.tabs.len(), 3);
     assert!(obs.tabs[2].active);
     assert_eq!(obs.title, "Second");

@@ -20,7 +20,8 @@ use crate::summary;
 pub enum TasksCommand {
     /// Run every bundled task's reference solution in Chromium and judge it.
     Verify(VerifyArgs),
-    /// Import tasks from a JSON Lines file; bad lines are reported, good ones stored.
+    /// Import tasks from a file or a directory of files; bad items are reported, good ones
+    /// stored.
     Import(ImportArgs),
 }
 
@@ -45,8 +46,9 @@ pub struct VerifyArgs {
 /// `surfgym tasks import`.
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The file: JSON Lines, one task per line (a JSON array for WebArena, task names for
-    /// MiniWoB++).
+    /// The file: JSON Lines, a JSON array, or pretty-printed JSON objects (WebArena's
+    /// `config_files/N.json`), task names for MiniWoB++; or a directory, whose `.json` and
+    /// `.jsonl` files are each imported (WebArena's `config_files/`).
     pub file: PathBuf,
     /// Overwrite tasks that have the same id.
     #[arg(long)]
@@ -61,6 +63,14 @@ pub struct ImportArgs {
     /// WebVoyager reference answers: a JSON object from task id to answer.
     #[arg(long)]
     pub answers: Option<PathBuf>,
+    /// The split of the imported tasks, train or test. Default: test for benchmark formats;
+    /// for surfgym's own format, each task's `split` (derived from its site when absent).
+    #[arg(long, value_parser = parse_split)]
+    pub split: Option<tasks::Split>,
+}
+
+fn parse_split(s: &str) -> Result<tasks::Split, String> {
+    tasks::Split::parse(s).ok_or_else(|| format!("`{s}`: use train or test"))
 }
 
 /// `surfgym tasks verify`: every reference solution must succeed.
@@ -92,8 +102,6 @@ async fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
 
 /// `surfgym tasks import`.
 async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
     let format = tasks::formats::Format::parse(&args.format).with_context(|| {
         format!(
             "unknown format `{}` ({})",
@@ -101,52 +109,70 @@ async fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
             tasks::formats::Format::NAMES
         )
     })?;
-    let mut bases = std::collections::BTreeMap::new();
+    let mut opts = tasks::formats::ImportOptions {
+        split: args.split,
+        ..Default::default()
+    };
     for b in &args.bases {
         let (k, v) = b
             .split_once('=')
             .with_context(|| format!("--base {b}: use KEY=URL"))?;
-        bases.insert(k.to_string(), v.to_string());
+        opts.bases.insert(k.to_string(), v.to_string());
     }
-    let answers: std::collections::BTreeMap<String, String> = match &args.answers {
-        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
-            .with_context(|| format!("{}: a JSON object of id → answer", p.display()))?,
-        None => Default::default(),
-    };
+    if let Some(p) = &args.answers {
+        opts.reference_answers = serde_json::from_str(&std::fs::read_to_string(p)?)
+            .with_context(|| format!("{}: a JSON object of id → answer", p.display()))?;
+    }
+    let files = tasks::formats::import_path(format, &args.file, &opts)?;
     let db = db::open(common).await?;
-    let (mut ok, mut bad) = (0, 0);
-    for line in tasks::formats::import(format, &text, &bases, &answers) {
-        let stored = match line.result {
-            Ok(task) => {
-                let r = if args.replace {
-                    db.store.upsert_task(&task).await
-                } else {
-                    db.store.insert_task(&task).await
-                };
-                r.map_err(|e| e.to_string())
-            }
-            Err(errors) => Err(errors
-                .iter()
-                .map(|e| {
-                    if e.field.is_empty() {
-                        e.message.clone()
+    let (mut ok, mut bad, mut warned) = (0, 0, 0);
+    for (file, lines) in files {
+        for line in lines {
+            let at = format!("{}:{}", file.display(), line.line);
+            let stored = match line.result {
+                Ok(task) => {
+                    let r = if args.replace {
+                        db.store.upsert_task(&task).await
                     } else {
-                        e.to_string()
+                        db.store.insert_task(&task).await
+                    };
+                    r.map_err(|e| e.to_string())
+                }
+                Err(errors) => Err(errors
+                    .iter()
+                    .map(|e| {
+                        if e.field.is_empty() {
+                            e.message.clone()
+                        } else {
+                            e.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")),
+            };
+            match stored {
+                Ok(()) => {
+                    ok += 1;
+                    if !line.warnings.is_empty() {
+                        warned += 1;
                     }
-                })
-                .collect::<Vec<_>>()
-                .join("; ")),
-        };
-        match stored {
-            Ok(()) => ok += 1,
-            Err(e) => {
-                bad += 1;
-                eprintln!("{}:{}: {e}", args.file.display(), line.line);
+                    for w in &line.warnings {
+                        eprintln!("{at}: warning: {w}");
+                    }
+                }
+                Err(e) => {
+                    bad += 1;
+                    eprintln!("{at}: {e}");
+                }
             }
         }
     }
-    println!("imported {ok} task(s), {bad} line(s) rejected");
-    Ok(if bad == 0 {
+    if warned > 0 {
+        println!("imported {ok} task(s), {bad} line(s) rejected, {warned} imported with warnings");
+    } else {
+        println!("imported {ok} task(s), {bad} line(s) rejected");
+    }
+    Ok(if bad == 0 && ok > 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

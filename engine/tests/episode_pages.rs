@@ -307,3 +307,130 @@ document.getElementById('state').textContent = 'prepared=' + localStorage.getIte
     );
     engine.shutdown().await;
 }
+
+/// The replay lists what a page did under the step whose action made it do it (the start
+/// page's own events under the first step), including the last action's, which no
+/// observation followed; a `window.open` tab is listed with the page it loaded.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn page_events_are_listed_under_the_step_that_caused_them(pool: PgPool) {
+    let base = serve_pages(&[
+        (
+            "/events.html",
+            r#"<title>Events</title><script>alert('hello')</script>
+<button id="a" onclick="alert('from a')">A</button>
+<button id="pop" onclick="window.open('/other.html')">Pop</button>"#,
+        ),
+        ("/other.html", r#"<title>Other</title><p>other</p>"#),
+    ])
+    .await;
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let task = tasks::parse_task(
+        &serde_json::json!({
+            "id": "events", "site": "events", "instruction": "Click A, then Pop.",
+            "start_url": format!("{base}/events.html"),
+            // The episode ends on the step limit right after the popup: no observation
+            // follows the last action.
+            "max_steps": 2,
+            "reference_solution": ["click(css=\"#a\")", "click(css=\"#pop\")"],
+            "rubric": {"groups": [{"facts": [
+                {"check": {"type": "url", "contains": "/other.html"}}]}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    engine.store().upsert_task(&task).await.unwrap();
+    let eps = run_scripted(
+        &engine,
+        TaskFilter {
+            site: Some("events".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let detail = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(detail.steps.len(), 2);
+    let kinds = |i: usize| -> Vec<String> {
+        detail.steps[i]
+            .core
+            .events
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["kind"].as_str().unwrap_or_default(),
+                    e["message"]
+                        .as_str()
+                        .or(e["url"].as_str())
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds(0),
+        ["dialog hello", "dialog from a"],
+        "the start page's alert, then the one step 0's click raised"
+    );
+    let step1 = kinds(1);
+    assert_eq!(step1.len(), 1, "{step1:?}");
+    assert!(
+        step1[0].starts_with("tab_opened ") && step1[0].ends_with("/other.html"),
+        "step 1's popup, with its URL: {step1:?}"
+    );
+    assert_eq!(eps[0].success, Some(true));
+    engine.shutdown().await;
+}
+
+/// A selector that passes registration but that this browser rejects when the episode is
+/// judged makes the episode a rubric error: stored finished, without success or score,
+/// the reason named; the campaign's success rate leaves it out.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_selector_the_browser_rejects_is_a_judge_error_not_a_failure(pool: PgPool) {
+    let base = serve_pages(&[("/plain.html", r#"<title>Plain</title><h1>Plain</h1>"#)]).await;
+    let (engine, _sites) = engine(pool, vec![]).await;
+    let task = tasks::parse_task(
+        &serde_json::json!({
+            "id": "rejected-selector", "site": "plain", "instruction": "Stop.",
+            "start_url": format!("{base}/plain.html"),
+            "reference_solution": ["stop()"],
+            "rubric": {"groups": [{"facts": [
+                {"id": "title", "check": {"type": "url", "contains": "/plain.html"}},
+                // Vendor-prefixed names pass registration; Chromium knows no such one.
+                {"id": "odd", "check": {"type": "element", "selector": "h1:-webkit-no-such-state", "exists": true}}]}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    engine.store().upsert_task(&task).await.unwrap();
+    let eps = run_scripted(
+        &engine,
+        TaskFilter {
+            site: Some("plain".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let e = &eps[0];
+    assert_eq!(e.status, "finished");
+    assert_eq!((e.success, e.score), (None, None), "not scored");
+    let error = e.judge_error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("fact `odd`") && error.contains("rejected the selector"),
+        "{error}"
+    );
+    let view = engine
+        .store()
+        .get_campaign(e.campaign_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((view.judge_errors, view.success_rate), (1, None));
+    engine.shutdown().await;
+}

@@ -97,6 +97,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         screen: None,
         policy: None,
         visited_urls: vec![],
+        judge_error: None,
     }
 }
 
@@ -189,6 +190,53 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
         "infrastructure failures are not scored"
     );
     assert_eq!(view.progress, 1.0);
+}
+
+/// An episode whose rubric could not be evaluated (a selector the browser rejected) is
+/// stored finished but unscored, with the reason: it counts neither as a success nor as a
+/// failure of the agent.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_rubric_error_is_stored_unscored_not_as_a_failure(pool: PgPool) {
+    let (store, c) = setup(pool, 2).await;
+    let a = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let b = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let mut failed = record(a.id, 1);
+    failed.success = false;
+    failed.credit = rubrics::Credit::Exact(0.0);
+    assert!(store.finish_episode("A", &failed).await.unwrap());
+    let mut broken = record(b.id, 1);
+    broken.success = false;
+    broken.credit = rubrics::Credit::Exact(0.0);
+    broken.judge_error =
+        Some("rubric: fact `g1.f1`: the browser rejected the selector `a:-webkit-x`".into());
+    assert!(store.finish_episode("A", &broken).await.unwrap());
+
+    let detail = store.get_episode(b.id).await.unwrap().unwrap();
+    assert_eq!(detail.summary.status, "finished");
+    assert_eq!((detail.summary.success, detail.summary.score), (None, None));
+    assert!(
+        detail
+            .summary
+            .judge_error
+            .as_deref()
+            .is_some_and(|e| e.contains("rejected the selector")),
+        "{:?}",
+        detail.summary.judge_error
+    );
+    let other = store.get_episode(a.id).await.unwrap().unwrap();
+    assert_eq!(
+        (other.summary.success, other.summary.judge_error),
+        (Some(false), None)
+    );
+
+    let view = store.get_campaign(c).await.unwrap().unwrap();
+    assert_eq!((view.counts.finished, view.judge_errors), (2, 1));
+    assert_eq!(
+        view.success_rate,
+        Some(0.0),
+        "the rate is over the one episode judged, not both"
+    );
+    assert_eq!(view.mean_score, Some(0.0));
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]

@@ -1,16 +1,12 @@
 //! The rule judge: runs every fact's check against the end of an episode.
 
+mod verdict;
+
 use std::collections::HashMap;
 use std::future::Future;
 
-use crate::normalize;
-
-fn rubric_miniwob() -> &'static str {
-    crate::rubric::MINIWOB_REWARD_JS
-}
-use crate::rubric::{
-    AnswerMatch, Check, ElementExpect, Fact, Group, PageUrl, Rubric, TextMatch, UrlMatch, UrlScope,
-};
+use crate::rubric::{Check, Fact, Group, PageUrl, Rubric};
+use verdict::{Outcome, Page, verdict};
 
 /// What the judge may ask of the page an episode ended on. The engine implements it over
 /// a live browser session; tests may implement it over a recorded page.
@@ -80,6 +76,19 @@ pub struct FactVerdict {
     pub judge: String,
 }
 
+/// A fact whose check could not be evaluated because the rubric itself is wrong: a
+/// selector the browser rejects, a script with a syntax error. Neither a pass nor a
+/// failure: an episode with one is a rubric error, never scored as the agent's failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckError {
+    /// The fact's group.
+    pub group_id: String,
+    /// The fact.
+    pub fact_id: String,
+    /// What the page said about the check.
+    pub message: String,
+}
+
 /// A fact the judge did not check: binary judging stopped once the success label was
 /// settled, so its outcome is unknown (never a failure).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,8 +144,13 @@ pub struct Judgement {
     pub credit: Credit,
     /// One verdict per verified fact, in rubric order.
     pub verdicts: Vec<FactVerdict>,
-    /// Facts left unchecked (the success label was settled without them), in rubric order.
+    /// Facts left unchecked (the success label was settled without them, or a rubric
+    /// error left the episode unscorable), in rubric order.
     pub skipped: Vec<SkippedFact>,
+    /// Checks the rubric got wrong, in rubric order. When any, the episode cannot be
+    /// scored: `success` is false and the credit counts none of these facts, but neither
+    /// says anything about the agent (see [`Judgement::rubric_error`]).
+    pub errors: Vec<CheckError>,
     /// Facts handed to the model verifier (its cache hits included).
     pub model_verifications: usize,
     /// Calls the model verifier made to its model (cache hits and short-cuts are not calls).
@@ -144,6 +158,18 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// The rubric's errors in one line, when it had any: the episode is then a judge error,
+    /// not the agent's failure.
+    pub fn rubric_error(&self) -> Option<String> {
+        (!self.errors.is_empty()).then(|| {
+            self.errors
+                .iter()
+                .map(|e| format!("fact `{}`: {}", e.fact_id, e.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    }
+
     /// The partial credit as one number (see [`Credit::score`]).
     pub fn score(&self) -> f64 {
         self.credit.score()
@@ -152,282 +178,6 @@ impl Judgement {
 
 /// The judge's name, stored with its verdicts.
 pub const RULE_JUDGE: &str = "rules";
-
-fn text_matches(m: &TextMatch, actual: &str) -> bool {
-    let actual = normalize::collapse(actual);
-    match m {
-        TextMatch::Equals {
-            text,
-            case_sensitive: true,
-        } => actual == normalize::collapse(text),
-        TextMatch::Equals { text, .. } => {
-            actual.to_lowercase() == normalize::collapse(text).to_lowercase()
-        }
-        TextMatch::Contains {
-            text,
-            case_sensitive: true,
-        } => actual.contains(&normalize::collapse(text)),
-        TextMatch::Contains { text, .. } => actual
-            .to_lowercase()
-            .contains(&normalize::collapse(text).to_lowercase()),
-        TextMatch::Regex(r) => r.is_match(&actual),
-    }
-}
-
-fn describe_text(m: &TextMatch) -> String {
-    match m {
-        TextMatch::Equals { text, .. } => format!("equal to {text:?}"),
-        TextMatch::Contains { text, .. } => format!("containing {text:?}"),
-        TextMatch::Regex(r) => format!("matching /{}/", r.as_str().trim_start_matches("(?i)")),
-    }
-}
-
-fn url_matches(m: &UrlMatch, url: &str) -> bool {
-    match m {
-        UrlMatch::Exact(u) => normalize::url(url) == normalize::url(u),
-        UrlMatch::Prefix(p) => url.starts_with(p.as_str()),
-        UrlMatch::Contains(c) => url.contains(c.as_str()),
-        UrlMatch::Regex(r) => r.is_match(url),
-    }
-}
-
-fn short(s: &str, n: usize) -> String {
-    let s = normalize::collapse(s);
-    if s.chars().count() <= n {
-        s
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
-}
-
-/// Lazily fetched page texts, shared by the facts that need them.
-struct Page<'a, P> {
-    probe: &'a P,
-    texts: HashMap<Option<PageUrl>, String>,
-}
-
-impl<P: PageProbe> Page<'_, P> {
-    async fn text(&mut self, page: Option<&PageUrl>) -> Result<&str, ProbeError> {
-        let key = page.cloned();
-        if !self.texts.contains_key(&key) {
-            let text = self.probe.text(page).await?;
-            self.texts.insert(key.clone(), text);
-        }
-        Ok(self.texts.get(&key).map_or("", String::as_str))
-    }
-}
-
-async fn verdict<P: PageProbe>(
-    check: &Check,
-    traj: &Trajectory,
-    page: &mut Page<'_, P>,
-    final_url: &str,
-) -> Result<(bool, String, String), ProbeError> {
-    Ok(match check {
-        Check::Url { matcher, scope } => {
-            let (what, describe) = match matcher {
-                UrlMatch::Exact(u) => ("equal to", u.clone()),
-                UrlMatch::Prefix(p) => ("starting with", p.clone()),
-                UrlMatch::Contains(c) => ("containing", c.clone()),
-                UrlMatch::Regex(r) => ("matching", format!("/{}/", r.as_str())),
-            };
-            match scope {
-                UrlScope::Final => {
-                    let ok = url_matches(matcher, final_url);
-                    let reason = format!(
-                        "final URL {} {what} {describe}",
-                        if ok { "is" } else { "is not" }
-                    );
-                    (ok, final_url.to_string(), reason)
-                }
-                UrlScope::Any => {
-                    let hit = traj
-                        .visited_urls
-                        .iter()
-                        .chain(std::iter::once(&final_url.to_string()))
-                        .find(|u| url_matches(matcher, u))
-                        .cloned();
-                    let ok = hit.is_some();
-                    let reason = format!(
-                        "{} visited URL {what} {describe}",
-                        if ok { "a" } else { "no" }
-                    );
-                    (
-                        ok,
-                        hit.unwrap_or_else(|| traj.visited_urls.join(" ")),
-                        reason,
-                    )
-                }
-            }
-        }
-        Check::PageText {
-            matcher: m,
-            page: on,
-        } => {
-            let text = page.text(on.as_ref()).await?;
-            let ok = text_matches(m, text);
-            let evidence = match m {
-                TextMatch::Contains { text: needle, .. } if ok => {
-                    let hay = normalize::collapse(text);
-                    let lower = hay.to_lowercase();
-                    let at = lower
-                        .find(&normalize::collapse(needle).to_lowercase())
-                        .unwrap_or(0);
-                    // A little context before the match, cut at a character boundary.
-                    let start = hay
-                        .char_indices()
-                        .rev()
-                        .map(|(i, _)| i)
-                        .find(|i| *i <= at.saturating_sub(40))
-                        .unwrap_or(0);
-                    short(&hay[start..], 160)
-                }
-                _ => short(text, 160),
-            };
-            let place = match on {
-                Some(url) => format!("the text of {url}"),
-                None => "page text".into(),
-            };
-            let reason = format!(
-                "{place} {} {}",
-                if ok { "is" } else { "is not" },
-                describe_text(m)
-            );
-            (ok, evidence, reason)
-        }
-        Check::Element {
-            selector,
-            expect,
-            page: on,
-        } => match page.probe.element(on.as_ref(), selector).await? {
-            Err(e) => (false, String::new(), e),
-            Ok(None) => {
-                let ok = matches!(expect, ElementExpect::Exists(false));
-                let place = match on {
-                    Some(url) => url.to_string(),
-                    None => "the final page".into(),
-                };
-                (
-                    ok,
-                    "no such element".into(),
-                    format!("nothing on {place} matches `{selector}`"),
-                )
-            }
-            Ok(Some(el)) => match expect {
-                ElementExpect::Exists(want) => (
-                    *want,
-                    "element present".into(),
-                    format!("`{selector}` exists"),
-                ),
-                ElementExpect::Checked(want) => {
-                    let ok = el.checked == Some(*want);
-                    let state = match el.checked {
-                        Some(true) => "checked",
-                        Some(false) => "unchecked",
-                        None => "not a checkbox",
-                    };
-                    (
-                        ok,
-                        state.into(),
-                        format!(
-                            "`{selector}` is {state}, expected {}",
-                            if *want { "checked" } else { "unchecked" }
-                        ),
-                    )
-                }
-                ElementExpect::Value(m) => {
-                    let v = el.value.unwrap_or_default();
-                    let ok = text_matches(m, &v);
-                    let reason = format!(
-                        "value of `{selector}` {} {}",
-                        if ok { "is" } else { "is not" },
-                        describe_text(m)
-                    );
-                    (ok, short(&v, 160), reason)
-                }
-                ElementExpect::Text(m) => {
-                    let ok = text_matches(m, &el.text);
-                    let reason = format!(
-                        "text of `{selector}` {} {}",
-                        if ok { "is" } else { "is not" },
-                        describe_text(m)
-                    );
-                    (ok, short(&el.text, 160), reason)
-                }
-            },
-        },
-        Check::Js {
-            expression,
-            equals,
-            page: on,
-        } => match page.probe.eval(on.as_ref(), expression).await? {
-            Err(e) => (false, String::new(), format!("the expression failed: {e}")),
-            Ok(v) => {
-                let ok = &v == equals;
-                let evidence = short(&v.to_string(), 200);
-                let place = on.as_ref().map(|u| format!(" on {u}")).unwrap_or_default();
-                (
-                    ok,
-                    evidence,
-                    format!(
-                        "the expression{place} {} {equals}",
-                        if ok { "equals" } else { "does not equal" }
-                    ),
-                )
-            }
-        },
-        Check::MiniWob => match page.probe.eval(None, rubric_miniwob()).await? {
-            Err(e) => (
-                false,
-                String::new(),
-                format!("MiniWoB's reward could not be read: {e}"),
-            ),
-            Ok(v) => {
-                let raw = v.get("raw").and_then(serde_json::Value::as_f64);
-                let ok = raw.is_some_and(|r| r > 0.0);
-                let reason = match (raw, v.get("reason").and_then(|r| r.as_str())) {
-                    (None, _) => "no MiniWoB episode ran on this page".to_string(),
-                    (Some(r), Some(why)) => format!("MiniWoB raw reward {r}: {why}"),
-                    (Some(r), None) => format!("MiniWoB raw reward {r}"),
-                };
-                (ok, short(&v.to_string(), 200), reason)
-            }
-        },
-        // Model facts are verified by the judge's FactVerifier, never here.
-        Check::Judge => (false, String::new(), "needs a model judge".into()),
-        Check::Answer(m) => match &traj.final_answer {
-            None => (
-                false,
-                String::new(),
-                "the agent gave no final answer".into(),
-            ),
-            Some(raw) => {
-                let a = normalize::answer(raw);
-                let (ok, want) = match m {
-                    AnswerMatch::Equals(e) => (a == *e, format!("equal to {e:?}")),
-                    AnswerMatch::Contains(c) => {
-                        (a.contains(c.as_str()), format!("containing {c:?}"))
-                    }
-                    AnswerMatch::Regex(r) => (
-                        r.is_match(&a),
-                        format!("matching /{}/", r.as_str().trim_start_matches("(?i)")),
-                    ),
-                    AnswerMatch::AnyOf(list) => (list.contains(&a), format!("one of {list:?}")),
-                    AnswerMatch::Number { value, tolerance } => {
-                        let ok = normalize::first_number(&a)
-                            .is_some_and(|n| (n - value).abs() <= *tolerance + 1e-9);
-                        (ok, format!("the number {value} (±{tolerance})"))
-                    }
-                };
-                (
-                    ok,
-                    short(raw, 200),
-                    format!("answer {} {want}", if ok { "is" } else { "is not" }),
-                )
-            }
-        },
-    })
-}
 
 /// Verifies facts written in words: a model judge (see `engine::judge`). It knows the
 /// episode it judges (answer, screenshots, pages) on its own.
@@ -493,13 +243,24 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     // (group, fact) -> verdict, filled rules first.
     let mut verdicts: Vec<Vec<Option<FactVerdict>>> =
         groups.iter().map(|g| vec![None; g.facts.len()]).collect();
+    let mut errors = Vec::new();
     for (gi, group) in groups.iter().enumerate() {
         for (fi, fact) in group.facts.iter().enumerate() {
             if matches!(fact.check, Check::Judge) {
                 continue;
             }
             let (passed, evidence, reason) =
-                verdict(&fact.check, traj, &mut page, &final_url).await?;
+                match verdict(&fact.check, traj, &mut page, &final_url).await? {
+                    Outcome::Checked(p, e, r) => (p, e, r),
+                    Outcome::RubricError(message) => {
+                        errors.push(CheckError {
+                            group_id: group.id.clone(),
+                            fact_id: fact.id.clone(),
+                            message,
+                        });
+                        continue;
+                    }
+                };
             verdicts[gi][fi] = Some(FactVerdict {
                 group_id: group.id.clone(),
                 fact_id: fact.id.clone(),
@@ -531,6 +292,10 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
     let calls_before = model.calls();
     let mut model_verifications = 0;
     for (gi, fi) in pending {
+        // An unscorable episode is not worth the model's calls.
+        if !errors.is_empty() {
+            break;
+        }
         if opts.stop_at_first_failure
             && (0..groups.len()).any(|g| group_failed(&groups[g], &verdicts[g]))
         {
@@ -573,6 +338,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         };
         success &= satisfied;
     }
+    success &= errors.is_empty();
     let fraction = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
     let skipped: Vec<SkippedFact> = groups
         .iter()
@@ -581,7 +347,9 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
             g.facts
                 .iter()
                 .zip(vs)
-                .filter(|(_, v)| v.is_none())
+                .filter(|(f, v)| {
+                    v.is_none() && !errors.iter().any(|e: &CheckError| e.fact_id == f.id)
+                })
                 .map(|(f, _)| SkippedFact {
                     group_id: g.id.clone(),
                     fact_id: f.id.clone(),
@@ -589,7 +357,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
                 })
         })
         .collect();
-    let credit = if skipped.is_empty() {
+    let credit = if skipped.is_empty() && errors.is_empty() {
         Credit::Exact(fraction(passed_weight, total_weight))
     } else {
         Credit::LowerBound {
@@ -602,6 +370,7 @@ pub async fn judge_with<P: PageProbe, V: FactVerifier>(
         credit,
         verdicts: verdicts.into_iter().flatten().flatten().collect(),
         skipped,
+        errors,
         model_verifications,
         model_calls: model.calls().saturating_sub(calls_before),
     })

@@ -15,11 +15,12 @@ mod judge;
 pub mod normalize;
 mod reference;
 mod rubric;
+pub mod selector;
 mod spec;
 
 pub use judge::{
-    Credit, ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement, NoModel,
-    PageProbe, ProbeError, RULE_JUDGE, SkippedFact, Trajectory, judge, judge_with,
+    CheckError, Credit, ElementSnapshot, FactVerdict, FactVerifier, JudgeOptions, Judgement,
+    NoModel, PageProbe, ProbeError, RULE_JUDGE, SkippedFact, Trajectory, judge, judge_with,
 };
 pub use reference::{ReferenceMatch, match_reference};
 pub use rubric::{

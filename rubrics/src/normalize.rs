@@ -109,6 +109,67 @@ pub fn url(s: &str) -> String {
     }
 }
 
+/// Whether `url` includes `reference` as WebArena's `url_match` ("GOLD in PRED") counts
+/// it: after normalising both (see [`url`]; the scheme does not matter), the reference's
+/// host and path are contained in the URL's host and path, and each of the reference's
+/// query parameters has one of its values among the URL's values for that name.
+pub fn url_includes(url_: &str, reference: &str) -> bool {
+    let (place, params) = url_parts(url_);
+    let (want_place, want_params) = url_parts(reference);
+    if !place.contains(&want_place) {
+        return false;
+    }
+    let mut names: Vec<&str> = want_params.iter().map(|(k, _)| k.as_str()).collect();
+    names.dedup();
+    names.iter().all(|name| {
+        want_params
+            .iter()
+            .filter(|(k, _)| k == name)
+            .any(|(_, v)| params.iter().any(|(k, w)| k == name && w == v))
+    })
+}
+
+/// A normalised URL's host and path (without its scheme) and its decoded query
+/// parameters, in order.
+fn url_parts(s: &str) -> (String, Vec<(String, String)>) {
+    let normal = url(s);
+    let (head, query) = normal.split_once('?').unwrap_or((&normal, ""));
+    let place = head.split_once("://").map_or(head, |(_, rest)| rest);
+    let params = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect();
+    (place.to_string(), params)
+}
+
+/// A query component decoded: `+` is a space, `%XX` a byte; a malformed escape stays as
+/// written.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +189,40 @@ mod tests {
         );
         assert_ne!(url("http://x.test/p?a=1"), url("http://x.test/p?a=2"));
         assert_eq!(url("/relative/"), "/relative");
+    }
+
+    #[test]
+    fn url_includes_follows_webarena() {
+        let r = "http://gitlab.test:8023/issues?state=opened&sort=due_date";
+        assert!(url_includes(
+            "HTTP://GITLAB.test:8023/issues/?sort=due_date&state=opened&page=2#x",
+            r
+        ));
+        assert!(url_includes(
+            "http://gitlab.test:8023/dashboard/todos/done",
+            "http://gitlab.test:8023/dashboard/todos"
+        ));
+        assert!(url_includes(
+            "https://gitlab.test:8023/issues?state=opened&sort=due_date",
+            r
+        ));
+        assert!(!url_includes(
+            "http://gitlab.test:8023/issues?sort=due_date&state=closed",
+            r
+        ));
+        assert!(!url_includes(
+            "http://gitlab.test:8023/issues?state=opened",
+            r
+        ));
+        assert!(!url_includes("http://gitlab.test:8023/merge_requests", r));
+        assert!(url_includes(
+            "http://x.test/search?q=blue%20mug",
+            "http://x.test/search?q=blue+mug"
+        ));
+        assert!(
+            url_includes("http://x.test/a%", "http://x.test/a%"),
+            "a bad escape stays"
+        );
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub enum UrlMatch {
     Prefix(String),
     /// Contains.
     Contains(String),
+    /// Includes this URL as WebArena's `url_match` does (see
+    /// [`crate::normalize::url_includes`]).
+    Includes(String),
     /// Matches.
     Regex(Regex),
 }

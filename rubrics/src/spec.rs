@@ -77,6 +77,11 @@ pub struct CheckSpec {
     /// url: the URL starts with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// url: includes this URL as WebArena's `url_match` counts it: its host and path
+    /// contain this URL's (after normalising both), and each of its query parameters has
+    /// one of this URL's values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub includes: Option<String>,
     /// url, page_text, answer: contains this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contains: Option<String>,

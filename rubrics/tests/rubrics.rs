@@ -29,8 +29,11 @@ impl PageProbe for RecordedPage {
         page: Option<&PageUrl>,
         selector: &str,
     ) -> Result<Result<Option<ElementSnapshot>, String>, ProbeError> {
-        if selector.contains("!!") {
-            return Ok(Err(format!("invalid selector {selector:?}")));
+        // A selector the parser takes but this browser does not.
+        if selector.contains(":-webkit-unheard-of") {
+            return Ok(Err(format!(
+                "SyntaxError: '{selector}' is not a valid selector."
+            )));
         }
         Ok(match page.map(PageUrl::as_str) {
             None => Ok(self.elements.get(selector).cloned()),
@@ -67,6 +70,7 @@ impl PageProbe for RecordedPage {
             "document.title" => Ok(json!("Order confirmed")),
             "items.length" => Ok(json!(3)),
             "throw" => Err("ReferenceError: boom".into()),
+            "1 +" => Err("SyntaxError: Unexpected end of input".into()),
             e if e == rubrics::MINIWOB_REWARD_JS => {
                 Ok(json!({"raw": 1.0, "reward": 0.8, "done": true, "reason": "correct"}))
             }
@@ -250,11 +254,6 @@ async fn every_check_kind_passes_and_fails() {
             false,
         ),
         (
-            json!({"type": "element", "selector": "a!!b", "exists": false}),
-            None,
-            false,
-        ),
-        (
             json!({"type": "element", "selector": "h1", "exists": true}),
             None,
             true,
@@ -387,6 +386,61 @@ async fn every_check_kind_passes_and_fails() {
     }
 }
 
+/// A check the page cannot evaluate because the rubric is wrong (a selector the browser
+/// rejects, an expression that does not parse) is the rubric's error: neither a pass nor
+/// the agent's failure, and no model is asked about the rest.
+#[tokio::test]
+async fn a_check_the_browser_rejects_is_a_rubric_error_not_a_failure() {
+    let rubric = Rubric::from_json(json!({"groups": [
+        {"id": "page", "facts": [
+            {"id": "ok", "check": {"type": "url", "contains": "order.html"}},
+            {"id": "bad-selector", "check": {"type": "element", "selector": "h1:-webkit-unheard-of", "exists": true}},
+            {"id": "bad-script", "check": {"type": "js", "expression": "1 +"}},
+            {"id": "runtime", "check": {"type": "js", "expression": "throw"}}
+        ]},
+        {"id": "words", "facts": [{"id": "said", "description": "the agent said thanks", "check": {"type": "judge"}}]}
+    ]}))
+    .unwrap();
+    let j = judge(&rubric, &traj(None), &page()).await.unwrap();
+    let errors: Vec<&str> = j.errors.iter().map(|e| e.fact_id.as_str()).collect();
+    assert_eq!(errors, ["bad-selector", "bad-script"]);
+    assert!(
+        j.errors[0].message.contains("rejected the selector"),
+        "{:?}",
+        j.errors
+    );
+    let error = j.rubric_error().unwrap();
+    assert!(
+        error.contains("fact `bad-script`: the expression does not parse: SyntaxError"),
+        "{error}"
+    );
+    assert!(!j.success);
+    let checked: Vec<(&str, bool)> = j
+        .verdicts
+        .iter()
+        .map(|v| (v.fact_id.as_str(), v.passed))
+        .collect();
+    assert_eq!(
+        checked,
+        [("ok", true), ("runtime", false)],
+        "a script that throws on the page's state is still a failed fact"
+    );
+    let skipped: Vec<&str> = j.skipped.iter().map(|s| s.fact_id.as_str()).collect();
+    assert_eq!(
+        skipped,
+        ["said"],
+        "the model is not asked about an unscorable episode"
+    );
+    assert_eq!(j.model_calls, 0);
+
+    // Without such errors there is none.
+    let fine = Rubric::from_json(json!({"groups": [{"facts": [
+        {"check": {"type": "url", "contains": "order.html"}}]}]}))
+    .unwrap();
+    let j = judge(&fine, &traj(None), &page()).await.unwrap();
+    assert!(j.errors.is_empty() && j.rubric_error().is_none() && j.success);
+}
+
 #[tokio::test]
 async fn verdicts_carry_evidence_and_reasons() {
     let rubric = Rubric::from_json(json!({"groups": [{"id": "order", "facts": [
@@ -483,16 +537,28 @@ fn malformed_rubrics_are_rejected_with_the_path() {
             "groups[0].facts[0].check.colour: unknown field",
         ),
         (
+            fact(json!({"type": "element", "selector": "div > ", "exists": true})),
+            "groups[0].facts[0].check.selector: `div >` is not a valid CSS selector",
+        ),
+        (
+            fact(json!({"type": "element", "selector": "button:hovr", "exists": true})),
+            "unknown pseudo-class or pseudo-element `hovr`",
+        ),
+        (
+            fact(json!({"type": "url", "includes": "https://"})),
+            "groups[0].facts[0].check.includes: `https://` has no host",
+        ),
+        (
             fact(json!({"type": "smell"})),
             "groups[0].facts[0].check.type: unknown check type `smell`",
         ),
         (
             fact(json!({"type": "url"})),
-            "groups[0].facts[0].check: needs one of exact, prefix, contains, regex",
+            "groups[0].facts[0].check: needs one of exact, prefix, includes, contains, regex",
         ),
         (
             fact(json!({"type": "url", "exact": "a", "prefix": "b"})),
-            "give only one of exact, prefix, contains, regex (got exact and prefix)",
+            "give only one of exact, prefix, includes, contains, regex (got exact and prefix)",
         ),
         (
             fact(json!({"type": "url", "regex": "(unclosed"})),

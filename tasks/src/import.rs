@@ -9,6 +9,9 @@ pub struct ImportLine {
     pub line: usize,
     /// The task, or every problem found on that line.
     pub result: Result<Task, Vec<FieldError>>,
+    /// What the import could not carry over into a task it imported (e.g. WebArena's
+    /// `require_login`), each naming its field in the source.
+    pub warnings: Vec<FieldError>,
 }
 
 /// Parses JSONL: blank lines are skipped; a bad line never affects the others.
@@ -19,6 +22,7 @@ pub fn parse_jsonl(text: &str) -> Vec<ImportLine> {
         .map(|(i, l)| ImportLine {
             line: i + 1,
             result: parse_task(l),
+            warnings: Vec::new(),
         })
         .collect()
 }
@@ -38,7 +42,12 @@ pub fn parse_task(json: &str) -> Result<Task, Vec<FieldError>> {
 /// episode (its utterance becomes the instruction) and judged by MiniWoB's own reward.
 /// `base` is the URL where MiniWoB++'s `html/` directory is served.
 pub fn miniwob_task(name: &str, base: &str) -> Result<Task, Vec<FieldError>> {
-    let spec = serde_json::json!({
+    Task::try_from(TaskSpec::from_json(miniwob_spec(name, base))?)
+}
+
+/// The spec of [`miniwob_task`], before validation.
+pub(crate) fn miniwob_spec(name: &str, base: &str) -> serde_json::Value {
+    serde_json::json!({
         "id": format!("miniwob.{name}"),
         "site": "miniwob",
         "instruction": format!("MiniWoB++ {name}: the page states the goal."),
@@ -52,6 +61,5 @@ pub fn miniwob_task(name: &str, base: &str) -> Result<Task, Vec<FieldError>> {
         "screen": {"width": 332, "height": 214, "device_scale": 1.5},
         "rubric": {"groups": [{"id": "reward", "facts": [{"id": "miniwob.reward",
             "description": "MiniWoB++ reports a positive reward", "check": {"type": "miniwob"}}]}]}
-    });
-    Task::try_from(TaskSpec::from_json(spec)?)
+    })
 }

@@ -341,6 +341,18 @@ impl TaskSpec {
     }
 }
 
+/// Whether an absolute URL writes its host itself: `scheme://host...`.
+fn writes_host(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !rest.is_empty()
+            && !rest.starts_with(['/', '\\', '?', '#', '@', ':'])
+    })
+}
+
 fn text_ok(s: &str) -> bool {
     !s.trim().is_empty()
 }
@@ -368,6 +380,18 @@ impl TryFrom<TaskSpec> for Task {
         let start_url = match spec.start_url.as_deref().map(str::trim) {
             None => {
                 errors.push(FieldError::new("start_url", "is required"));
+                None
+            }
+            // The URL parser repairs `http:///x`, `http:/x` and `http:\\x` into `http://x/`: a
+            // host is taken only where the text writes one, after `://`.
+            Some(s)
+                if matches!(Url::parse(s), Ok(u) if matches!(u.scheme(), "http" | "https"))
+                    && !writes_host(s) =>
+            {
+                errors.push(FieldError::new(
+                    "start_url",
+                    format!("`{s}` has no host: write it right after `://`"),
+                ));
                 None
             }
             Some(s) => match Url::parse(s) {

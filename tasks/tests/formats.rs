@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use tasks::formats::{Format, import};
+use tasks::formats::{Format, ImportOptions, import};
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(
@@ -32,8 +32,10 @@ fn webvoyager_questions_become_model_judged_tasks() {
     let lines = import(
         Format::WebVoyager,
         &fixture("webvoyager.jsonl"),
-        &BTreeMap::new(),
-        &answers,
+        &ImportOptions {
+            reference_answers: answers,
+            ..Default::default()
+        },
     );
     let ok: Vec<_> = lines
         .iter()
@@ -74,8 +76,8 @@ fn webvoyager_questions_become_model_judged_tasks() {
     );
 }
 
-fn webarena_bases() -> BTreeMap<String, String> {
-    [
+fn webarena_bases() -> ImportOptions {
+    let bases = [
         ("SHOPPING_ADMIN", "http://admin.test:7780/admin"),
         ("SHOPPING", "http://shop.test:7770"),
         ("GITLAB", "http://gitlab.test:8023"),
@@ -83,7 +85,11 @@ fn webarena_bases() -> BTreeMap<String, String> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    .collect();
+    ImportOptions {
+        bases,
+        ..Default::default()
+    }
 }
 
 /// Where an item starts in a fixture: the line of its `"task_id": N`'s object.
@@ -97,7 +103,7 @@ fn item_line(text: &str, task_id: u64) -> usize {
 #[test]
 fn webarena_evaluators_become_rule_checks() {
     let text = fixture("webarena.json");
-    let lines = import(Format::WebArena, &text, &webarena_bases(), &BTreeMap::new());
+    let lines = import(Format::WebArena, &text, &webarena_bases());
     assert_eq!(lines.len(), 11);
     let get = |i: usize| {
         lines[i]
@@ -138,12 +144,12 @@ fn webarena_evaluators_become_rule_checks() {
         "http://shop.test:7770/6s-wireless-headphones-over-ear.html"
     );
 
-    // url_match: the normalised URL, not a substring.
+    // url_match: WebArena's "GOLD in PRED", not an exact URL.
     let t44 = get(2);
     assert_eq!(kinds(t44), ["url"]);
     match &t44.rubric.groups()[0].facts[0].check {
         rubrics::Check::Url {
-            matcher: rubrics::UrlMatch::Exact(u),
+            matcher: rubrics::UrlMatch::Includes(u),
             scope: rubrics::UrlScope::Final,
         } => assert_eq!(u, "http://gitlab.test:8023/dashboard/todos"),
         other => panic!("{other:?}"),
@@ -217,40 +223,88 @@ fn webarena_evaluators_become_rule_checks() {
     assert_eq!(error(10).0, "intent");
 }
 
-#[test]
-fn webarena_url_matches_compare_normalised_urls() {
+/// WebArena's evaluator counts a final URL that contains the reference (host and path,
+/// each reference query parameter present): the imported task is judged the same way.
+#[tokio::test]
+async fn webarena_url_matches_follow_webarenas_evaluator() {
     let text = fixture("webarena.json");
-    let lines = import(Format::WebArena, &text, &webarena_bases(), &BTreeMap::new());
+    let lines = import(Format::WebArena, &text, &webarena_bases());
     let t45 = lines[7].result.as_ref().unwrap();
-    let ends_on = |url: &str| {
-        t45.rubric.groups()[0].facts.iter().any(|f| match &f.check {
-            rubrics::Check::Url {
-                matcher: rubrics::UrlMatch::Exact(u),
-                ..
-            } => rubrics::normalize::url(u) == rubrics::normalize::url(url),
-            _ => false,
-        })
+    let t44 = lines[2].result.as_ref().unwrap();
+    let passes = |task: &tasks::Task, url: &str| {
+        let page = FinalPage(url.to_string());
+        let rubric = task.rubric.clone();
+        async move {
+            rubrics::judge(&rubric, &Default::default(), &page)
+                .await
+                .unwrap()
+                .success
+        }
     };
-    assert!(ends_on(
-        "http://gitlab.test:8023/issues?state=opened&sort=due_date"
-    ));
-    assert!(ends_on(
-        "HTTP://GITLAB.test:8023/dashboard/issues/?sort=due_date&state=opened#x"
-    ));
     assert!(
-        !ends_on("http://gitlab.test:8023/issues?sort=due_date&state=closed"),
-        "a different query is a different page"
+        passes(
+            t45,
+            "http://gitlab.test:8023/issues?state=opened&sort=due_date"
+        )
+        .await
     );
     assert!(
-        !ends_on("http://gitlab.test:8023/issues/?sort=due_date&state=opened&page=2/extra"),
-        "containing the URL is not enough"
+        passes(
+            t45,
+            "HTTP://GITLAB.test:8023/dashboard/issues/?sort=due_date&state=opened&page=2#x"
+        )
+        .await,
+        "query order, extra parameters, case and fragments do not matter"
     );
+    assert!(
+        !passes(
+            t45,
+            "http://gitlab.test:8023/issues?sort=due_date&state=closed"
+        )
+        .await,
+        "a reference parameter with another value is another page"
+    );
+    assert!(
+        passes(
+            t44,
+            "http://gitlab.test:8023/dashboard/todos?sort=created_date"
+        )
+        .await,
+        "the reference contained in the final URL is enough, as in WebArena"
+    );
+    assert!(!passes(t44, "http://gitlab.test:8023/dashboard/issues").await);
+}
+
+/// A final page that only has a URL (a `url` check reads nothing else).
+struct FinalPage(String);
+
+impl rubrics::PageProbe for FinalPage {
+    async fn url(&self) -> Result<String, rubrics::ProbeError> {
+        Ok(self.0.clone())
+    }
+    async fn text(&self, _: Option<&rubrics::PageUrl>) -> Result<String, rubrics::ProbeError> {
+        Ok(String::new())
+    }
+    async fn element(
+        &self,
+        _: Option<&rubrics::PageUrl>,
+        _: &str,
+    ) -> Result<Result<Option<rubrics::ElementSnapshot>, String>, rubrics::ProbeError> {
+        Ok(Ok(None))
+    }
+    async fn eval(
+        &self,
+        _: Option<&rubrics::PageUrl>,
+        _: &str,
+    ) -> Result<Result<serde_json::Value, String>, rubrics::ProbeError> {
+        Ok(Ok(serde_json::Value::Null))
+    }
 }
 
 #[test]
 fn a_broken_json_array_keeps_its_good_items_and_says_where_it_broke() {
     let text = fixture("webarena_broken.json");
-    let lines = import(Format::WebArena, &text, &webarena_bases(), &BTreeMap::new());
+    let lines = import(Format::WebArena, &text, &webarena_bases());
     let ids: Vec<_> = lines
         .iter()
         .filter_map(|l| l.result.as_ref().ok())
@@ -269,7 +323,7 @@ fn a_broken_json_array_keeps_its_good_items_and_says_where_it_broke() {
 
     // An array that is never closed: what parsed is kept, the end is reported.
     let cut = &text[..text.find("\"task_id\": 47").unwrap()];
-    let lines = import(Format::WebArena, cut, &webarena_bases(), &BTreeMap::new());
+    let lines = import(Format::WebArena, cut, &webarena_bases());
     assert!(lines[0].result.is_ok());
     assert!(
         lines
@@ -282,10 +336,10 @@ fn a_broken_json_array_keeps_its_good_items_and_says_where_it_broke() {
 
 #[test]
 fn the_miniwob_suite_imports_by_task_name() {
-    let mut bases = BTreeMap::new();
+    let mut opts = ImportOptions::default();
     let suite =
         "# MiniWoB++ tasks\nclick-test\n\nminiwob.enter-text  # BrowserGym's id\nnot a task\n";
-    let lines = import(Format::MiniWob, suite, &bases, &BTreeMap::new());
+    let lines = import(Format::MiniWob, suite, &opts);
     assert!(
         lines.iter().all(|l| l
             .result
@@ -293,8 +347,9 @@ fn the_miniwob_suite_imports_by_task_name() {
             .is_err_and(|e| e[0].message.contains("MINIWOB="))),
         "no base: every line says what to give"
     );
-    bases.insert("MINIWOB".to_string(), "http://127.0.0.1:9000/".to_string());
-    let lines = import(Format::MiniWob, suite, &bases, &BTreeMap::new());
+    opts.bases
+        .insert("MINIWOB".to_string(), "http://127.0.0.1:9000/".to_string());
+    let lines = import(Format::MiniWob, suite, &opts);
     let got: Vec<_> = lines
         .iter()
         .map(|l| {
@@ -325,30 +380,71 @@ fn the_miniwob_suite_imports_by_task_name() {
 }
 
 #[test]
-fn webgym_fact_groups_become_judged_groups() {
+fn webgym_release_records_become_judged_groups() {
     let lines = import(
         Format::WebGym,
         &fixture("webgym.jsonl"),
-        &BTreeMap::new(),
-        &BTreeMap::new(),
+        &ImportOptions::default(),
     );
     let t = lines[0].result.as_ref().unwrap();
     assert_eq!(t.id.as_str(), "webgym.wg-001");
-    assert_eq!(t.rubric.groups().len(), 2);
-    assert_eq!(t.rubric.groups()[1].description, "opening");
+    assert_eq!(
+        t.instruction,
+        "Find who designed the Aster Bridge and in which year it opened."
+    );
+    assert_eq!(t.start_url.as_str(), "http://127.0.0.1:8703/");
+    let groups: Vec<_> = t
+        .rubric
+        .groups()
+        .iter()
+        .map(|g| (g.id.as_str(), g.description.as_str(), g.facts.len()))
+        .collect();
+    assert_eq!(groups, [("1", "the designer", 1), ("2", "opening", 2)]);
     assert_eq!(kinds(t), ["judge", "judge", "judge"]);
-    assert_eq!(t.difficulty, tasks::Difficulty::Easy, "three facts");
+    assert_eq!(
+        t.rubric.groups()[1].facts[1].description,
+        "The year given matches the article"
+    );
+    assert_eq!(t.difficulty, tasks::Difficulty::Easy, "WebGym's level 3");
     assert_eq!(t.reference_answer.as_deref(), Some("Ilse Marren, 1887"));
+    assert_eq!(t.tags, ["webgym", "mind2web-live"]);
+    assert_eq!(t.split, tasks::Split::Test, "a benchmark imports as test");
+
+    // A flat list of facts (strings or {"description"}), a website without a scheme, a
+    // numeric id, an empty definite answer.
     let t2 = lines[1].result.as_ref().unwrap();
-    assert_eq!(
-        (t2.id.as_str(), t2.site.as_str()),
-        ("webgym.2", "northwind-goods")
+    assert_eq!(t2.id.as_str(), "webgym.2");
+    assert_eq!(t2.start_url.as_str(), "https://northwind.example/");
+    assert_eq!(t2.site, "northwind.example");
+    assert_eq!(kinds(t2), ["judge", "judge"]);
+    assert_eq!(t2.difficulty, tasks::Difficulty::Medium);
+    assert_eq!(t2.reference_answer, None);
+
+    let field = |i: usize| lines[i].result.as_ref().unwrap_err()[0].field.clone();
+    assert_eq!(field(2), "evaluator_reference[0].facts[0]");
+    assert_eq!(field(3), "task_name");
+    let t5 = lines[4].result.as_ref().unwrap();
+    assert_eq!(kinds(t5), ["judge"], "one fact as a string");
+    assert_eq!(t5.difficulty, tasks::Difficulty::Hard);
+}
+
+#[test]
+fn webgym_records_missing_their_rubric_say_which_field() {
+    let lines = import(
+        Format::WebGym,
+        r#"{"task_name": "x", "website": "a.example"}
+{"task_name": "x", "website": "a.example", "evaluator_reference": [], "task_id": "e"}
+{"task_name": "x", "website": "a.example", "evaluator_reference": "y", "difficulty": "very"}"#,
+        &ImportOptions::default(),
     );
+    let fields: Vec<_> = lines
+        .iter()
+        .map(|l| l.result.as_ref().unwrap_err()[0].field.clone())
+        .collect();
     assert_eq!(
-        lines[2].result.as_ref().unwrap_err()[0].field,
-        "fact_groups[0][0]"
+        fields,
+        ["evaluator_reference", "evaluator_reference", "difficulty"]
     );
-    assert_eq!(lines[3].result.as_ref().unwrap_err()[0].field, "task");
 }
 
 #[test]

@@ -94,6 +94,23 @@ fn every_bad_field_is_named() {
         (with("start_url", json!("ftp://x.test/")), "start_url"),
         (with("start_url", json!("javascript:alert(1)")), "start_url"),
         (with("start_url", json!("not a url")), "start_url"),
+        (with("start_url", json!("http:///x")), "start_url"),
+        (with("start_url", json!("http:/x.test/")), "start_url"),
+        (with("start_url", json!("https:\\\\x.test/")), "start_url"),
+        (
+            with(
+                "rubric",
+                json!({"groups": [{"facts": [{"check": {"type": "element", "selector": "a[", "exists": true}}]}]}),
+            ),
+            "rubric.groups[0].facts[0].check.selector",
+        ),
+        (
+            with(
+                "rubric",
+                json!({"groups": [{"facts": [{"check": {"type": "url", "exact": "http:///x"}}]}]}),
+            ),
+            "rubric.groups[0].facts[0].check.exact",
+        ),
         (without("rubric"), "rubric"),
         (with("rubric", json!({"groups": []})), "rubric.groups"),
         (

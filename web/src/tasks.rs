@@ -118,7 +118,8 @@ pub async fn delete(
 /// `?replace=true` makes an import overwrite tasks with the same id; `format` picks the
 /// input format (`surfgym`, `webvoyager`, `webarena`, `webgym`, `miniwob`); `bases` fills
 /// WebArena's URL placeholders (`SHOPPING=http://...,GITLAB=http://...`) and MiniWoB++'s
-/// (`MINIWOB=http://...`, where its `html/` is served).
+/// (`MINIWOB=http://...`, where its `html/` is served); `split` (`train`, `test`) is the
+/// imported tasks' split (default: `test` for benchmark formats).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportQuery {
@@ -128,6 +129,8 @@ pub struct ImportQuery {
     format: Option<String>,
     #[serde(default)]
     bases: Option<String>,
+    #[serde(default)]
+    split: Option<String>,
 }
 
 /// One line's fate in an import.
@@ -139,6 +142,9 @@ pub struct ImportedLine {
     id: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     errors: Vec<FieldError>,
+    /// What the import could not carry over into an imported task.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<FieldError>,
 }
 
 /// The import report.
@@ -149,16 +155,22 @@ pub struct ImportReport {
     lines: Vec<ImportedLine>,
 }
 
-/// `POST /api/tasks/import`: a JSONL body; good lines are stored, bad ones reported.
+/// `POST /api/tasks/import`: good items are stored, bad ones reported; an import that
+/// stores nothing is a 400 (409 when every item's id is taken) listing each line's errors.
 pub async fn import(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ImportQuery>,
     body: String,
 ) -> Result<Json<ImportReport>, ApiError> {
+    use tasks::formats::{Format, ImportOptions};
     let format = match q.format.as_deref() {
-        None => tasks::formats::Format::Surfgym,
-        Some(f) => tasks::formats::Format::parse(f)
-            .ok_or_else(|| field("format", "must be surfgym, webvoyager, webarena or webgym"))?,
+        None => Format::Surfgym,
+        Some(f) => Format::parse(f)
+            .ok_or_else(|| field("format", format!("must be one of {}", Format::NAMES)))?,
+    };
+    let split = match q.split.as_deref() {
+        None => None,
+        Some(s) => Some(Split::parse(s).ok_or_else(|| field("split", "must be train or test"))?),
     };
     let mut bases = std::collections::BTreeMap::new();
     for pair in q
@@ -173,7 +185,12 @@ pub async fn import(
             .ok_or_else(|| field("bases", "pairs are KEY=URL, separated by commas"))?;
         bases.insert(k.trim().to_string(), v.trim().to_string());
     }
-    let parsed = tasks::formats::import(format, &body, &bases, &std::collections::BTreeMap::new());
+    let opts = ImportOptions {
+        bases,
+        split,
+        ..Default::default()
+    };
+    let parsed = tasks::formats::import(format, &body, &opts);
     if parsed.is_empty() {
         return Err(field("body", "no tasks: send one JSON task per line"));
     }
@@ -186,6 +203,7 @@ pub async fn import(
                 status: "error",
                 id: None,
                 errors,
+                warnings: vec![],
             },
             Ok(task) => {
                 let stored = if q.replace {
@@ -199,6 +217,7 @@ pub async fn import(
                         status: "imported",
                         id: Some(task.id.to_string()),
                         errors: vec![],
+                        warnings: l.warnings,
                     },
                     Err(engine::store::StoreError::Conflict(m)) => ImportedLine {
                         line: l.line,
@@ -208,6 +227,7 @@ pub async fn import(
                             field: "id".into(),
                             message: format!("{m} (use ?replace=true to overwrite)"),
                         }],
+                        warnings: vec![],
                     },
                     Err(e) => return Err(e.into()),
                 }
@@ -216,9 +236,40 @@ pub async fn import(
         lines.push(out);
     }
     let imported = lines.iter().filter(|l| l.status == "imported").count();
+    if imported == 0 {
+        return Err(nothing_imported(lines));
+    }
     Ok(Json(ImportReport {
         imported,
         failed: lines.len() - imported,
         lines,
     }))
+}
+
+/// The error of an import that stored nothing: every line's errors, each field prefixed
+/// with its line; a conflict when every item was refused for a taken id.
+fn nothing_imported(lines: Vec<ImportedLine>) -> ApiError {
+    let all_taken = lines
+        .iter()
+        .all(|l| l.id.is_some() && l.errors.iter().all(|e| e.field == "id"));
+    let errors: Vec<FieldError> = lines
+        .into_iter()
+        .flat_map(|l| {
+            l.errors.into_iter().map(move |e| FieldError {
+                field: if e.field.is_empty() {
+                    format!("line {}", l.line)
+                } else {
+                    format!("line {}: {}", l.line, e.field)
+                },
+                message: e.message,
+            })
+        })
+        .collect();
+    if all_taken {
+        let first = errors.first().map(ToString::to_string).unwrap_or_default();
+        return ApiError::Conflict(format!(
+            "nothing imported: every task's id is taken ({first})"
+        ));
+    }
+    ApiError::Invalid(errors)
 }

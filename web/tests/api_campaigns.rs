@@ -285,6 +285,7 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
         screen: None,
         policy: Some(engine::policy::PolicyCard::new("scripted", "builtin").with("note", "test")),
         visited_urls: vec![],
+        judge_error: None,
     }
 }
 

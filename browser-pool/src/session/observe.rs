@@ -19,8 +19,9 @@ use super::tab::Life;
 use super::{ElementState, Session, frames};
 use crate::config::ImageFormat;
 use crate::error::PoolError;
+use crate::events::PageEvent;
 use crate::js;
-use crate::observation::{Element, Observation, Screenshot, ScrollState};
+use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo};
 
 #[derive(Deserialize)]
 struct ObservedPage {
@@ -138,6 +139,8 @@ impl Session {
             None
         };
         let tabs = self.tab_list(&page.url, &page.title).await?;
+        let mut events = self.events.take();
+        fill_opened_urls(&mut events, &tabs);
         Ok(Observation {
             url: page.url,
             title: page.title,
@@ -148,8 +151,25 @@ impl Session {
             marked,
             ax_tree,
             tabs,
-            events: self.events.take(),
+            events,
         })
+    }
+
+    /// The page events noted since the last observation, for a caller that will not
+    /// observe again (the end of an episode): tabs opened since are taken in first, and
+    /// their URLs are the ones they loaded, as in an observation.
+    pub async fn take_events(&mut self) -> Result<Vec<PageEvent>, PoolError> {
+        self.absorb_tabs().await?;
+        let mut events = self.events.take();
+        if events
+            .iter()
+            .any(|e| matches!(e, PageEvent::TabOpened { url, .. } if opened_blank(url)))
+        {
+            let url = self.url().await?;
+            let tabs = self.tab_list(&url, "").await?;
+            fill_opened_urls(&mut events, &tabs);
+        }
+        Ok(events)
     }
 
     /// The accessibility tree of the active tab as indented text, the nodes of the last
@@ -339,6 +359,26 @@ pub(super) fn clip_title(title: &str) -> String {
     match title.char_indices().nth(TITLE_CHARS - 1) {
         Some((end, _)) if title[end..].chars().nth(1).is_some() => format!("{}…", &title[..end]),
         _ => title.to_string(),
+    }
+}
+
+/// Whether a tab-opened event names no page yet: `window.open(url)` creates its tab blank
+/// and only then navigates, so the browser announces the tab without the URL.
+fn opened_blank(url: &str) -> bool {
+    url.is_empty() || url == "about:blank"
+}
+
+/// Gives each tab-opened event that names no page the URL its tab shows now (`tab` is
+/// its 1-based number, as in `tabs`); a popup that really stayed blank keeps its URL.
+fn fill_opened_urls(events: &mut [PageEvent], tabs: &[TabInfo]) {
+    for e in events {
+        if let PageEvent::TabOpened { tab, url } = e
+            && opened_blank(url)
+            && let Some(now) = tabs.get((*tab as usize).wrapping_sub(1))
+            && !now.url.is_empty()
+        {
+            *url = now.url.clone();
+        }
     }
 }
 

@@ -125,6 +125,8 @@ pub struct Episode {
     final_answer: Option<String>,
     terminal_shot: Option<String>,
     pending: Option<Pending>,
+    /// What the start page did before the first action: listed with the first step.
+    early_events: Vec<browser_pool::PageEvent>,
     /// Counts the episode in `episodes_running` until it is dropped, however it ends
     /// (finished, abandoned, or cancelled by the watchdog mid-await).
     _running: Running,
@@ -238,7 +240,30 @@ impl Episode {
             terminal_shot: None,
             _running: Running::start(),
             pending: None,
+            early_events: Vec::new(),
         })
+    }
+
+    /// Lists page events under the step whose action caused them: the last one taken, or
+    /// the first one to come when none has been (the start page's own).
+    fn attribute_events(&mut self, events: &[browser_pool::PageEvent]) {
+        if events.is_empty() {
+            return;
+        }
+        let Some(step) = self.steps.last_mut() else {
+            self.early_events.extend_from_slice(events);
+            return;
+        };
+        let mut all = match std::mem::take(&mut step.core.events) {
+            serde_json::Value::Array(a) => a,
+            _ => Vec::new(),
+        };
+        all.extend(
+            events
+                .iter()
+                .map(|e| serde_json::to_value(e).unwrap_or_default()),
+        );
+        step.core.events = serde_json::Value::Array(all);
     }
 
     /// Whether the episode has ended.
@@ -272,6 +297,9 @@ impl Episode {
         if self.visited.last() != Some(&obs.url) {
             self.visited.push(obs.url.clone());
         }
+        // The policy sees what happened since its last action in this observation; the
+        // record lists it under the step that acted.
+        self.attribute_events(&obs.events);
         let observation = Arc::new(obs);
         self.pending = Some(Pending {
             observation: observation.clone(),
@@ -317,7 +345,9 @@ impl Episode {
                 title: obs.title.clone(),
                 screenshot: Some(pending.screenshot.clone()),
                 elements: serde_json::to_value(&obs.elements).unwrap_or_default(),
-                events: serde_json::to_value(&obs.events).unwrap_or_default(),
+                // Filled as the events come in: at the next observation, or at the end.
+                events: serde_json::to_value(std::mem::take(&mut self.early_events))
+                    .unwrap_or_default(),
                 tabs: serde_json::to_value(&obs.tabs).unwrap_or_default(),
                 action: String::new(),
                 thought: decision.thought.clone(),
@@ -459,8 +489,11 @@ impl Episode {
 
     async fn capture_end(&mut self) -> Result<(String, PageSnapshot), InfraError> {
         // Before the snapshot, which may open other pages the rubric names: those are the
-        // judge's visits, not the agent's.
+        // judge's visits, not the agent's. The last action's page events, which no
+        // observation took, belong to its step.
         self.note_visited();
+        let events = self.session.take_events().await?;
+        self.attribute_events(&events);
         // Unchanged after answer/stop: the page is the one last observed.
         let shot = match self.terminal_shot.take() {
             Some(hash) => hash,

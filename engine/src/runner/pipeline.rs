@@ -201,17 +201,26 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
     };
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let failed = judged.as_ref().err().map(|e| format!("judge: {e}"));
-    let (success, credit, verdicts, judge_calls, judge_exhaustive_calls) = match judged {
-        Ok((j, exhaustive)) => (
-            j.success,
-            j.credit,
-            verdict_records(rubric, j.verdicts, j.skipped),
-            count(j.model_calls),
-            count(exhaustive),
-        ),
+    let (success, credit, verdicts, judge_calls, judge_exhaustive_calls, judge_error) = match judged
+    {
+        Ok((j, exhaustive)) => {
+            // The rubric's own error: stored, never scored (retrying cannot fix it).
+            let judge_error = j.rubric_error().map(|e| format!("rubric: {e}"));
+            if let Some(e) = &judge_error {
+                tracing::warn!(episode = %f.run.id, task = %f.run.task.id, error = %e, "the rubric could not be evaluated; the episode is not scored");
+            }
+            (
+                j.success,
+                j.credit,
+                verdict_records(rubric, j.verdicts, j.skipped),
+                count(j.model_calls),
+                count(exhaustive),
+                judge_error,
+            )
+        }
         Err(e) => {
             tracing::warn!(episode = %f.run.id, error = %e, "judging failed; the episode will be retried");
-            (false, rubrics::Credit::Exact(0.0), Vec::new(), 0, 0)
+            (false, rubrics::Credit::Exact(0.0), Vec::new(), 0, 0, None)
         }
     };
     METRICS.judge_seconds.time(t.elapsed());
@@ -239,6 +248,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             screen: Some(f.screen),
             policy: Some(f.run.policy.card()),
             visited_urls: f.visited,
+            judge_error,
         },
         _lease: work.lease,
     }
@@ -312,11 +322,15 @@ async fn write(
         match store.finish_episode(&owner, &j.record).await {
             Ok(true) => {
                 METRICS.store_seconds.time(t.elapsed());
-                METRICS.episodes_finished.inc(if j.record.success {
-                    "success"
-                } else {
-                    "failure"
-                });
+                METRICS
+                    .episodes_finished
+                    .inc(if j.record.judge_error.is_some() {
+                        "judge_error"
+                    } else if j.record.success {
+                        "success"
+                    } else {
+                        "failure"
+                    });
                 let _ = events.send(RunEvent::EpisodeFinished {
                     campaign: j.campaign,
                     episode: id,

@@ -50,8 +50,10 @@ pub struct CampaignView {
     pub counts: CampaignCounts,
     /// Finished episodes judged successful.
     pub successes: i64,
-    /// successes / finished, when any finished.
+    /// successes / finished (those judged: not `judge_errors`), when any.
     pub success_rate: Option<f64>,
+    /// Finished episodes whose rubric could not be evaluated (not scored).
+    pub judge_errors: i64,
     /// Mean partial-credit score of finished episodes.
     pub mean_score: Option<f64>,
     /// Steps taken by finished episodes.
@@ -98,6 +100,7 @@ struct Row {
     failed: i64,
     cancelled: i64,
     successes: i64,
+    judge_errors: i64,
     mean_score: Option<f64>,
     steps: i64,
     judge_calls: i64,
@@ -113,6 +116,7 @@ const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total
         count(e.id) FILTER (WHERE e.status = 'failed') AS failed,
         count(e.id) FILTER (WHERE e.status = 'cancelled') AS cancelled,
         count(e.id) FILTER (WHERE e.success) AS successes,
+        count(e.id) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
         avg(e.score) FILTER (WHERE e.status = 'finished') AS mean_score,
         coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps,
         coalesce(sum(e.judge_calls) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_calls,
@@ -138,7 +142,10 @@ impl From<Row> for CampaignView {
                 cancelled: r.cancelled,
             },
             successes: r.successes,
-            success_rate: (r.finished > 0).then(|| r.successes as f64 / r.finished as f64),
+            // Episodes whose rubric failed were not scored: they count for neither side.
+            success_rate: (r.finished > r.judge_errors)
+                .then(|| r.successes as f64 / (r.finished - r.judge_errors) as f64),
+            judge_errors: r.judge_errors,
             mean_score: r.mean_score,
             steps: r.steps,
             judge_calls: r.judge_calls,

@@ -59,6 +59,7 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
         || r.final_page.as_ref().is_some_and(has_nul_json)
         || nul_opt(&r.final_url)
         || nul_opt(&r.instruction)
+        || nul_opt(&r.judge_error)
         || r.visited_urls.iter().any(|u| nul(u))
         || r.steps.iter().any(|s| {
             nul(&s.core.url)
@@ -105,6 +106,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         screen: r.screen,
         policy: r.policy.clone(),
         visited_urls: r.visited_urls.clone(),
+        judge_error: r.judge_error.clone(),
     };
     clean_opt(&mut c.final_answer);
     if let Some(p) = &mut c.final_page {

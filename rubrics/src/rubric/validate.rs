@@ -117,6 +117,7 @@ fn unused(errors: &mut Errors, path: &str, spec: &CheckSpec, allowed: &[&str]) {
     let given = [
         ("exact", spec.exact.is_some()),
         ("prefix", spec.prefix.is_some()),
+        ("includes", spec.includes.is_some()),
         ("contains", spec.contains.is_some()),
         ("regex", spec.regex.is_some()),
         ("scope", spec.scope.is_some()),
@@ -161,7 +162,7 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 errors,
                 path,
                 spec,
-                &["exact", "prefix", "contains", "regex", "scope"],
+                &["exact", "prefix", "includes", "contains", "regex", "scope"],
             );
             let scope = match spec.scope.as_deref() {
                 None | Some("final") => UrlScope::Final,
@@ -180,6 +181,7 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 &[
                     ("exact", spec.exact.clone()),
                     ("prefix", spec.prefix.clone()),
+                    ("includes", spec.includes.clone()),
                     ("contains", spec.contains.clone()),
                     ("regex", spec.regex.clone()),
                 ],
@@ -188,9 +190,20 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
                 errors.push(format!("{path}.{name}"), "must not be empty");
                 return None;
             }
+            if matches!(name, "exact" | "includes")
+                && let Some((_, rest)) = v.split_once("://")
+                && (rest.is_empty() || rest.starts_with(['/', '?', '#']))
+            {
+                errors.push(
+                    format!("{path}.{name}"),
+                    format!("`{v}` has no host after `://`"),
+                );
+                return None;
+            }
             let matcher = match name {
                 "exact" => UrlMatch::Exact(v),
                 "prefix" => UrlMatch::Prefix(v),
+                "includes" => UrlMatch::Includes(v),
                 "contains" => UrlMatch::Contains(v),
                 _ => UrlMatch::Regex(compile(errors, format!("{path}.regex"), &v, true)?),
             };
@@ -228,7 +241,13 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
             );
             let page = page_of(errors, path, spec);
             let selector = match spec.selector.as_deref().map(str::trim) {
-                Some(s) if !s.is_empty() => s.to_string(),
+                Some(s) if !s.is_empty() => {
+                    if let Err(e) = crate::selector::check(s) {
+                        errors.push(format!("{path}.selector"), format!("`{s}` {e}"));
+                        return None;
+                    }
+                    s.to_string()
+                }
                 _ => {
                     errors.push(
                         format!("{path}.selector"),

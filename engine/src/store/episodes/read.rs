@@ -72,6 +72,9 @@ pub struct EpisodeSummary {
     pub attempts: i32,
     /// Last infrastructure error.
     pub last_error: Option<String>,
+    /// The rubric could not be evaluated on this finished episode (its error, not the
+    /// agent's): it has no success and no score.
+    pub judge_error: Option<String>,
     /// Wall time, ms.
     pub duration_ms: Option<i32>,
     /// Started.
@@ -179,7 +182,7 @@ fn push_filter(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
 }
 
 const SUMMARY: &str = "SELECT e.id, e.campaign_id, e.task_id, t.site, t.split, e.rollout, e.seed, e.status, e.end_reason,
-        e.success, e.score, e.score_of_verified, e.final_answer, e.steps, e.attempts, e.last_error, e.duration_ms, e.started_at, e.finished_at
+        e.success, e.score, e.score_of_verified, e.final_answer, e.steps, e.attempts, e.last_error, e.judge_error, e.duration_ms, e.started_at, e.finished_at
     FROM episodes e JOIN tasks t ON t.id = e.task_id";
 
 impl Store {

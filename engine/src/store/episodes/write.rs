@@ -109,7 +109,7 @@ pub struct EpisodeRecord {
     pub verdicts: Vec<VerdictRecord>,
     /// Screenshots the steps and final page refer to.
     pub blobs: Vec<Blob>,
-    /// Judged successful.
+    /// Judged successful (ignored when `judge_error` is set).
     pub success: bool,
     /// Partial credit (a lower bound when facts were left unchecked).
     pub credit: rubrics::Credit,
@@ -127,6 +127,9 @@ pub struct EpisodeRecord {
     pub policy: Option<PolicyCard>,
     /// Every web page its tabs loaded, in order (what `"scope": "any"` URL checks read).
     pub visited_urls: Vec<String>,
+    /// The rubric could not be evaluated (its own error, not the agent's): stored without
+    /// success or score.
+    pub judge_error: Option<String>,
 }
 
 impl Store {
@@ -159,14 +162,14 @@ impl Store {
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
                 score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18,
-                visited_urls = $19
+                visited_urls = $19, judge_error = $20
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
         .bind(owner)
         .bind(rec.end_reason.as_str())
-        .bind(rec.success)
-        .bind(rec.credit.score())
+        .bind(rec.judge_error.is_none().then_some(rec.success))
+        .bind(rec.judge_error.is_none().then(|| rec.credit.score()))
         .bind(&rec.final_answer)
         .bind(&rec.final_url)
         .bind(&rec.final_screenshot)
@@ -176,11 +179,12 @@ impl Store {
         .bind(rec.judge_calls)
         .bind(rec.judge_facts)
         .bind(&rec.final_page)
-        .bind(rec.credit.of_verified())
+        .bind(rec.credit.of_verified().filter(|_| rec.judge_error.is_none()))
         .bind(rec.judge_exhaustive_calls)
         .bind(rec.screen.map(sqlx::types::Json))
         .bind(rec.policy.as_ref().map(sqlx::types::Json))
         .bind(&rec.visited_urls)
+        .bind(&rec.judge_error)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
