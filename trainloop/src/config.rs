@@ -243,12 +243,24 @@ mod tests {
     fn bad_configs_name_the_field() {
         let cases: [(&str, serde_json::Value, &str); 8] = [
             ("train", serde_json::json!({}), "train: names no tasks"),
-            ("held_out", serde_json::json!({"tasks": {}}), "held_out.tasks"),
+            (
+                "held_out",
+                serde_json::json!({"tasks": {}}),
+                "held_out.tasks",
+            ),
             ("held_out", serde_json::json!("nope"), "unknown variant"),
             ("eval_horizon", serde_json::json!(0), "eval_horizon"),
             ("objective", serde_json::json!("ppo"), "objective: unknown"),
-            ("curriculum", serde_json::json!({"kind": "fixed", "horizon": 0}), "curriculum.horizon"),
-            ("rollouts_per_task", serde_json::json!(1), "rollouts_per_task"),
+            (
+                "curriculum",
+                serde_json::json!({"kind": "fixed", "horizon": 0}),
+                "curriculum.horizon",
+            ),
+            (
+                "rollouts_per_task",
+                serde_json::json!(1),
+                "rollouts_per_task",
+            ),
             ("sneaky", serde_json::json!(1), "unknown field `sneaky`"),
         ];
         for (field, value, want) in cases {

@@ -194,7 +194,10 @@ impl Curriculum {
                 // A plateau: two outcomes at this horizon and no real rise between them.
                 let same: Vec<&TaskOutcome> =
                     past.iter().rev().take_while(|o| o.horizon == h).collect();
-                if same.len() >= 2 && last.success < 1.0 && same[0].success - same[1].success < *plateau {
+                if same.len() >= 2
+                    && last.success < 1.0
+                    && same[0].success - same[1].success < *plateau
+                {
                     return (h + step).min(*max);
                 }
                 h
@@ -223,7 +226,9 @@ mod tests {
     #[test]
     fn the_papers_schedules() {
         let h = History::new();
-        let tti: Vec<u32> = (1..=5).map(|i| Curriculum::Tti.horizon(i, task(1), &h)).collect();
+        let tti: Vec<u32> = (1..=5)
+            .map(|i| Curriculum::Tti.horizon(i, task(1), &h))
+            .collect();
         assert_eq!(tti, [10, 20, 20, 30, 30]);
         let by_facts: Vec<u32> = [1, 3, 4, 6, 7, 12]
             .iter()
@@ -239,8 +244,14 @@ mod tests {
         assert_eq!(l, [10, 15, 20, 25, 30, 30, 30]);
         let steps = Curriculum::Stepwise {
             stages: vec![
-                Stage { from: 1, horizon: 5 },
-                Stage { from: 3, horizon: 8 },
+                Stage {
+                    from: 1,
+                    horizon: 5,
+                },
+                Stage {
+                    from: 3,
+                    horizon: 8,
+                },
             ],
         };
         let s: Vec<u32> = (1..=4).map(|i| steps.horizon(i, task(1), &h)).collect();
@@ -265,7 +276,11 @@ mod tests {
         h.get_mut("t").unwrap().push(outcome(4, 0.5, 4));
         assert_eq!(c.horizon(4, task(1), &h), 6, "a plateau below 1: longer");
         h.get_mut("t").unwrap().push(outcome(8, 1.0, 3));
-        assert_eq!(c.horizon(5, task(1), &h), 6, "solved in under half: shorter");
+        assert_eq!(
+            c.horizon(5, task(1), &h),
+            6,
+            "solved in under half: shorter"
+        );
         h.insert("t".into(), vec![outcome(8, 0.2, 8), outcome(8, 0.2, 8)]);
         assert_eq!(c.horizon(3, task(1), &h), 8, "never past the maximum");
         h.insert("t".into(), vec![outcome(2, 1.0, 1)]);
@@ -276,13 +291,13 @@ mod tests {
     fn bad_settings_name_their_field() {
         let bad = [
             (Curriculum::Fixed { horizon: 0 }, "curriculum.horizon"),
-            (
-                Curriculum::Stepwise { stages: vec![] },
-                "curriculum.stages",
-            ),
+            (Curriculum::Stepwise { stages: vec![] }, "curriculum.stages"),
             (
                 Curriculum::Stepwise {
-                    stages: vec![Stage { from: 2, horizon: 5 }],
+                    stages: vec![Stage {
+                        from: 2,
+                        horizon: 5,
+                    }],
                 },
                 "iteration 1",
             ),

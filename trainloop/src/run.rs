@@ -1,8 +1,8 @@
-//! One training run, iteration by iteration: horizons from the curriculum → rollout
-//! campaigns of the current version on the training tasks (groups of rollouts, temperature
-//! 1) → judged → selected → one update → a published version, promoted → a greedy
-//! evaluation campaign on the held-out tasks at a fixed horizon → the iteration's figures.
-//! Iteration 0 evaluates the untrained model.
+//! One training run, iteration by iteration: horizons from the curriculum, rollout
+//! campaigns of the current version on the training tasks (groups of rollouts at
+//! temperature 1), judged, selected, one update, a published and promoted version, then a
+//! greedy evaluation campaign on the held-out tasks at a fixed horizon and the iteration's
+//! figures. Iteration 0 evaluates the untrained model.
 //!
 //! Every phase ends with one write to the store, and every phase can be redone: a run
 //! killed at any point resumes at the iteration and phase it was in. Campaigns resume
@@ -62,7 +62,7 @@ pub enum Event {
         loss: f64,
     },
     /// An iteration finished.
-    Done(IterationView),
+    Done(Box<IterationView>),
 }
 
 /// The run's two policies: sampling for rollouts, greedy for evaluations, both following
@@ -104,7 +104,10 @@ pub fn prepare(
 ) -> Result<RunPolicies, RunError> {
     let dir = run_dir(root, view.id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::io(&dir, e))?;
-    let current = view.version.as_ref().map_or(cfg.model.clone(), PathBuf::from);
+    let current = view
+        .version
+        .as_ref()
+        .map_or(cfg.model.clone(), PathBuf::from);
     let link = dir.join("current");
     promote(&current, &link).map_err(|e| RunError::io(&link, e))?;
     let (sample_name, greedy_name) = policy_names(view.id);
@@ -236,7 +239,12 @@ pub async fn execute(
 
 /// The version the run is at now.
 async fn current_version(ctx: &Ctx<'_>) -> Result<PathBuf, RunError> {
-    let v = ctx.engine.store().get_run(ctx.run).await?.ok_or(RunError::NoRun(ctx.run))?;
+    let v = ctx
+        .engine
+        .store()
+        .get_run(ctx.run)
+        .await?
+        .ok_or(RunError::NoRun(ctx.run))?;
     Ok(v.version.map_or(ctx.cfg.model.clone(), PathBuf::from))
 }
 
@@ -265,25 +273,39 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     } else {
         let horizons = plan(ctx, idx, &existing).await?;
         store
-            .start_iteration(ctx.run, i, "rollout", &serde_json::to_value(&horizons).unwrap_or_default())
+            .start_iteration(
+                ctx.run,
+                i,
+                "rollout",
+                &serde_json::to_value(&horizons).unwrap_or_default(),
+            )
             .await?
     };
     if it.phase == "rollout" {
-        (ctx.events)(Event::Phase { iteration: idx, phase: "rollout" });
+        (ctx.events)(Event::Phase {
+            iteration: idx,
+            phase: "rollout",
+        });
         rollout(ctx, &it).await?;
         it = reload(store, ctx.run, i).await?;
     }
     if it.phase == "train" {
-        (ctx.events)(Event::Phase { iteration: idx, phase: "train" });
+        (ctx.events)(Event::Phase {
+            iteration: idx,
+            phase: "train",
+        });
         train(ctx, &it, &existing).await?;
         it = reload(store, ctx.run, i).await?;
     }
     if it.phase == "eval" {
-        (ctx.events)(Event::Phase { iteration: idx, phase: "eval" });
+        (ctx.events)(Event::Phase {
+            iteration: idx,
+            phase: "eval",
+        });
         evaluate(ctx, &it, &existing).await?;
         it = reload(store, ctx.run, i).await?;
     }
-    (ctx.events)(Event::Done(it));
+    (ctx.events)(Event::Done(Box::new(it)));
     Ok(())
 }
 
@@ -306,7 +328,8 @@ async fn plan(
 ) -> Result<BTreeMap<String, u32>, RunError> {
     let tasks = ctx.engine.store().load_tasks(&ctx.cfg.train).await?;
     let history = history(before);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(ctx.cfg.seed ^ u64::from(idx).wrapping_mul(0x9E37_79B9));
+    let mut rng =
+        rand::rngs::StdRng::seed_from_u64(ctx.cfg.seed ^ u64::from(idx).wrapping_mul(0x9E37_79B9));
     let mut out = BTreeMap::new();
     for t in &tasks {
         let past = history.get(t.id.as_str()).map_or(&[][..], Vec::as_slice);
@@ -321,13 +344,22 @@ async fn plan(
             id: t.id.as_str(),
             facts: t.rubric.fact_count(),
         };
-        out.insert(t.id.to_string(), ctx.cfg.curriculum.horizon(idx, info, &history));
+        out.insert(
+            t.id.to_string(),
+            ctx.cfg.curriculum.horizon(idx, info, &history),
+        );
     }
     if out.is_empty() {
         // Every task was flat and none was drawn: keep them all rather than train on nothing.
         for t in &tasks {
-            let info = TaskInfo { id: t.id.as_str(), facts: t.rubric.fact_count() };
-            out.insert(t.id.to_string(), ctx.cfg.curriculum.horizon(idx, info, &history));
+            let info = TaskInfo {
+                id: t.id.as_str(),
+                facts: t.rubric.fact_count(),
+            };
+            out.insert(
+                t.id.to_string(),
+                ctx.cfg.curriculum.horizon(idx, info, &history),
+            );
         }
     }
     Ok(out)
@@ -375,12 +407,20 @@ async fn rollout(ctx: &Ctx<'_>, it: &IterationView) -> Result<(), RunError> {
         }
         for (h, ids) in by_horizon {
             let spec = CampaignSpec {
-                name: Some(format!("{} · iteration {idx} · rollouts at horizon {h}", ctx.cfg.name)),
+                name: Some(format!(
+                    "{} · iteration {idx} · rollouts at horizon {h}",
+                    ctx.cfg.name
+                )),
                 policy: Some(policy_names(ctx.run).0),
-                tasks: Some(TaskFilter { ids, ..Default::default() }),
+                tasks: Some(TaskFilter {
+                    ids,
+                    ..Default::default()
+                }),
                 rollouts_per_task: Some(ctx.cfg.rollouts_per_task),
                 max_steps: Some(h),
-                seed: Some(ctx.cfg.seed.wrapping_mul(1_000_003) ^ (u64::from(idx) << 20) ^ u64::from(h)),
+                seed: Some(
+                    ctx.cfg.seed.wrapping_mul(1_000_003) ^ (u64::from(idx) << 20) ^ u64::from(h),
+                ),
                 ..Default::default()
             };
             campaigns.push(ctx.engine.create_campaign(spec).await?);
@@ -389,7 +429,10 @@ async fn rollout(ctx: &Ctx<'_>, it: &IterationView) -> Result<(), RunError> {
             .update_iteration(
                 ctx.run,
                 it.idx,
-                IterationUpdate { rollout_campaigns: Some(campaigns.clone()), ..Default::default() },
+                IterationUpdate {
+                    rollout_campaigns: Some(campaigns.clone()),
+                    ..Default::default()
+                },
             )
             .await?;
     }
@@ -401,7 +444,9 @@ async fn rollout(ctx: &Ctx<'_>, it: &IterationView) -> Result<(), RunError> {
         successes += v.successes;
         finished += v.counts.finished;
         steps += v.steps;
-        let (eps, _) = store.list_episodes(&EpisodeFilter::campaign(*id), 100_000, 0).await?;
+        let (eps, _) = store
+            .list_episodes(&EpisodeFilter::campaign(*id), 100_000, 0)
+            .await?;
         for e in eps {
             let o = outcomes.entry(e.task_id.clone()).or_default();
             o.0 += 1;
@@ -415,28 +460,43 @@ async fn rollout(ctx: &Ctx<'_>, it: &IterationView) -> Result<(), RunError> {
         .into_iter()
         .map(|(task, (n, ok, max_steps))| {
             let horizon = horizons.get(&task).copied().unwrap_or(0);
-            (task, TaskOutcome {
-                horizon,
-                success: f64::from(ok) / f64::from(n.max(1)),
-                max_success_steps: max_steps,
-                rollouts: n,
-            })
+            (
+                task,
+                TaskOutcome {
+                    horizon,
+                    success: f64::from(ok) / f64::from(n.max(1)),
+                    max_success_steps: max_steps,
+                    rollouts: n,
+                },
+            )
         })
         .collect();
     store
-        .update_iteration(ctx.run, it.idx, IterationUpdate {
-            phase: Some("train"),
-            train_success: Some(if finished > 0 { successes as f64 / finished as f64 } else { 0.0 }),
-            env_steps: Some(steps),
-            rollout_ms: Some(started.elapsed().as_millis() as i64),
-            report: Some(serde_json::json!({ "tasks": tasks })),
-            ..Default::default()
-        })
+        .update_iteration(
+            ctx.run,
+            it.idx,
+            IterationUpdate {
+                phase: Some("train"),
+                train_success: Some(if finished > 0 {
+                    successes as f64 / finished as f64
+                } else {
+                    0.0
+                }),
+                env_steps: Some(steps),
+                rollout_ms: Some(started.elapsed().as_millis() as i64),
+                report: Some(serde_json::json!({ "tasks": tasks })),
+                ..Default::default()
+            },
+        )
         .await?;
     Ok(())
 }
 
-async fn train(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> Result<(), RunError> {
+async fn train(
+    ctx: &Ctx<'_>,
+    it: &IterationView,
+    before: &[IterationView],
+) -> Result<(), RunError> {
     let store = ctx.engine.store();
     let idx = it.idx as u32;
     let started = Instant::now();
@@ -457,7 +517,10 @@ async fn train(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> R
         // FBC replays the last four iterations (WebGym's window); GRPO is on-policy.
         let mut campaigns = Vec::new();
         if objective == Objective::Fbc {
-            for b in before.iter().filter(|b| b.idx > 0 && b.idx + 4 > it.idx && b.idx < it.idx) {
+            for b in before
+                .iter()
+                .filter(|b| b.idx > 0 && b.idx + 4 > it.idx && b.idx < it.idx)
+            {
                 campaigns.extend(b.rollout_campaigns.iter().copied());
             }
         }
@@ -490,7 +553,10 @@ async fn train(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> R
             .await;
             let cfg = TrainConfig {
                 objective,
-                optimizer: AdamWConfig { lr: ctx.cfg.lr, ..AdamWConfig::default() },
+                optimizer: AdamWConfig {
+                    lr: ctx.cfg.lr,
+                    ..AdamWConfig::default()
+                },
                 micro_batch: ctx.cfg.micro_batch as usize,
                 epochs: ctx.cfg.epochs as usize,
                 seed: ctx.cfg.seed ^ u64::from(idx),
@@ -503,20 +569,28 @@ async fn train(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> R
             });
             let (from, to, n) = (parent.clone(), out.clone(), samples.len());
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let job = tokio::task::spawn_blocking(move || -> Result<training::UpdateReport, RunError> {
-                let mut trainer = Trainer::load(&from, cfg, &candle_core::Device::Cpu)?;
-                let r = trainer.update(&samples, &mut |done, total, loss| {
-                    let _ = tx.send((done, total, loss));
-                })?;
-                let mut lineage = lineage;
-                lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
-                trainer.publish(&to, lineage)?;
-                Ok(r)
-            });
+            let job =
+                tokio::task::spawn_blocking(move || -> Result<training::UpdateReport, RunError> {
+                    let mut trainer = Trainer::load(&from, cfg, &candle_core::Device::Cpu)?;
+                    let r = trainer.update(&samples, &mut |done, total, loss| {
+                        let _ = tx.send((done, total, loss));
+                    })?;
+                    let mut lineage = lineage;
+                    lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
+                    trainer.publish(&to, lineage)?;
+                    Ok(r)
+                });
             while let Some((done, total, loss)) = rx.recv().await {
-                (ctx.events)(Event::Step { iteration: idx, done, total, loss });
+                (ctx.events)(Event::Step {
+                    iteration: idx,
+                    done,
+                    total,
+                    loss,
+                });
             }
-            let r = job.await.map_err(|e| RunError::Config(format!("training thread: {e}")))??;
+            let r = job
+                .await
+                .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
             update.samples = Some(n as i32);
             update.loss = Some(r.last_loss);
             update.version = Some(out.display().to_string());
@@ -536,21 +610,33 @@ async fn train(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> R
     Ok(())
 }
 
-async fn evaluate(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -> Result<(), RunError> {
+async fn evaluate(
+    ctx: &Ctx<'_>,
+    it: &IterationView,
+    before: &[IterationView],
+) -> Result<(), RunError> {
     let store = ctx.engine.store();
     let idx = it.idx as u32;
     let started = Instant::now();
     // An update that published nothing leaves the version, and so its evaluation, as is.
-    if idx > 0 && it.version.is_none()
-        && let Some(prev) = before.iter().rev().find(|b| b.idx < it.idx && b.eval_success.is_some())
+    if idx > 0
+        && it.version.is_none()
+        && let Some(prev) = before
+            .iter()
+            .rev()
+            .find(|b| b.idx < it.idx && b.eval_success.is_some())
     {
         store
-            .update_iteration(ctx.run, it.idx, IterationUpdate {
-                phase: Some("done"),
-                eval_success: prev.eval_success,
-                eval_ms: Some(0),
-                ..Default::default()
-            })
+            .update_iteration(
+                ctx.run,
+                it.idx,
+                IterationUpdate {
+                    phase: Some("done"),
+                    eval_success: prev.eval_success,
+                    eval_ms: Some(0),
+                    ..Default::default()
+                },
+            )
             .await?;
         return Ok(());
     }
@@ -561,7 +647,14 @@ async fn evaluate(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -
             let spec = eval_spec(&ctx.cfg, &policy_names(ctx.run).1, idx);
             let id = ctx.engine.create_campaign(spec).await?;
             store
-                .update_iteration(ctx.run, it.idx, IterationUpdate { eval_campaign: Some(id), ..Default::default() })
+                .update_iteration(
+                    ctx.run,
+                    it.idx,
+                    IterationUpdate {
+                        eval_campaign: Some(id),
+                        ..Default::default()
+                    },
+                )
                 .await?;
             id
         }
@@ -569,12 +662,16 @@ async fn evaluate(ctx: &Ctx<'_>, it: &IterationView, before: &[IterationView]) -
     run_campaign(ctx, idx, id).await?;
     let v = store.get_campaign(id).await?.ok_or(RunError::NoRun(id))?;
     store
-        .update_iteration(ctx.run, it.idx, IterationUpdate {
-            phase: Some("done"),
-            eval_success: Some(v.success_rate.unwrap_or(0.0)),
-            eval_ms: Some(started.elapsed().as_millis() as i64),
-            ..Default::default()
-        })
+        .update_iteration(
+            ctx.run,
+            it.idx,
+            IterationUpdate {
+                phase: Some("done"),
+                eval_success: Some(v.success_rate.unwrap_or(0.0)),
+                eval_ms: Some(started.elapsed().as_millis() as i64),
+                ..Default::default()
+            },
+        )
         .await?;
     Ok(())
 }
@@ -588,7 +685,10 @@ pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
         HeldOut::Tasks(f) => f.clone(),
     };
     CampaignSpec {
-        name: Some(format!("{} · iteration {idx} · held-out evaluation", cfg.name)),
+        name: Some(format!(
+            "{} · iteration {idx} · held-out evaluation",
+            cfg.name
+        )),
         policy: Some(policy.to_string()),
         tasks: Some(tasks),
         rollouts_per_task: Some(cfg.eval_rollouts),

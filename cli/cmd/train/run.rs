@@ -47,7 +47,8 @@ pub struct ShowArgs {
 pub async fn start(common: &Common, a: RunArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&a.config)
         .with_context(|| format!("reading {}", a.config.display()))?;
-    let cfg = RunConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", a.config.display()))?;
+    let cfg =
+        RunConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", a.config.display()))?;
     let env = environment(common, a.sites_port).await?;
     let id = trainloop::run::create(&env.db.store, &cfg)
         .await
@@ -90,7 +91,9 @@ async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result
                     // The campaign's own bar, fed from the database, until it ends.
                     let _ = progress::watch(&render_store, &[id]).await;
                 }
-                Event::Step { done, total, loss, .. } => {
+                Event::Step {
+                    done, total, loss, ..
+                } => {
                     let b = bar.get_or_insert_with(|| {
                         let b = ProgressBar::new(total as u64);
                         if let Ok(s) = ProgressStyle::with_template(
@@ -176,7 +179,12 @@ pub async fn show(common: &Common, a: ShowArgs) -> anyhow::Result<ExitCode> {
     let Some(r) = db.store.get_run(id).await? else {
         bail!("no training run {id} (`surfgym train list`)");
     };
-    println!("{} · {} · {}", r.name, r.state, r.version.as_deref().unwrap_or("base model"));
+    println!(
+        "{} · {} · {}",
+        r.name,
+        r.state,
+        r.version.as_deref().unwrap_or("base model")
+    );
     if let Some(e) = &r.error {
         println!("error: {e}");
     }

@@ -13,9 +13,9 @@ use training::select::{FbcFilter, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 use uuid::Uuid;
 
-use trainloop::data;
 use crate::args::Common;
 use crate::db;
+use trainloop::data;
 
 /// The objective.
 #[derive(Clone, Copy, ValueEnum)]

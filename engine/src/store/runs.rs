@@ -108,7 +108,8 @@ pub struct IterationUpdate {
     pub report: Option<serde_json::Value>,
 }
 
-const RUN: &str = "SELECT id, name, config, state, version, error, created_at, updated_at FROM training_runs";
+const RUN: &str =
+    "SELECT id, name, config, state, version, error, created_at, updated_at FROM training_runs";
 const ITERATION: &str = "SELECT idx, phase, horizons, rollout_campaigns, eval_campaign, parent_version, version,
     samples, dropped, loss, train_success, eval_success, env_steps, rollout_ms, train_ms, eval_ms, report,
     started_at, finished_at FROM training_iterations";
