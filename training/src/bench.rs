@@ -10,6 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
+use crate::decoder::DecoderConfig;
 use crate::objective::Objective;
 use crate::sample::Sample;
 use crate::trainer::{TrainConfig, Trainer};
@@ -42,6 +43,43 @@ pub struct BenchResult {
     pub samples_per_s: f64,
     /// Seconds per optimiser step (median of the timed steps).
     pub step_s: f64,
+}
+
+/// Models above this many trainable parameters default to [`BIG_MODEL_BATCH`] samples.
+pub const BIG_MODEL_PARAMETERS: usize = 10_000_000;
+
+/// The default batch of a big model (SmolLM2-135M): at 8 x 544 tokens the activations kept
+/// for the backward pass take about 12 GB and one CPU step minutes.
+pub const BIG_MODEL_BATCH: usize = 2;
+
+/// The default batch for the model at `dir`: 8, or [`BIG_MODEL_BATCH`] past
+/// [`BIG_MODEL_PARAMETERS`] (counted from `config.json`, without loading the weights).
+pub fn default_batch(dir: &Path) -> Result<usize, TrainError> {
+    Ok(if trainable_parameters(dir)? > BIG_MODEL_PARAMETERS {
+        BIG_MODEL_BATCH
+    } else {
+        8
+    })
+}
+
+/// The decoder's trainable parameters (layers, final norm, head) from `dir/config.json`.
+pub fn trainable_parameters(dir: &Path) -> Result<usize, TrainError> {
+    let c = DecoderConfig::from_model_dir(dir)?;
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| TrainError::Model(format!("{}: {e}", path.display())))?;
+    let cfg = json.get("text_config").unwrap_or(&json);
+    let num = |k: &str| {
+        cfg.get(k)
+            .and_then(serde_json::Value::as_u64)
+            .map(|v| v as usize)
+            .ok_or_else(|| TrainError::Model(format!("{}: no integer `{k}`", path.display())))
+    };
+    let (h, inter, vocab) = (c.hidden, num("intermediate_size")?, num("vocab_size")?);
+    let (q, kv) = (c.heads * c.head_dim, c.kv_heads * c.head_dim);
+    let layer = 2 * h + h * q * 2 + h * kv * 2 + 3 * h * inter;
+    Ok(c.layers * layer + h + h * vocab)
 }
 
 /// Times `shape.steps` updates of one optimiser step each on the decoder of `model`.
