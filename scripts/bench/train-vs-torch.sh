@@ -47,19 +47,31 @@ for spec in "${models[@]}"; do
   ours="$("$bin" bench train --json-lines --objectives fbc --models "$dir" "${shape[@]}" | tail -n 1)"
   echo "train-vs-torch: ... torch" >&2
   theirs="$("$torch_py" "$root/scripts/bench/train_torch.py" --json --model "$dir" --threads "$threads" "${shape[@]}")"
+  echo "train-vs-torch: surfgym $ours" >&2
+  echo "train-vs-torch: torch $theirs" >&2
   rows+=("$ours"$'\t'"$theirs")
 done
 
-printf '%s\n' "${rows[@]}" | "$torch_py" -c '
+table_py="$(cat <<'PY'
 import json, sys
 print("| model | parameters | batch x tokens | surfgym tokens/s | torch tokens/s | surfgym samples/s | torch samples/s | surfgym / torch |")
 print("|---|---|---|---|---|---|---|---|")
 for line in sys.stdin:
-    ours, theirs = (json.loads(p) for p in line.rstrip("\n").split("\t"))
-    r, t = ours["result"], theirs
+    ours, t = (json.loads(p) for p in line.rstrip("\n").split("\t"))
+    r = ours["result"]
     sh = r["shape"]
-    print(f"| {ours[\"model\"]} | {r[\"parameters\"]:,} | {sh[\"batch\"]} x {sh[\"prompt\"] + sh[\"response\"]} "
-          f"| {r[\"tokens_per_s\"]:,.0f} | {t[\"tokens_per_s\"]:,.0f} | {r[\"samples_per_s\"]:.3g} | {t[\"samples_per_s\"]:.3g} "
-          f"| {r[\"tokens_per_s\"] / t[\"tokens_per_s\"]:.2f} |")
-print(f"(torch: {t[\"framework\"]}, {t[\"threads\"]} threads; surfgym: candle, CPU, fp32)")
-'
+    cells = [
+        ours["model"],
+        f"{r['parameters']:,}",
+        f"{sh['batch']} x {sh['prompt'] + sh['response']}",
+        f"{r['tokens_per_s']:,.0f}",
+        f"{t['tokens_per_s']:,.0f}",
+        f"{r['samples_per_s']:.3g}",
+        f"{t['samples_per_s']:.3g}",
+        f"{r['tokens_per_s'] / t['tokens_per_s']:.2f}",
+    ]
+    print("| " + " | ".join(cells) + " |")
+print(f"(torch: {t['framework']}, {t['threads']} threads; surfgym: candle, CPU, fp32)")
+PY
+)"
+printf '%s\n' "${rows[@]}" | "$torch_py" -c "$table_py"
