@@ -19,7 +19,7 @@ pub struct TrainArgs {
     #[arg(long = "models", value_delimiter = ',')]
     models: Vec<PathBuf>,
     /// Samples per optimiser step (default: 8; 2 for models over 10M parameters, such as
-    /// SmolLM2-135M, whose activations at 8 x 544 tokens take about 12 GB).
+    /// SmolLM2-135M: 11 GB at its peak at 2 x 544 tokens, about 4x the activations at 8).
     #[arg(long)]
     batch: Option<usize>,
     /// Prompt tokens per sample.

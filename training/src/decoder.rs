@@ -281,9 +281,7 @@ impl Decoder {
             let k = (k.broadcast_mul(&cos)? + rotate_half(&k, d)?.broadcast_mul(&sin)?)?;
             let k = repeat_kv(&k, g)?;
             let v = repeat_kv(&v, g)?;
-            let scores = q
-                .contiguous()?
-                .matmul(&k.transpose(2, 3)?.contiguous()?)?;
+            let scores = q.contiguous()?.matmul(&k.transpose(2, 3)?.contiguous()?)?;
             let probs = crate::ops::masked_softmax(&scores, &bias)?;
             let attn = probs
                 .matmul(&v)?

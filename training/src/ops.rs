@@ -2,10 +2,10 @@
 //!
 //! candle's fused `softmax_last_dim` has no backward pass, and the softmax spelled out from
 //! primitives (after adding the mask) walks the `[batch, heads, seq, seq]` scores six times
-//! forward and more backward, each walk on one thread (candle's CPU element-wise ops are
-//! serial) and each result kept for the backward pass. Attention is where a long sample
-//! spends its time, so here it is one pass per row forward (add the mask, max, exp, sum,
-//! divide: the ONNX graph's Add and Softmax) and one backward (`dx = y * (dy - sum(dy * y))`),
+//! forward and more backward, keeps each result for the backward pass, and runs its
+//! reductions and broadcasts on one thread. Attention grows with the square of a sample's
+//! length, so here it is one pass per row forward (add the mask, max, exp, sum, divide: the
+//! ONNX graph's Add and Softmax) and one backward (`dx = y * (dy - sum(dy * y))`), rows
 //! spread over the cores. Other devices take the primitive version.
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Tensor};
