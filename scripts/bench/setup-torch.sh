@@ -30,7 +30,7 @@ if [ -n "${SURFGYM_TORCH_INDEX:-}" ]; then
 else
   log "pip install torch (PyPI's CUDA build, without its nvidia-* dependencies)"
   "$py" -m pip install --quiet --no-cache-dir --no-deps torch >&2
-  "$py" -m pip install --quiet filelock typing-extensions sympy networkx jinja2 fsspec 'setuptools>=77' >&2
+  "$py" -m pip install --quiet filelock typing-extensions sympy networkx jinja2 fsspec numpy 'setuptools>=77' >&2
   site="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   "$py" "$root/scripts/bench/torch_cpu_stubs.py" "$site" >&2
 fi
