@@ -141,3 +141,43 @@ pub fn run(
         step_s: times[times.len() / 2],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, json: &str) {
+        std::fs::write(dir.join("config.json"), json).unwrap();
+    }
+
+    /// The count from config.json equals what the loaded decoders hold (tiny-text: 104,256;
+    /// SmolLM2-135M: 134,515,008, as `bench train` and PyTorch count them), and picks the
+    /// batch: 8 for the tiny model, 2 for SmolLM2.
+    #[test]
+    fn parameters_from_config_pick_the_default_batch() -> Result<(), TrainError> {
+        let dir = tempfile::tempdir().unwrap();
+        config(
+            dir.path(),
+            r#"{"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                "vocab_size": 472}"#,
+        );
+        assert_eq!(trainable_parameters(dir.path())?, 104_256);
+        assert_eq!(default_batch(dir.path())?, 8);
+        config(
+            dir.path(),
+            r#"{"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64,
+                "vocab_size": 49152}"#,
+        );
+        assert_eq!(trainable_parameters(dir.path())?, 134_515_008);
+        assert_eq!(default_batch(dir.path())?, BIG_MODEL_BATCH);
+        config(
+            dir.path(),
+            r#"{"hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9}"#,
+        );
+        let err = trainable_parameters(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("intermediate_size"), "{err}");
+        Ok(())
+    }
+}
