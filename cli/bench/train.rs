@@ -18,15 +18,20 @@ pub struct TrainArgs {
     /// was set up).
     #[arg(long = "models", value_delimiter = ',')]
     models: Vec<PathBuf>,
-    /// Samples per optimiser step.
-    #[arg(long, default_value_t = 8)]
-    batch: usize,
+    /// Samples per optimiser step (default: 8; 2 for models over 10M parameters, such as
+    /// SmolLM2-135M: 11 GB at its peak at 2 x 544 tokens, about 4x the activations at 8).
+    #[arg(long)]
+    batch: Option<usize>,
     /// Prompt tokens per sample.
     #[arg(long, default_value_t = 512)]
     prompt_tokens: usize,
     /// Response tokens per sample.
     #[arg(long, default_value_t = 32)]
     response_tokens: usize,
+    /// Objectives to time, comma-separated (GRPO adds a forward pass for the proximal
+    /// log-probabilities).
+    #[arg(long, value_delimiter = ',', default_values_t = [Objective::Fbc, Objective::Grpo])]
+    objectives: Vec<Objective>,
     /// Timed optimiser steps per model and objective.
     #[arg(long, default_value_t = 3)]
     steps: usize,
@@ -37,7 +42,7 @@ pub struct TrainArgs {
 
 /// Runs the benchmark.
 pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
-    if a.batch == 0 || a.prompt_tokens == 0 || a.response_tokens == 0 || a.steps == 0 {
+    if a.batch == Some(0) || a.prompt_tokens == 0 || a.response_tokens == 0 || a.steps == 0 {
         bail!("--batch, --prompt-tokens, --response-tokens and --steps must be at least 1");
     }
     let mut models = a.models.clone();
@@ -48,25 +53,34 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             models.push(dir.join("smollm2-135m"));
         }
     }
-    let shape = BenchShape {
-        batch: a.batch,
-        prompt: a.prompt_tokens,
-        response: a.response_tokens,
-        steps: a.steps,
-    };
     let device = candle_core::Device::Cpu;
     if !a.json {
         println!(
-            "trainer (candle, CPU, fp32): batch {} x ({} prompt + {} response tokens), {} timed steps",
-            a.batch, a.prompt_tokens, a.response_tokens, a.steps
+            "trainer (candle, CPU, fp32): batch x ({} prompt + {} response tokens), {} timed steps",
+            a.prompt_tokens, a.response_tokens, a.steps
         );
         println!(
-            "{:<28} {:>9} {:>12} {:>12} {:>10} {:>10}",
-            "model", "objective", "parameters", "tokens/s", "samples/s", "step s"
+            "{:<28} {:>9} {:>12} {:>6} {:>12} {:>10} {:>10}",
+            "model", "objective", "parameters", "batch", "tokens/s", "samples/s", "step s"
         );
     }
     for model in &models {
-        for objective in [Objective::Fbc, Objective::Grpo] {
+        let batch = match a.batch {
+            Some(b) => b,
+            None => training::bench::default_batch(model).with_context(|| {
+                format!(
+                    "reading {} (run ./scripts/setup-python.sh)",
+                    model.display()
+                )
+            })?,
+        };
+        let shape = BenchShape {
+            batch,
+            prompt: a.prompt_tokens,
+            response: a.response_tokens,
+            steps: a.steps,
+        };
+        for &objective in &a.objectives {
             let (m, d) = (model.clone(), device.clone());
             let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d))
                 .await?
@@ -83,10 +97,11 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::json!({"model": name, "result": r}));
             } else {
                 println!(
-                    "{:<28} {:>9} {:>12} {:>12.0} {:>10.2} {:>10.3}",
+                    "{:<28} {:>9} {:>12} {:>6} {:>12.0} {:>10.2} {:>10.3}",
                     name,
                     objective.to_string(),
                     r.parameters,
+                    batch,
                     r.tokens_per_s,
                     r.samples_per_s,
                     r.step_s

@@ -10,6 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
+use crate::decoder::DecoderConfig;
 use crate::objective::Objective;
 use crate::sample::Sample;
 use crate::trainer::{TrainConfig, Trainer};
@@ -42,6 +43,45 @@ pub struct BenchResult {
     pub samples_per_s: f64,
     /// Seconds per optimiser step (median of the timed steps).
     pub step_s: f64,
+}
+
+/// Models above this many trainable parameters default to [`BIG_MODEL_BATCH`] samples.
+pub const BIG_MODEL_PARAMETERS: usize = 10_000_000;
+
+/// The default batch of a big model. SmolLM2-135M at 2 x 544 tokens peaks at 11 GB resident
+/// (weights, gradients, AdamW moments, the activations kept for the backward pass) and
+/// takes ~40 s a step on 2 cores; at 8 the activations alone would be about four times
+/// that, past what a 24 GB machine shared with other work can give.
+pub const BIG_MODEL_BATCH: usize = 2;
+
+/// The default batch for the model at `dir`: 8, or [`BIG_MODEL_BATCH`] past
+/// [`BIG_MODEL_PARAMETERS`] (counted from `config.json`, without loading the weights).
+pub fn default_batch(dir: &Path) -> Result<usize, TrainError> {
+    Ok(if trainable_parameters(dir)? > BIG_MODEL_PARAMETERS {
+        BIG_MODEL_BATCH
+    } else {
+        8
+    })
+}
+
+/// The decoder's trainable parameters (layers, final norm, head) from `dir/config.json`.
+pub fn trainable_parameters(dir: &Path) -> Result<usize, TrainError> {
+    let c = DecoderConfig::from_model_dir(dir)?;
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| TrainError::Model(format!("{}: {e}", path.display())))?;
+    let cfg = json.get("text_config").unwrap_or(&json);
+    let num = |k: &str| {
+        cfg.get(k)
+            .and_then(serde_json::Value::as_u64)
+            .map(|v| v as usize)
+            .ok_or_else(|| TrainError::Model(format!("{}: no integer `{k}`", path.display())))
+    };
+    let (h, inter, vocab) = (c.hidden, num("intermediate_size")?, num("vocab_size")?);
+    let (q, kv) = (c.heads * c.head_dim, c.kv_heads * c.head_dim);
+    let layer = 2 * h + h * q * 2 + h * kv * 2 + 3 * h * inter;
+    Ok(c.layers * layer + h + h * vocab)
 }
 
 /// Times `shape.steps` updates of one optimiser step each on the decoder of `model`.
@@ -100,4 +140,44 @@ pub fn run(
         samples_per_s: shape.batch as f64 * n / total,
         step_s: times[times.len() / 2],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, json: &str) {
+        std::fs::write(dir.join("config.json"), json).unwrap();
+    }
+
+    /// The count from config.json equals what the loaded decoders hold (tiny-text: 104,256;
+    /// SmolLM2-135M: 134,515,008, as `bench train` and PyTorch count them), and picks the
+    /// batch: 8 for the tiny model, 2 for SmolLM2.
+    #[test]
+    fn parameters_from_config_pick_the_default_batch() -> Result<(), TrainError> {
+        let dir = tempfile::tempdir().unwrap();
+        config(
+            dir.path(),
+            r#"{"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                "vocab_size": 472}"#,
+        );
+        assert_eq!(trainable_parameters(dir.path())?, 104_256);
+        assert_eq!(default_batch(dir.path())?, 8);
+        config(
+            dir.path(),
+            r#"{"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64,
+                "vocab_size": 49152}"#,
+        );
+        assert_eq!(trainable_parameters(dir.path())?, 134_515_008);
+        assert_eq!(default_batch(dir.path())?, BIG_MODEL_BATCH);
+        config(
+            dir.path(),
+            r#"{"hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9}"#,
+        );
+        let err = trainable_parameters(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("intermediate_size"), "{err}");
+        Ok(())
+    }
 }

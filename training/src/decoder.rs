@@ -4,9 +4,10 @@
 //! Parameters keep their ONNX names and layout (`*.weight_t` as `[in, out]`, the attention
 //! scale already folded into `q_proj`), so a trained tensor goes back into ONNX Runtime
 //! under the name it came from, with no conversion. candle's fused `rms_norm`,
-//! `softmax_last_dim` and rope kernels have no backward pass; RMSNorm, softmax and the
-//! rotation are therefore spelled out here from differentiable primitives, in the same
-//! order of operations as the ONNX graph (which keeps fp32 parity within rounding).
+//! `softmax_last_dim` and rope kernels have no backward pass; RMSNorm and the rotation are
+//! therefore spelled out here from differentiable primitives, in the same order of
+//! operations as the ONNX graph (which keeps fp32 parity within rounding), and attention's
+//! masked softmax is a fused op of this crate with its own backward pass (`ops`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -280,11 +281,8 @@ impl Decoder {
             let k = (k.broadcast_mul(&cos)? + rotate_half(&k, d)?.broadcast_mul(&sin)?)?;
             let k = repeat_kv(&k, g)?;
             let v = repeat_kv(&v, g)?;
-            let scores = q
-                .contiguous()?
-                .matmul(&k.transpose(2, 3)?.contiguous()?)?
-                .broadcast_add(&bias)?;
-            let probs = softmax(&scores)?;
+            let scores = q.contiguous()?.matmul(&k.transpose(2, 3)?.contiguous()?)?;
+            let probs = crate::ops::masked_softmax(&scores, &bias)?;
             let attn = probs
                 .matmul(&v)?
                 .transpose(1, 2)?

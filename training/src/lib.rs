@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod decoder;
 pub mod objective;
+mod ops;
 pub mod optim;
 pub mod sample;
 pub mod select;
