@@ -28,6 +28,14 @@ pub fn collect(episodes: &[TraceEpisode], partial: bool) -> Collected {
     for (e, ep) in episodes.iter().enumerate() {
         let next = order.len() as u32;
         let iteration = *order.entry(ep.campaign_id).or_insert(next);
+        // An episode the judge could not score (a rubric error) has no reward: counting it
+        // as a failure would teach the policy from the rubric's mistake.
+        if ep.success.is_none() {
+            *out.skipped
+                .entry("the episode was not judged (a rubric error)".into())
+                .or_default() += ep.steps.len();
+            continue;
+        }
         let not_onnx = match &ep.policy {
             None => Some("the episode does not record its policy".to_string()),
             Some(card) => ReplaySettings::from_card(card)
@@ -98,4 +106,32 @@ pub async fn samples(
         progress();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn episode(success: Option<bool>) -> TraceEpisode {
+        serde_json::from_value(serde_json::json!({
+            "id": uuid::Uuid::new_v4(), "campaign_id": uuid::Uuid::nil(), "task_id": "t", "site": "s",
+            "status": "finished", "success": success, "score": null, "final_answer": null,
+            "final_screenshot": null, "screen": null,
+            "policy": {"name": "onnx", "backend": "onnx", "settings": {"grounding": "marks"}},
+            "steps": [{"idx": 0, "url": "u", "title": "t", "screenshot": "a", "prompt": "p",
+                       "token_ids": [1, 2], "token_logprobs": [-0.1, -0.2]}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn unjudged_episodes_are_never_trained_on() {
+        let c = collect(
+            &[episode(Some(true)), episode(None), episode(Some(false))],
+            false,
+        );
+        assert_eq!(c.metas.len(), 2);
+        assert!(c.metas.iter().any(|m| m.success) && c.metas.iter().any(|m| !m.success));
+        assert_eq!(c.skipped["the episode was not judged (a rubric error)"], 1);
+    }
 }
