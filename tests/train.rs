@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -17,7 +16,6 @@ use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::{self, Device, Model, OnnxBackend, OnnxOptions, PromptConfig};
 use engine::policy::output::Grounding;
 use engine::policy::{BatchLimits, PolicyRegistry};
-use engine::sites::SitesServer;
 use engine::store::{Store, TaskFilter};
 use engine::traces::{self, Blobs, Replayer, TraceEpisode};
 use sqlx::PgPool;
@@ -108,15 +106,7 @@ fn max_logprob_gap(model: &Path, samples: &[Sample]) -> f32 {
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn steps_replayed_from_the_store_or_an_export_score_as_the_policy_recorded(pool: PgPool) {
-    let dir = engine::sites::find_miniwob(&common::data_dir())
-        .expect("MiniWoB++: run ./scripts/setup-python.sh");
-    let sites = SitesServer::start_with(
-        IpAddr::V4(Ipv4Addr::LOCALHOST),
-        None,
-        vec![("miniwob".into(), dir.clone())],
-    )
-    .await
-    .unwrap();
+    let (sites, dir) = common::miniwob_sites().await;
     // A vision model drawing marks at MiniWoB's 1.5x screen under constrained decoding,
     // the M-RoPE model on the grid with reasoning, a text model decoding freely.
     let setups = [
@@ -239,15 +229,7 @@ async fn steps_replayed_from_the_store_or_an_export_score_as_the_policy_recorded
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool: PgPool) {
-    let dir = engine::sites::find_miniwob(&common::data_dir())
-        .expect("MiniWoB++: run ./scripts/setup-python.sh");
-    let sites = SitesServer::start_with(
-        IpAddr::V4(Ipv4Addr::LOCALHOST),
-        None,
-        vec![("miniwob".into(), dir.clone())],
-    )
-    .await
-    .unwrap();
+    let (sites, dir) = common::miniwob_sites().await;
     let base = models().join("tiny-vlm");
     let mut policies = PolicyRegistry::builtin();
     let opts = options("tiny-vlm", Some(Constraint::Action), Grounding::Marks);

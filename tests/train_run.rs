@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,7 +15,6 @@ use browser_pool::PoolConfig;
 use engine::Engine;
 use engine::policy::PolicyRegistry;
 use engine::runner::RunnerConfig;
-use engine::sites::SitesServer;
 use engine::store::{EpisodeFilter, Store};
 use sqlx::PgPool;
 use trainloop::RunConfig;
@@ -52,19 +50,6 @@ fn dylib() -> PathBuf {
         .expect("ONNX Runtime: run ./scripts/setup-python.sh")
 }
 
-async fn miniwob_sites() -> (SitesServer, PathBuf) {
-    let dir = engine::sites::find_miniwob(&common::data_dir())
-        .expect("MiniWoB++: run ./scripts/setup-python.sh");
-    let sites = SitesServer::start_with(
-        IpAddr::V4(Ipv4Addr::LOCALHOST),
-        None,
-        vec![("miniwob".into(), dir.clone())],
-    )
-    .await
-    .unwrap();
-    (sites, dir)
-}
-
 async fn success(store: &Store, campaign: Uuid) -> (usize, usize) {
     let (eps, _) = store
         .list_episodes(&EpisodeFilter::campaign(campaign), 1000, 0)
@@ -78,7 +63,7 @@ async fn success(store: &Store, campaign: Uuid) -> (usize, usize) {
 async fn a_short_run_trains_on_its_own_rollouts_and_evaluates_each_version_on_held_out_seeds(
     pool: PgPool,
 ) {
-    let (sites, dir) = miniwob_sites().await;
+    let (sites, dir) = common::miniwob_sites().await;
     let setup = common::new_engine(pool.clone(), PolicyRegistry::builtin());
     setup
         .register_miniwob(&dir, &sites.bases()["miniwob"])

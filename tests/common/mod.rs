@@ -36,6 +36,21 @@ pub async fn sites() -> SitesServer {
         .unwrap()
 }
 
+/// MiniWoB++'s pages served on loopback (a free port), and where its HTML is
+/// (`scripts/setup-python.sh` installs it).
+pub async fn miniwob_sites() -> (SitesServer, PathBuf) {
+    let dir =
+        engine::sites::find_miniwob(&data_dir()).expect("MiniWoB++: run ./scripts/setup-python.sh");
+    let sites = SitesServer::start_with(
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        None,
+        vec![("miniwob".into(), dir.clone())],
+    )
+    .await
+    .unwrap();
+    (sites, dir)
+}
+
 /// The bundled sites, an engine with `policies`, and the bundled tasks registered against
 /// where the sites are served (the report says what did not validate).
 pub async fn engine_with_sites(
