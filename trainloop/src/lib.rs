@@ -12,6 +12,7 @@
 pub mod config;
 pub mod curriculum;
 pub mod data;
+mod plan;
 pub mod run;
 
 pub use config::RunConfig;

@@ -30,8 +30,8 @@ use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 use uuid::Uuid;
 
 use crate::config::{HeldOut, RunConfig};
-use crate::curriculum::{History, TaskInfo, TaskOutcome};
-use crate::{RunError, data};
+use crate::curriculum::TaskOutcome;
+use crate::{RunError, data, plan};
 
 /// What a run reports while it works.
 #[derive(Debug, Clone)]
@@ -271,7 +271,13 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             .start_iteration(ctx.run, 0, "eval", &serde_json::json!({}))
             .await?
     } else {
-        let horizons = plan(ctx, idx, &existing).await?;
+        let tasks: Vec<(String, usize)> = store
+            .load_tasks(&ctx.cfg.train)
+            .await?
+            .iter()
+            .map(|t| (t.id.to_string(), t.rubric.fact_count()))
+            .collect();
+        let horizons = plan::horizons(&ctx.cfg, &tasks, idx, &existing);
         store
             .start_iteration(
                 ctx.run,
@@ -316,69 +322,6 @@ async fn reload(store: &Store, run: Uuid, i: i32) -> Result<IterationView, RunEr
         .into_iter()
         .find(|it| it.idx == i)
         .ok_or(RunError::NoRun(run))
-}
-
-/// Each training task's horizon this iteration, leaving out (with probability 1 −
-/// `flat_task_weight`) tasks whose rollouts all got the same reward in each of the last two
-/// iterations.
-async fn plan(
-    ctx: &Ctx<'_>,
-    idx: u32,
-    before: &[IterationView],
-) -> Result<BTreeMap<String, u32>, RunError> {
-    let tasks = ctx.engine.store().load_tasks(&ctx.cfg.train).await?;
-    let history = history(before);
-    let mut rng =
-        rand::rngs::StdRng::seed_from_u64(ctx.cfg.seed ^ u64::from(idx).wrapping_mul(0x9E37_79B9));
-    let mut out = BTreeMap::new();
-    for t in &tasks {
-        let past = history.get(t.id.as_str()).map_or(&[][..], Vec::as_slice);
-        let flat = past.len() >= 2
-            && past[past.len() - 2..]
-                .iter()
-                .all(|o| o.success == 0.0 || o.success == 1.0);
-        if flat && rng.random::<f64>() >= ctx.cfg.flat_task_weight {
-            continue;
-        }
-        let info = TaskInfo {
-            id: t.id.as_str(),
-            facts: t.rubric.fact_count(),
-        };
-        out.insert(
-            t.id.to_string(),
-            ctx.cfg.curriculum.horizon(idx, info, &history),
-        );
-    }
-    if out.is_empty() {
-        // Every task was flat and none was drawn: keep them all rather than train on nothing.
-        for t in &tasks {
-            let info = TaskInfo {
-                id: t.id.as_str(),
-                facts: t.rubric.fact_count(),
-            };
-            out.insert(
-                t.id.to_string(),
-                ctx.cfg.curriculum.horizon(idx, info, &history),
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// Each task's outcomes in earlier iterations, from their reports.
-fn history(before: &[IterationView]) -> History {
-    let mut h = History::new();
-    for it in before.iter().filter(|it| it.idx > 0) {
-        let Some(tasks) = it.report.as_ref().and_then(|r| r.get("tasks")) else {
-            continue;
-        };
-        if let Ok(m) = serde_json::from_value::<BTreeMap<String, TaskOutcome>>(tasks.clone()) {
-            for (task, o) in m {
-                h.entry(task).or_default().push(o);
-            }
-        }
-    }
-    h
 }
 
 async fn run_campaign(ctx: &Ctx<'_>, idx: u32, id: Uuid) -> Result<(), RunError> {
