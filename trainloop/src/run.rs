@@ -24,7 +24,7 @@ use engine::policy::{BatchLimits, Policy};
 use engine::store::{EpisodeFilter, IterationUpdate, IterationView, RunView, Store, TaskFilter};
 use engine::traces::{self, Blobs, Replayer};
 use engine::{CampaignSpec, Engine};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use training::select::{FbcFilter, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 use uuid::Uuid;
