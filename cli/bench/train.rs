@@ -35,6 +35,12 @@ pub struct TrainArgs {
     /// Timed optimiser steps per model and objective.
     #[arg(long, default_value_t = 3)]
     steps: usize,
+    /// Where to train: cpu, cuda or cuda:N (cuda needs a `--features train-cuda` build).
+    #[arg(long = "train-device", default_value = "cpu")]
+    device: String,
+    /// Precision of the passes: auto (bf16 on a GPU, f32 on the CPU), f32 or bf16.
+    #[arg(long, default_value = "auto")]
+    precision: training::Precision,
     /// Print JSON lines instead of a table.
     #[arg(long = "json-lines")]
     json: bool,
@@ -53,11 +59,19 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             models.push(dir.join("smollm2-135m"));
         }
     }
-    let device = candle_core::Device::Cpu;
+    let device = training::parse_device(&a.device).context("--train-device")?;
+    let precision = a.precision;
     if !a.json {
         println!(
-            "trainer (candle, CPU, fp32): batch x ({} prompt + {} response tokens), {} timed steps",
-            a.prompt_tokens, a.response_tokens, a.steps
+            "trainer (candle, {}, {}): batch x ({} prompt + {} response tokens), {} timed steps",
+            training::device_name(&device),
+            match precision.compute_dtype(&device) {
+                candle_core::DType::BF16 => "bf16 over f32 weights",
+                _ => "f32",
+            },
+            a.prompt_tokens,
+            a.response_tokens,
+            a.steps
         );
         println!(
             "{:<28} {:>9} {:>12} {:>6} {:>12} {:>10} {:>10}",
@@ -82,7 +96,7 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
         };
         for &objective in &a.objectives {
             let (m, d) = (model.clone(), device.clone());
-            let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d))
+            let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d, precision))
                 .await?
                 .with_context(|| {
                     format!(

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
 use crate::decoder::DecoderConfig;
+use crate::device::Precision;
 use crate::objective::Objective;
 use crate::sample::Sample;
 use crate::trainer::{TrainConfig, Trainer};
@@ -43,6 +44,12 @@ pub struct BenchResult {
     pub samples_per_s: f64,
     /// Seconds per optimiser step (median of the timed steps).
     pub step_s: f64,
+    /// Where it ran (`cpu`, `cuda:0`).
+    #[serde(default)]
+    pub device: String,
+    /// Dtype of the matrix products (`f32`, `bf16`).
+    #[serde(default)]
+    pub precision: String,
 }
 
 /// Models above this many trainable parameters default to [`BIG_MODEL_BATCH`] samples.
@@ -90,10 +97,12 @@ pub fn run(
     shape: BenchShape,
     objective: Objective,
     device: &Device,
+    precision: Precision,
 ) -> Result<BenchResult, TrainError> {
     let cfg = TrainConfig {
         objective,
         micro_batch: shape.batch,
+        precision,
         ..TrainConfig::default()
     };
     let mut trainer = Trainer::load(model, cfg, device)?;
@@ -105,9 +114,41 @@ pub fn run(
         .values()
         .map(|v| v.elem_count())
         .sum();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let samples = synthetic_samples(hidden, vocab, shape, 0);
+    trainer.update(&samples, &mut |_, _, _| {})?;
+    device.synchronize()?;
+    let mut times = Vec::with_capacity(shape.steps);
+    for _ in 0..shape.steps.max(1) {
+        let start = Instant::now();
+        trainer.update(&samples, &mut |_, _, _| {})?;
+        // A GPU queues work: the step ends when its kernels have run.
+        device.synchronize()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    let total: f64 = times.iter().sum();
+    times.sort_by(f64::total_cmp);
+    let n = times.len() as f64;
+    Ok(BenchResult {
+        shape,
+        objective,
+        parameters,
+        tokens_per_s: (shape.batch * (shape.prompt + shape.response)) as f64 * n / total,
+        samples_per_s: shape.batch as f64 * n / total,
+        step_s: times[times.len() / 2],
+        device: crate::device::device_name(device),
+        precision: match trainer.decoder().compute_dtype() {
+            candle_core::DType::BF16 => "bf16".to_string(),
+            _ => "f32".to_string(),
+        },
+    })
+}
+
+/// `shape.batch` samples of random embeddings and response tokens, advantages alternating
+/// ±0.1 (so GRPO has both signs): the figures depend on shapes, not on values.
+pub fn synthetic_samples(hidden: usize, vocab: usize, shape: BenchShape, seed: u64) -> Vec<Sample> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let len = shape.prompt + shape.response;
-    let samples: Vec<Sample> = (0..shape.batch)
+    (0..shape.batch)
         .map(|i| Sample {
             embeds: (0..len * hidden)
                 .map(|_| rng.random::<f32>() - 0.5)
@@ -121,25 +162,7 @@ pub fn run(
             allowed: None,
             advantage: if i % 2 == 0 { 0.1 } else { -0.1 },
         })
-        .collect();
-    trainer.update(&samples, &mut |_, _, _| {})?;
-    let mut times = Vec::with_capacity(shape.steps);
-    for _ in 0..shape.steps.max(1) {
-        let start = Instant::now();
-        trainer.update(&samples, &mut |_, _, _| {})?;
-        times.push(start.elapsed().as_secs_f64());
-    }
-    let total: f64 = times.iter().sum();
-    times.sort_by(f64::total_cmp);
-    let n = times.len() as f64;
-    Ok(BenchResult {
-        shape,
-        objective,
-        parameters,
-        tokens_per_s: (shape.batch * len) as f64 * n / total,
-        samples_per_s: shape.batch as f64 * n / total,
-        step_s: times[times.len() / 2],
-    })
+        .collect()
 }
 
 #[cfg(test)]

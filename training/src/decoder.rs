@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use candle_core::{D, Device, Tensor, Var};
+use candle_core::{D, DType, Device, Tensor, Var};
 
 use crate::TrainError;
 use inference::onnx_file::{DataType, Initializer, read_initializers};
@@ -83,6 +83,8 @@ pub struct Decoder {
     /// `[3, 1, 1, head_dim]` one-hot axis pick for M-RoPE.
     mrope_pick: Option<Tensor>,
     vocab: usize,
+    /// Dtype of the matrix products (f32, or bf16 for mixed precision: see `device`).
+    compute: DType,
 }
 
 fn layer_names(i: usize) -> [String; 9] {
@@ -177,6 +179,7 @@ impl Decoder {
             params,
             mrope_pick,
             vocab,
+            compute: DType::F32,
         })
     }
 
@@ -193,6 +196,23 @@ impl Decoder {
     /// The device the parameters live on.
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// Sets the dtype of the matrix products: f32, or bf16 over the f32 parameters (each
+    /// forward pass casts them; their gradients come back in f32 through the cast).
+    pub fn set_compute_dtype(&mut self, dtype: DType) -> Result<(), TrainError> {
+        if !matches!(dtype, DType::F32 | DType::BF16) {
+            return Err(TrainError::Input(format!(
+                "precision: the trainer computes in f32 or bf16, not {dtype:?}"
+            )));
+        }
+        self.compute = dtype;
+        Ok(())
+    }
+
+    /// The dtype of the matrix products.
+    pub fn compute_dtype(&self) -> DType {
+        self.compute
     }
 
     /// Whether `position_ids` has three axes (Qwen2-VL's M-RoPE).
@@ -243,7 +263,13 @@ impl Decoder {
     /// The language-model head over final hidden states `[.., hidden]` (a trainer applies it
     /// only to the rows it scores: the vocabulary is the widest tensor of a step).
     pub fn head(&self, hidden: &Tensor) -> Result<Tensor, TrainError> {
-        linear(hidden, &self.params["lm_head.weight_t"])
+        let w = self.weight(&self.params["lm_head.weight_t"])?;
+        Ok(linear(&hidden.to_dtype(self.compute)?, &w)?.to_dtype(DType::F32)?)
+    }
+
+    /// A parameter in the compute dtype.
+    fn weight(&self, w: &Tensor) -> Result<Tensor, TrainError> {
+        Ok(w.to_dtype(self.compute)?)
     }
 
     /// The final normalised hidden states `[batch, seq, hidden]`.
@@ -263,37 +289,44 @@ impl Decoder {
             )));
         }
         let (cos, sin) = self.rope_tables(b, s, positions)?; // [B, S, D]
-        let cos = cos.unsqueeze(1)?; // [B,1,S,D]
-        let sin = sin.unsqueeze(1)?;
+        let cos = cos.unsqueeze(1)?.to_dtype(self.compute)?; // [B,1,S,D]
+        let sin = sin.unsqueeze(1)?.to_dtype(self.compute)?;
         let bias = self.attention_bias(b, s, mask)?; // [B,1,S,S]
         let nh = c.heads;
 
-        let mut x = embeds.clone();
+        // The residual stream stays f32 (bf16 would round every layer's sum); the products
+        // run in the compute dtype.
+        let mut x = embeds.to_dtype(DType::F32)?;
         for i in 0..c.layers {
             let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
+            let [wq, wk, wv, wo, wg, wu, wd] = [wq, wk, wv, wo, wg, wu, wd].map(|w| self.weight(w));
+            let (wq, wk, wv, wo, wg, wu, wd) = (wq?, wk?, wv?, wo?, wg?, wu?, wd?);
             let y = self.rms_norm(&x, ln1)?;
             // Heads h = kv * G + g, as the export's [B, S, KV, G, D] reshape numbers them;
             // each key/value head is repeated for its G query heads (transformers' repeat_kv).
-            let q = linear(&y, wq)?.reshape((b, s, nh, d))?.transpose(1, 2)?;
-            let k = linear(&y, wk)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
-            let v = linear(&y, wv)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+            let y = y.to_dtype(self.compute)?;
+            let q = linear(&y, &wq)?.reshape((b, s, nh, d))?.transpose(1, 2)?;
+            let k = linear(&y, &wk)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+            let v = linear(&y, &wv)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
             let q = (q.broadcast_mul(&cos)? + rotate_half(&q, d)?.broadcast_mul(&sin)?)?;
             let k = (k.broadcast_mul(&cos)? + rotate_half(&k, d)?.broadcast_mul(&sin)?)?;
             let k = repeat_kv(&k, g)?;
             let v = repeat_kv(&v, g)?;
             let scores = q.contiguous()?.matmul(&k.transpose(2, 3)?.contiguous()?)?;
-            let probs = crate::ops::masked_softmax(&scores, &bias)?;
+            // Softmax in f32: the bias's lowest-f32 mask would round to -inf in bf16.
+            let probs = crate::ops::masked_softmax(&scores.to_dtype(DType::F32)?, &bias)?
+                .to_dtype(self.compute)?;
             let attn = probs
                 .matmul(&v)?
                 .transpose(1, 2)?
                 .contiguous()?
                 .reshape((b, s, nh * d))?;
-            x = (x + linear(&attn, wo)?)?;
-            let y = self.rms_norm(&x, ln2)?;
-            let gate = linear(&y, wg)?;
+            x = (x + linear(&attn, &wo)?.to_dtype(DType::F32)?)?;
+            let y = self.rms_norm(&x, ln2)?.to_dtype(self.compute)?;
+            let gate = linear(&y, &wg)?;
             let act = (&gate * candle_nn::ops::sigmoid(&gate)?)?;
-            let up = linear(&y, wu)?;
-            x = (x + linear(&(act * up)?, wd)?)?;
+            let up = linear(&y, &wu)?;
+            x = (x + linear(&(act * up)?, &wd)?.to_dtype(DType::F32)?)?;
         }
         let x = self.rms_norm(&x, &self.params["model.norm.weight"])?;
         debug_assert_eq!(x.dims(), &[b, s, h]);

@@ -11,8 +11,10 @@
 //! never know browsers, the database, HTTP or rubrics: samples come in as plain data.
 #![deny(missing_docs)]
 
+pub mod agreement;
 pub mod bench;
 pub mod decoder;
+pub mod device;
 pub mod objective;
 mod ops;
 pub mod optim;
@@ -21,6 +23,7 @@ pub mod select;
 pub mod trainer;
 pub mod version;
 
+pub use device::{Precision, device_name, parse_device};
 pub use inference::TokenSet;
 pub use objective::{GrpoConfig, Objective};
 pub use optim::{AdamWConfig, Schedule};

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
 use crate::decoder::Decoder;
+use crate::device::Precision;
 use crate::objective::{GrpoConfig, GrpoStats, Objective, fbc_loss, grpo_loss, token_logprobs};
 use crate::optim::{Accumulator, AdamW, AdamWConfig, StepStats};
 use crate::sample::Sample;
@@ -36,6 +37,9 @@ pub struct TrainConfig {
     pub grpo: GrpoConfig,
     /// Seed of the minibatch shuffle.
     pub seed: u64,
+    /// Precision of the passes (parameters and optimiser state are f32 whatever it is).
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 impl Default for TrainConfig {
@@ -49,6 +53,7 @@ impl Default for TrainConfig {
             temperature: 1.0,
             grpo: GrpoConfig::default(),
             seed: 0,
+            precision: Precision::Auto,
         }
     }
 }
@@ -129,6 +134,7 @@ impl Trainer {
         cfg.validate()?;
         let base = version::base_of(dir)?;
         let mut decoder = Decoder::load(&base, device)?;
+        decoder.set_compute_dtype(cfg.precision.compute_dtype(device))?;
         let lineage = version::apply(dir, &mut decoder)?;
         let opt_file = dir.join(version::OPTIMIZER);
         let optimizer = match lineage {

@@ -97,6 +97,13 @@ pub struct StepArgs {
     /// Seed of the sampler and the minibatch order.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Where to train: cpu, cuda or cuda:N (cuda needs a `--features train-cuda` build).
+    #[arg(long = "train-device", default_value = "cpu")]
+    device: String,
+    /// Precision of the passes: auto (bf16 on a GPU, f32 on the CPU), f32 or bf16. The
+    /// weights and optimiser state stay f32.
+    #[arg(long, default_value = "auto")]
+    precision: training::Precision,
 }
 
 /// Runs one update.
@@ -132,6 +139,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         accumulation: a.accumulation,
         epochs: a.epochs,
         seed: a.seed,
+        precision: a.precision,
         ..TrainConfig::default()
     };
     cfg.validate()
@@ -256,10 +264,10 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         "partial_reward": a.partial_reward,
         "grpo_k": a.grpo_k,
     });
+    let device = training::parse_device(&a.device).context("--train-device")?;
     let train_bar = bar(0, "training", "optimiser steps")?;
     let tb = train_bar.clone();
     let (report, lineage) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let device = candle_core::Device::Cpu;
         let mut trainer = Trainer::load(&from, cfg, &device)
             .with_context(|| format!("--model {}: loading it for training", from.display()))?;
         let report = trainer.update(&samples, &mut |done, total, loss| {
