@@ -16,8 +16,12 @@ Not used by the test suite and nothing in CI needs torch: scripts/bench/setup-to
 installs it into its own virtual environment; scripts/bench/train-vs-torch.sh runs it
 beside `surfgym bench train`.
 
+On a GPU (--device cuda) the same update runs there; --dtype bf16 is PyTorch's automatic
+mixed precision (torch.autocast: bf16 products over f32 weights and optimiser state, the
+log-softmax in f32), the counterpart of the trainer's --precision bf16.
+
 Usage: train_torch.py --model DIR [--batch 8] [--prompt-tokens 512] [--response-tokens 32]
-                      [--steps 3] [--threads N] [--json]
+                      [--steps 3] [--threads N] [--device cpu|cuda] [--dtype f32|bf16] [--json]
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ class Decoder(nn.Module):
     def forward(self, embeds: torch.Tensor, rows: slice) -> torch.Tensor:
         """Logits of the rows `rows` of every sample (the response's predicting positions)."""
         s = embeds.shape[1]
-        freqs = torch.arange(s, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        freqs = torch.arange(s, dtype=torch.float32, device=embeds.device)[:, None] * self.inv_freq[None, :]
         emb = torch.cat([freqs, freqs], dim=-1)
         cos, sin = emb.cos()[None, None], emb.sin()[None, None]
         x = embeds
@@ -131,15 +135,18 @@ def main() -> None:
     ap.add_argument("--response-tokens", type=int, default=32)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: every core)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32", help="bf16: torch.autocast")
     ap.add_argument("--json", action="store_true", help="print one JSON line")
     a = ap.parse_args()
+    dev = torch.device(a.device)
     for name in ("batch", "prompt_tokens", "response_tokens", "steps", "threads"):
         if getattr(a, name) < 1:
             sys.exit(f"train_torch: --{name.replace('_', '-')} must be at least 1")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     cfg = read_config(a.model)
-    model = Decoder(cfg)
+    model = Decoder(cfg).to(dev)
     # transformers' initialisation scale; the values do not change the timing.
     for p in model.parameters():
         if p.dim() == 2:
@@ -148,14 +155,21 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
     b, p, r = a.batch, a.prompt_tokens, a.response_tokens
-    embeds = torch.rand(b, p + r, cfg["hidden"]) - 0.5
-    targets = torch.randint(0, cfg["vocab"], (b, r))
+    embeds = torch.rand(b, p + r, cfg["hidden"], device=dev) - 0.5
+    targets = torch.randint(0, cfg["vocab"], (b, r), device=dev)
+    bf16 = a.dtype == "bf16"
+
+    def sync() -> None:
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
     rows = slice(p - 1, p - 1 + r)  # the logits at position t predict the token at t + 1
 
     def update() -> float:
         opt.zero_grad(set_to_none=True)
-        logits = model(embeds, rows)
-        lp = torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None]).squeeze(-1)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(embeds, rows)
+        lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
         loss = -lp.mean(dim=1).mean()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -163,18 +177,22 @@ def main() -> None:
         return loss.item()
 
     first = update()
+    sync()
     if not math.isfinite(first):
         sys.exit(f"train_torch: the loss is {first}")
     times = []
     for _ in range(a.steps):
         start = time.perf_counter()
         update()
+        sync()
         times.append(time.perf_counter() - start)
     total = sum(times)
     result = {
         "model": os.path.basename(os.path.normpath(a.model)),
         "framework": f"torch {torch.__version__}",
         "threads": torch.get_num_threads(),
+        "device": str(dev),
+        "dtype": a.dtype,
         "batch": b,
         "prompt": p,
         "response": r,

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Write a random-weight Llama decoder in the shape of a real model, for training benchmarks.
+
+    python scripts/bench/random_llama.py --shape smollm2-135m --out DIR [--seed 0]
+
+Writes DIR/config.json and DIR/onnx/decoder_model_merged.onnx through the same exporter as
+the real models (scripts/models/llama_onnx.py), so the trainer loads it exactly as it loads
+SmolLM2-135M: throughput depends on shapes, not values. For machines that cannot download
+the real weights (the GPU machine has no network); needs only numpy and onnx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import llama_onnx  # noqa: E402
+
+# SmolLM2-135M-Instruct's config.json (the text settings the trainer reads).
+SHAPES = {
+    "smollm2-135m": {
+        "hidden_size": 576,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "head_dim": 64,
+        "vocab_size": 49152,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 100000.0,
+    },
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    cfg = dict(SHAPES[a.shape])
+    rng = np.random.default_rng(a.seed)
+    h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    nh, kv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+
+    def lin(out: int, inp: int) -> np.ndarray:
+        # transformers' initialisation scale.
+        return (0.02 * rng.standard_normal((out, inp), dtype=np.float32)).astype(np.float32)
+
+    ones = lambda: np.ones(h, dtype=np.float32)  # noqa: E731
+    layers = [
+        {
+            "input_layernorm": ones(),
+            "q_proj": lin(nh * d, h),
+            "k_proj": lin(kv * d, h),
+            "v_proj": lin(kv * d, h),
+            "o_proj": lin(h, nh * d),
+            "post_attention_layernorm": ones(),
+            "gate_proj": lin(inter, h),
+            "up_proj": lin(inter, h),
+            "down_proj": lin(h, inter),
+        }
+        for _ in range(cfg["num_hidden_layers"])
+    ]
+    weights = {"layers": layers, "norm": ones(), "lm_head": lin(vocab, h)}
+    os.makedirs(os.path.join(a.out, "onnx"), exist_ok=True)
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **cfg,
+              "rope_scaling": None, "hidden_act": "silu", "torch_dtype": "float32",
+              "surfgym": {"random_weights": True, "shape_of": a.shape, "seed": a.seed}}
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    llama_onnx.save_model(llama_onnx.build_decoder(weights, config),
+                          os.path.join(a.out, "onnx", "decoder_model_merged.onnx"))
+    print(f"random_llama: {a.shape} -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
