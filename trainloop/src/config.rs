@@ -155,7 +155,10 @@ impl RunConfig {
         {
             return Err("held_out.tasks: names no tasks".into());
         }
-        for (field, f) in [("train", Some(&self.train)), ("held_out.tasks", self.held_out.tasks())] {
+        for (field, f) in [
+            ("train", Some(&self.train)),
+            ("held_out.tasks", self.held_out.tasks()),
+        ] {
             if let Some(split) = f.and_then(|f| f.split.as_deref())
                 && !matches!(split, "train" | "test")
             {

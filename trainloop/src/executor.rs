@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::Engine;
-use tracing::Instrument;
 use engine::store::Store;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::run::{self, Event};
@@ -74,7 +74,9 @@ impl Executor {
         let store = self.engine.store();
         let view = store.get_run(id).await?.ok_or(RunError::NoRun(id))?;
         let failed = |e: RunError| async move {
-            let _ = store.set_run_state(id, "failed", Some(&e.to_string())).await;
+            let _ = store
+                .set_run_state(id, "failed", Some(&e.to_string()))
+                .await;
             e
         };
         let cfg: RunConfig = match serde_json::from_value(view.config.clone()) {

@@ -103,7 +103,11 @@ impl Store {
 
     /// Claims the oldest managed run that is queued, or running under a lapsed lease (its
     /// server died), for `owner` for `lease`.
-    pub async fn claim_run(&self, owner: &str, lease: Duration) -> Result<Option<Uuid>, StoreError> {
+    pub async fn claim_run(
+        &self,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Option<Uuid>, StoreError> {
         let row: Option<(Uuid,)> = sqlx::query_as(
             "UPDATE training_runs SET lease_owner = $1,
                 lease_until = now() + make_interval(secs => $2), updated_at = now()
@@ -155,11 +159,11 @@ impl Store {
 
     /// Runs by state.
     pub async fn runs_by_state(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        Ok(
-            sqlx::query_as("SELECT state, count(*) FROM training_runs GROUP BY state ORDER BY state")
-                .fetch_all(&self.pool)
-                .await?,
+        Ok(sqlx::query_as(
+            "SELECT state, count(*) FROM training_runs GROUP BY state ORDER BY state",
         )
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// The figures `/metrics` shows per run: the newest 100 runs.

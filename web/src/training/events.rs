@@ -70,11 +70,23 @@ pub async fn metrics_text(store: &Store) -> String {
         o,
         "# HELP surfgym_training_runs Training runs by state.\n# TYPE surfgym_training_runs gauge"
     );
-    for s in ["queued", "running", "paused", "completed", "failed", "cancelled"] {
+    for s in [
+        "queued",
+        "running",
+        "paused",
+        "completed",
+        "failed",
+        "cancelled",
+    ] {
         let n = states.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n);
         let _ = writeln!(o, "surfgym_training_runs{{state=\"{s}\"}} {n}");
     }
-    let series: [(&str, &str, &str, fn(&engine::store::RunFigures) -> Option<f64>); 4] = [
+    let series: [(
+        &str,
+        &str,
+        &str,
+        fn(&engine::store::RunFigures) -> Option<f64>,
+    ); 4] = [
         (
             "surfgym_training_iterations_completed",
             "Iterations finished per training run (iteration 0, the untrained evaluation, included).",

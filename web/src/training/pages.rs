@@ -146,7 +146,10 @@ fn plots(d: &RunDetail) -> String {
         &success(&by_iter),
     ));
     o.push_str(&plot(
-        &pct_axes("Success by environment steps", "environment steps (cumulative)"),
+        &pct_axes(
+            "Success by environment steps",
+            "environment steps (cumulative)",
+        ),
         &success(&|p: &CurvePoint| p.env_steps as f64),
     ));
     let plain = |title, y| Axes {
@@ -191,13 +194,7 @@ fn plots(d: &RunDetail) -> String {
         &[Series {
             name: "samples kept",
             class: "s3",
-            points: points(
-                c,
-                by_iter,
-                |p| p.samples.map(f64::from),
-                num,
-                first_rollout,
-            ),
+            points: points(c, by_iter, |p| p.samples.map(f64::from), num, first_rollout),
         }],
     ));
     o.push_str("</section>");
@@ -216,7 +213,8 @@ fn iterations_table(d: &RunDetail) -> String {
             format!("{lo:.0}–{hi:.0} (mean {mean:.1})")
         });
         let dropped = it.dropped.as_ref().map_or("–".into(), |v| v.to_string());
-        let secs = |ms: Option<i64>| ms.map_or("–".into(), |m| format!("{:.1}s", m as f64 / 1000.0));
+        let secs =
+            |ms: Option<i64>| ms.map_or("–".into(), |m| format!("{:.1}s", m as f64 / 1000.0));
         let mut links = String::new();
         for (n, c) in it.rollout_campaigns.iter().enumerate() {
             let _ = write!(
@@ -414,10 +412,18 @@ pub async fn compare_page(
     type Pair<'e> = (Option<&'e EpisodeSummary>, Option<&'e EpisodeSummary>);
     let mut rows: BTreeMap<&str, BTreeMap<i32, Pair>> = BTreeMap::new();
     for e in &a {
-        rows.entry(&e.task_id).or_default().entry(e.rollout).or_default().0 = Some(e);
+        rows.entry(&e.task_id)
+            .or_default()
+            .entry(e.rollout)
+            .or_default()
+            .0 = Some(e);
     }
     for e in &b {
-        rows.entry(&e.task_id).or_default().entry(e.rollout).or_default().1 = Some(e);
+        rows.entry(&e.task_id)
+            .or_default()
+            .entry(e.rollout)
+            .or_default()
+            .1 = Some(e);
     }
     let rate = |eps: &[&EpisodeSummary]| {
         let n = eps.len();

@@ -195,11 +195,27 @@ mod tests {
             name: "held-out",
             class: "s0",
             points: vec![
-                Point { x: 0.0, y: 0.2, label: "<b>".into(), href: Some("/#/campaigns/x".into()) },
-                Point { x: 1.0, y: 0.6, label: "ok".into(), href: None },
+                Point {
+                    x: 0.0,
+                    y: 0.2,
+                    label: "<b>".into(),
+                    href: Some("/#/campaigns/x".into()),
+                },
+                Point {
+                    x: 1.0,
+                    y: 0.6,
+                    label: "ok".into(),
+                    href: None,
+                },
             ],
         };
-        let axes = Axes { title: "t", x: "iteration", y: "success", y_range: Some((0.0, 1.0)), percent: true };
+        let axes = Axes {
+            title: "t",
+            x: "iteration",
+            y: "success",
+            y_range: Some((0.0, 1.0)),
+            percent: true,
+        };
         let svg = plot(&axes, &[s]);
         assert!(svg.contains("<a class=\"point\" href=\"/#/campaigns/x\">"));
         assert!(svg.contains("&lt;b&gt;") && !svg.contains("<b>"));
@@ -209,7 +225,13 @@ mod tests {
 
     #[test]
     fn nothing_to_plot_says_so() {
-        let axes = Axes { title: "t", x: "x", y: "y", y_range: None, percent: false };
+        let axes = Axes {
+            title: "t",
+            x: "x",
+            y: "y",
+            y_range: None,
+            percent: false,
+        };
         assert!(plot(&axes, &[]).contains("No points yet"));
     }
 }
