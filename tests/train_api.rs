@@ -467,3 +467,127 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
     let png = s.screenshot().await.unwrap();
     save_png(&png.bytes, "training-compare.png");
 }
+
+async fn lease_owner(pool: &PgPool, id: uuid::Uuid) -> Option<String> {
+    sqlx::query_scalar("SELECT lease_owner FROM training_runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Polls `GET /api/training-runs/{id}` until `done` holds of it.
+async fn wait_for(
+    http: &reqwest::Client,
+    url: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let (_, run) = call(http, "GET", url, None).await;
+        if done(&run) {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {run}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn the_executor_stops_a_paused_run_between_phases_and_a_cancelled_one_with_its_campaigns(
+    pool: PgPool,
+) {
+    let (sites, dir) = common::miniwob_sites().await;
+    let engine = common::new_engine(pool.clone(), PolicyRegistry::builtin());
+    engine
+        .register_miniwob(&dir, &sites.bases()["miniwob"])
+        .await
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let executor = trainloop::executor::Executor {
+        engine: engine.clone(),
+        root: root.path().to_path_buf(),
+        owner: "test-server".into(),
+        lease: Duration::from_secs(30),
+        dylib: Arc::new(|_| Ok(dylib())),
+    }
+    .spawn();
+    let addr = serve_web(&engine).await;
+    let http = reqwest::Client::new();
+    let cfg = json!({
+        "name": "stop and go", "model": tiny_text(),
+        "train": {"ids": ["miniwob.click-test", "miniwob.click-test-2"]},
+        "held_out": "seeds", "iterations": 3, "rollouts_per_task": 4,
+        "curriculum": {"kind": "fixed", "horizon": 3}, "eval_horizon": 2, "eval_rollouts": 2,
+        "objective": "fbc", "policy": {"max_new_tokens": 16}
+    });
+    let base = format!("http://{addr}/api/training-runs");
+    let (_, created) = call(&http, "POST", &base, Some(&cfg)).await;
+    let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
+    let url = format!("{base}/{id}");
+
+    // Paused while it works: the phase in progress ends, nothing after it starts.
+    wait_for(&http, &url, "started", |r| r["state"] == json!("running")).await;
+    let (status, _) = call(&http, "POST", &format!("{url}/pause"), None).await;
+    assert_eq!(status, 200);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lease_owner(&pool, id).await.is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the executor never let the paused run go"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, paused) = call(&http, "GET", &url, None).await;
+    assert_eq!(paused["state"], json!("paused"), "{paused}");
+    assert_eq!(
+        paused["active_campaigns"],
+        json!([]),
+        "no campaign left running"
+    );
+    let before = paused["iterations"].as_array().unwrap().len();
+    assert!(before <= 1, "stopped in iteration 0: {paused}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, still) = call(&http, "GET", &url, None).await;
+    assert_eq!(
+        still["iterations"], paused["iterations"],
+        "nothing moved while paused"
+    );
+
+    // Resumed: the executor takes it up again; cancelled mid-rollout, its campaigns end too
+    // and the run ends cancelled, not failed.
+    let (status, _) = call(&http, "POST", &format!("{url}/resume"), None).await;
+    assert_eq!(status, 200);
+    let working = wait_for(&http, &url, "rolling out in iteration 1", |r| {
+        r["active_campaigns"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|c| c["name"].as_str().unwrap_or("").contains("iteration 1"))
+        })
+    })
+    .await;
+    let (status, cancelled) = call(&http, "POST", &format!("{url}/cancel"), None).await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["state"], json!("cancelled"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lease_owner(&pool, id).await.is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the executor never let the cancelled run go"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, end) = call(&http, "GET", &url, None).await;
+    assert_eq!(end["state"], json!("cancelled"), "{end}");
+    for c in working["active_campaigns"].as_array().unwrap() {
+        let (_, c) = call(
+            &http,
+            "GET",
+            &format!("http://{addr}/api/campaigns/{}", c["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+        assert_eq!(c["status"], json!("cancelled"), "{c}");
+    }
+    executor.abort();
+}
