@@ -269,24 +269,39 @@ fn training(doc: &mut Value) {
     paths["/api/training-runs/{id}"] = json!({"get": {"summary": "one training run: config, state, iterations with their figures, learning curve, campaigns still working",
         "operationId": "getTrainingRun", "parameters": [id_param("training run id")],
         "responses": {"200": ok("the run", r("TrainingRunDetail")), "400": err("bad id"), "404": err("no such run")}}});
-    paths["/api/training-runs/{id}/pause"] = run_action("pause", "pause: the phase in progress finishes, the next does not start");
-    paths["/api/training-runs/{id}/resume"] = run_action("resume", "resume a paused (or failed) run: queued for a server's executor, which goes on at the iteration and phase it stopped in");
-    paths["/api/training-runs/{id}/cancel"] = run_action("cancel", "cancel for good, with the run's unfinished campaigns");
+    paths["/api/training-runs/{id}/pause"] = run_action(
+        "pause",
+        "pause: the phase in progress finishes, the next does not start",
+    );
+    paths["/api/training-runs/{id}/resume"] = run_action(
+        "resume",
+        "resume a paused (or failed) run: queued for a server's executor, which goes on at the iteration and phase it stopped in",
+    );
+    paths["/api/training-runs/{id}/cancel"] = run_action(
+        "cancel",
+        "cancel for good, with the run's unfinished campaigns",
+    );
     paths["/api/training-runs/{id}/events"] = json!({"get": {"summary": "server-sent events: a `run` event with the run's JSON (as getTrainingRun answers, its campaigns' progress included) whenever it changes, until it ends",
         "operationId": "trainingRunEvents", "parameters": [id_param("training run id")],
         "responses": {"200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}, "404": err("no such run")}}});
     let schemas = &mut doc["components"]["schemas"];
     schemas["RunConfig"] = json!({"type": "object", "description": "docs/training.md#training-runs: name, model (a directory on the server), train (a task filter), held_out (\"seeds\" or {\"tasks\": filter}), iterations, rollouts_per_task, curriculum, eval_horizon, eval_rollouts, objective (fbc or grpo), fbc_iterations, lr, epochs, micro_batch, flat_task_weight, policy, seed; unknown fields are errors",
         "required": ["name", "model", "train", "held_out", "iterations", "curriculum", "eval_horizon"]});
-    schemas["TrainingRun"] = obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "config": r("RunConfig"),
+    schemas["TrainingRun"] = obj(
+        json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "config": r("RunConfig"),
         "state": {"enum": ["queued", "running", "paused", "completed", "failed", "cancelled"]}, "version": {"type": ["string", "null"], "description": "the newest published version (null: the base model)"},
-        "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "updated_at": {"type": "string"}}), &["id", "name", "config", "state"]);
-    schemas["TrainingIteration"] = obj(json!({"idx": {"type": "integer", "description": "0: the untrained model's evaluation"}, "phase": {"enum": ["rollout", "train", "eval", "done"]},
+        "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "updated_at": {"type": "string"}}),
+        &["id", "name", "config", "state"],
+    );
+    schemas["TrainingIteration"] = obj(
+        json!({"idx": {"type": "integer", "description": "0: the untrained model's evaluation"}, "phase": {"enum": ["rollout", "train", "eval", "done"]},
         "horizons": {"type": "object", "description": "each train task's horizon"}, "rollout_campaigns": {"type": "array", "items": {"type": "string", "format": "uuid"}},
         "eval_campaign": {"type": ["string", "null"]}, "parent_version": {"type": ["string", "null"]}, "version": {"type": ["string", "null"]},
         "samples": {"type": ["integer", "null"]}, "dropped": {"type": ["object", "null"]}, "loss": {"type": ["number", "null"]},
         "train_success": {"type": ["number", "null"]}, "eval_success": {"type": ["number", "null"]}, "env_steps": {"type": ["integer", "null"]},
-        "rollout_ms": {"type": ["integer", "null"]}, "train_ms": {"type": ["integer", "null"]}, "eval_ms": {"type": ["integer", "null"]}, "report": {"type": ["object", "null"]}}), &["idx", "phase"]);
+        "rollout_ms": {"type": ["integer", "null"]}, "train_ms": {"type": ["integer", "null"]}, "eval_ms": {"type": ["integer", "null"]}, "report": {"type": ["object", "null"]}}),
+        &["idx", "phase"],
+    );
     schemas["TrainingRunDetail"] = json!({"allOf": [r("TrainingRun"), obj(json!({
         "iterations": {"type": "array", "items": r("TrainingIteration")},
         "curve": {"type": "array", "items": obj(json!({"iteration": {"type": "integer"}, "env_steps": {"type": "integer", "description": "cumulative"},

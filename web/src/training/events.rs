@@ -52,6 +52,14 @@ pub async fn run_events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
+/// A per-run series: name, help, type, and its value for a run.
+type Series = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&engine::store::RunFigures) -> Option<f64>,
+);
+
 /// A Prometheus label value.
 fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -81,12 +89,7 @@ pub async fn metrics_text(store: &Store) -> String {
         let n = states.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n);
         let _ = writeln!(o, "surfgym_training_runs{{state=\"{s}\"}} {n}");
     }
-    let series: [(
-        &str,
-        &str,
-        &str,
-        fn(&engine::store::RunFigures) -> Option<f64>,
-    ); 4] = [
+    let series: [Series; 4] = [
         (
             "surfgym_training_iterations_completed",
             "Iterations finished per training run (iteration 0, the untrained evaluation, included).",
