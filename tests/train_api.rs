@@ -591,3 +591,99 @@ async fn the_executor_stops_a_paused_run_between_phases_and_a_cancelled_one_with
     }
     executor.abort();
 }
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_server_killed_mid_run_is_taken_over_by_the_next_which_resumes_the_run(pool: PgPool) {
+    let serve = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_surfgym"))
+            .args([
+                "serve",
+                "--port",
+                "0",
+                "--sites-port",
+                "0",
+                "--lease-secs",
+                "3",
+            ])
+            .env("DATABASE_URL", common::database_url(&pool))
+            .env("SURFGYM_DATA_DIR", common::data_dir())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = serve();
+    // The server registers MiniWoB++'s tasks; the run waits for them.
+    let store = Store::from_pool(pool.clone());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while store
+        .load_tasks(&engine::store::TaskFilter {
+            ids: vec!["miniwob.click-test".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the server never registered MiniWoB++"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let cfg: trainloop::RunConfig = serde_json::from_value(json!({
+        "name": "takeover", "model": tiny_text(),
+        "train": {"ids": ["miniwob.click-test", "miniwob.click-test-2"]},
+        "held_out": "seeds", "iterations": 1, "rollouts_per_task": 4,
+        "curriculum": {"kind": "fixed", "horizon": 3}, "eval_horizon": 2, "eval_rollouts": 2,
+        "objective": "fbc", "policy": {"max_new_tokens": 16}
+    }))
+    .unwrap();
+    let id = trainloop::executor::submit(&store, &cfg).await.unwrap();
+    // Killed once iteration 1's rollouts are under way.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        assert!(Instant::now() < deadline, "iteration 1 never started");
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM training_iterations i JOIN episodes e ON e.campaign_id = ANY(i.rollout_campaigns)
+             WHERE i.run_id = $1 AND i.idx = 1 AND e.status IN ('running', 'finished')",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        if n > 0 {
+            break;
+        }
+        assert!(first.try_wait().unwrap().is_none(), "the server stopped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    unsafe { libc::kill(first.id() as i32, libc::SIGKILL) };
+    first.wait().unwrap();
+    let held_by = lease_owner(&pool, id).await;
+    assert!(held_by.is_some(), "the killed server held the run");
+
+    let mut second = serve();
+    let state = wait_for_state(&store, id, Duration::from_secs(300)).await;
+    unsafe { libc::kill(second.id() as i32, libc::SIGTERM) };
+    second.wait().unwrap();
+    let view = store.get_run(id).await.unwrap().unwrap();
+    assert_eq!(state, "completed", "{view:?}");
+    let its = store.run_iterations(id).await.unwrap();
+    assert_eq!(its.iter().map(|i| i.idx).collect::<Vec<_>>(), [0, 1]);
+    // Every planned episode ran once, whichever server ran it.
+    for it in &its {
+        for c in it.rollout_campaigns.iter().chain(it.eval_campaign.iter()) {
+            let v = store.get_campaign(*c).await.unwrap().unwrap();
+            assert_eq!(v.status, "completed", "campaign {c}");
+            assert_eq!(v.counts.finished, v.total_episodes, "campaign {c}");
+        }
+    }
+    // One update, straight from the base model (a version's lineage names no parent
+    // version then).
+    let v1 = PathBuf::from(its[1].version.clone().unwrap());
+    let lineage: Value =
+        serde_json::from_slice(&std::fs::read(v1.join("train.json")).unwrap()).unwrap();
+    assert_eq!(lineage["parent"], Value::Null, "{lineage}");
+    assert_eq!(view.version.as_deref(), its[1].version.as_deref());
+}

@@ -56,7 +56,8 @@ pub fn start_training_executor(
             std::process::id(),
             uuid::Uuid::new_v4().simple()
         ),
-        lease: std::time::Duration::from_secs(30),
+        // As long as an episode's: how soon another server takes over from a dead one.
+        lease: std::time::Duration::from_secs(common.lease_secs.max(1)),
         dylib: std::sync::Arc::new(move |_| dylib.clone()),
     }
     .spawn()
