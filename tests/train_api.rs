@@ -318,7 +318,30 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
     .await;
     assert_eq!(status, 202, "{created}");
     let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
-    let state = wait_for_state(engine.store(), id, Duration::from_secs(240)).await;
+    // The page, in a real browser through the project's pool, opened while the run works:
+    // it follows the run's events and re-renders itself until the run completes.
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    let r = s
+        .act(&Action::Goto(format!("http://{addr}/training-runs/{id}")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    assert_ne!(
+        js(&s, "document.getElementById('run-state').textContent").await,
+        json!("completed"),
+        "opened before the end"
+    );
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while js(&s, "document.getElementById('run-state').textContent").await != json!("completed") {
+        let state = engine.store().get_run(id).await.unwrap().unwrap().state;
+        assert!(state != "failed", "the run failed");
+        assert!(
+            Instant::now() < deadline,
+            "the page never showed the run complete ({state})"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let state = wait_for_state(engine.store(), id, Duration::from_secs(10)).await;
     let (_, run) = call(
         &http,
         "GET",
@@ -334,13 +357,7 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
     assert_eq!(run["curve"].as_array().unwrap().len(), 2);
     assert_eq!(run["active_campaigns"], json!([]));
 
-    // The page, in a real browser through the project's pool.
-    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    let r = s
-        .act(&Action::Goto(format!("http://{addr}/training-runs/{id}")))
-        .await
-        .unwrap();
-    assert_eq!(r.error, None);
+    // What the live page shows now (no reload: the script swapped it in) is the API's.
     assert_eq!(
         js(&s, "document.getElementById('run-name').textContent").await,
         json!(name),
