@@ -187,8 +187,37 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
 
     // Pause → resume → cancel, with 409s from states a change does not apply to.
     let act = |verb: &str| format!("{base}/{id}/{verb}");
-    let (status, body) = call(&http, "POST", &act("pause"), None).await;
-    assert_eq!((status, body["state"].clone()), (200, json!("paused")));
+    // Paused from its page: the button posts, the page shows the new state.
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    let r = s
+        .act(&Action::Goto(format!("http://{addr}/training-runs/{id}")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!(
+        js(&s, "document.getElementById('run-state').textContent").await,
+        json!("queued")
+    );
+    js(
+        &s,
+        "document.querySelector('button[data-action=\"pause\"]').click(), true",
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while js(&s, "document.getElementById('run-state').textContent").await != json!("paused") {
+        assert!(
+            Instant::now() < deadline,
+            "the page never showed the run paused"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        js(&s, "[...document.querySelectorAll('button[data-action]')].map(b => b.dataset.action).join()").await,
+        json!("resume,cancel")
+    );
+    let (_, body) = call(&http, "GET", &format!("{base}/{id}"), None).await;
+    assert_eq!(body["state"], json!("paused"));
+    drop(s);
     let (status, body) = call(&http, "POST", &act("pause"), None).await;
     assert_eq!(status, 409, "{body}");
     assert!(

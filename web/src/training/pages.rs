@@ -290,6 +290,28 @@ fn compare_form(d: &RunDetail) -> String {
     )
 }
 
+/// Pause, resume and cancel, as the run's state allows (the page's script posts them).
+fn controls(r: &engine::store::RunView) -> String {
+    let allowed: &[(&str, &str)] = match r.state.as_str() {
+        "queued" | "running" => &[("pause", "Pause"), ("cancel", "Cancel")],
+        "paused" => &[("resume", "Resume"), ("cancel", "Cancel")],
+        "failed" => &[("resume", "Retry")],
+        _ => &[],
+    };
+    if allowed.is_empty() {
+        return String::new();
+    }
+    let mut o = format!("<p class=\"controls\" data-run=\"{}\">", r.id);
+    for (action, label) in allowed {
+        let _ = write!(
+            o,
+            "<button type=\"button\" class=\"btn btn-small\" data-action=\"{action}\">{label}</button> "
+        );
+    }
+    o.push_str("<span class=\"control-error\" role=\"alert\"></span></p>");
+    o
+}
+
 /// The body of a run's page (also what the live script swaps in).
 fn run_body(d: &RunDetail) -> String {
     let r = &d.run;
@@ -308,6 +330,7 @@ fn run_body(d: &RunDetail) -> String {
     if let Some(e) = &r.error {
         let _ = write!(o, "<p class=\"banner banner-error\">{}</p>", esc(e));
     }
+    o.push_str(&controls(r));
     for c in &d.active_campaigns {
         let _ = write!(
             o,
