@@ -253,6 +253,22 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
         "surfgym_training_iterations_completed{{run=\"{id}\",name=\"api run\"}} 0"
     )));
 
+    // The dashboard's index links the training runs' list, which links the run.
+    let page = |path: String| {
+        let http = http.clone();
+        async move { http.get(path).send().await.unwrap().text().await.unwrap() }
+    };
+    assert!(
+        page(format!("http://{addr}/"))
+            .await
+            .contains("href=\"/training-runs\"")
+    );
+    let list = page(format!("http://{addr}/training-runs")).await;
+    assert!(
+        list.contains(&format!("href=\"/training-runs/{id}\">api run</a>")),
+        "{list}"
+    );
+
     // Leases: one server at a time; a lapsed lease (its server died) is taken over.
     let store = engine.store();
     let (_, second) = call(&http, "POST", &base, Some(&config())).await;
@@ -289,12 +305,15 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
     // A run started by `surfgym train run` is its process's, never claimed.
     let cli_run = uuid::Uuid::new_v4();
     store.create_run(cli_run, "cli", &config()).await.unwrap();
+    // `surfgym train resume` takes a run over only from no live server.
+    assert!(!store.take_run(second).await.unwrap(), "server-b holds it");
     store.release_run(second, "server-b").await.unwrap();
-    store
-        .set_run_state(second, "cancelled", None)
-        .await
-        .unwrap();
-    assert_eq!(store.claim_run("server-c", lease).await.unwrap(), None);
+    assert!(store.take_run(second).await.unwrap());
+    assert_eq!(
+        store.claim_run("server-c", lease).await.unwrap(),
+        None,
+        "neither the CLI's runs nor one it took over are claimed"
+    );
 }
 
 async fn wait_for_state(store: &Store, id: uuid::Uuid, limit: Duration) -> String {

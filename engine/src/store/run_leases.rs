@@ -157,6 +157,19 @@ impl Store {
         Ok(())
     }
 
+    /// Hands a run to the calling process (`surfgym train resume`): no server's executor
+    /// claims it afterwards. False while a server holds it under a live lease.
+    pub async fn take_run(&self, id: Uuid) -> Result<bool, StoreError> {
+        let r = sqlx::query(
+            "UPDATE training_runs SET managed = false, lease_owner = NULL, lease_until = NULL
+             WHERE id = $1 AND (lease_until IS NULL OR lease_until < now())",
+        )
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
     /// Runs by state.
     pub async fn runs_by_state(&self) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(sqlx::query_as(
