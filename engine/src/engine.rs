@@ -92,6 +92,16 @@ impl Engine {
             .register(policy);
     }
 
+    /// Removes a policy [`Engine::register_policy`] added, once nothing will run it (a
+    /// training run's, when the run stops here); campaigns running keep their snapshot.
+    pub fn unregister_policy(&self, name: &str) {
+        self.inner
+            .policies
+            .write()
+            .expect("policy lock")
+            .remove(name);
+    }
+
     /// Progress events of every campaign this engine runs.
     pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
         self.inner.events.subscribe()

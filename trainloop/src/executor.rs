@@ -103,10 +103,15 @@ impl Executor {
         }
         let events = |e: Event| log(id, e);
         let work = run::execute(&self.engine, &policies, id, &self.root, &dylib, &events);
-        tokio::select! {
+        let result = tokio::select! {
             r = work => r.map(|v| v.state),
             lost = self.keep_lease(id) => Err(lost),
-        }
+        };
+        // The models stay loaded only while the run is here.
+        let (sample, greedy) = run::policy_names(id);
+        self.engine.unregister_policy(&sample);
+        self.engine.unregister_policy(&greedy);
+        result
     }
 
     /// Renews the lease until it is lost (another server took the run over after this one
