@@ -163,3 +163,35 @@ pub async fn cancel(
     }
     Ok(Json(detail(state.engine.store(), id).await?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_field(e: ApiError) -> String {
+        match e {
+            ApiError::Invalid(f) => f[0].field.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn trainloop_messages_become_the_field_they_name() {
+        let f = |m: &str| first_field(run_error(RunError::Config(m.into())));
+        assert_eq!(f("train.split: unknown split \"dev\""), "train.split");
+        assert_eq!(f("model: the trainer cannot train it: bad"), "model");
+        // A sentence, not a field: no field named.
+        assert_eq!(f("campaign x ended failed, not completed"), "");
+    }
+
+    #[test]
+    fn serde_errors_name_the_field_at_the_top_level_too() {
+        assert_eq!(serde_field("eval_horizon", "invalid value"), "eval_horizon");
+        assert_eq!(
+            serde_field(".", "unknown field `sneaky`, expected one of `name`"),
+            "sneaky"
+        );
+        assert_eq!(serde_field(".", "missing field `name`"), "name");
+        assert_eq!(serde_field(".", "expected a map"), "");
+    }
+}

@@ -100,3 +100,32 @@ pub async fn detail(store: &Store, id: Uuid) -> Result<RunDetail, ApiError> {
         active_campaigns,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_curve_sums_environment_steps_and_spans_the_horizons() {
+        let it = |idx: i32, steps: Option<i64>, h: serde_json::Value| IterationView {
+            idx,
+            phase: "done".into(),
+            horizons: h,
+            env_steps: steps,
+            ..Default::default()
+        };
+        let c = curve(&[
+            it(0, None, serde_json::json!({})),
+            it(1, Some(40), serde_json::json!({"a": 10, "b": 20, "c": 30})),
+            it(2, Some(60), serde_json::json!({"a": 20})),
+        ]);
+        assert_eq!(
+            c.iter().map(|p| p.env_steps).collect::<Vec<_>>(),
+            [0, 40, 100]
+        );
+        assert_eq!(c[0].horizon, None, "iteration 0 rolls nothing out");
+        assert_eq!(c[1].horizon, Some([10.0, 20.0, 30.0]));
+        assert_eq!(c[2].horizon, Some([20.0, 20.0, 20.0]));
+        assert!(c.iter().all(|p| p.done));
+    }
+}
