@@ -1,3 +1,4 @@
+-- Numbered 0017: 0016 is taken by the API tokens (branch auth), merged separately.
 -- Training runs created through the API are executed by a server (`surfgym serve`) that
 -- claims them with a lease, so a restarted or replaced server takes over a run its
 -- predecessor held. Runs started by `surfgym train run` stay with that process
