@@ -1,5 +1,6 @@
 //! `surfgym demo`: the whole product on bundled data: a scripted and a random campaign
-//! over the bundled tasks, a summary, and the dashboard until Ctrl-C.
+//! over the bundled tasks, a summary, a short training run (its learning curve on the
+//! dashboard), and the dashboard until Ctrl-C.
 
 use std::process::ExitCode;
 
@@ -28,6 +29,9 @@ pub struct DemoArgs {
     /// Step limit per episode, capping each task's own (default: each task's own).
     #[arg(long)]
     pub max_steps: Option<u32>,
+    /// Skip the short training run (tiny-text, two iterations) that follows the campaigns.
+    #[arg(long)]
+    pub no_train: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -61,6 +65,20 @@ pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
     progress::watch(&env.db.store, &ids).await?;
     summary::print(&env.db.store, &ids).await?;
     println!();
+    if !args.no_train
+        && let Some(run) = super::demo_train::start(common, &env.engine).await?
+    {
+        let executor = super::serve::start_training_executor(common, &env.engine);
+        println!(
+            "training run {run}: its learning curve at {}training-runs/{run}",
+            url(addr)
+        );
+        let state = super::demo_train::watch(&env.engine, run).await?;
+        println!("training run {run}: {state}");
+        if args.exit_when_done {
+            executor.abort();
+        }
+    }
     println!(
         "dashboard: {}  (episode replays under each campaign)",
         url(addr)

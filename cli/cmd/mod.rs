@@ -5,6 +5,7 @@
 pub mod campaign;
 pub mod db;
 pub mod demo;
+mod demo_train;
 pub mod export;
 pub mod judge;
 pub mod observe;

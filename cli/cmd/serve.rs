@@ -20,12 +20,45 @@ pub async fn serve(common: &Common, args: ServeArgs) -> anyhow::Result<ExitCode>
     let env = environment(common, args.server.sites_port).await?;
     let addr = start_web(&env.engine, &args.server).await?;
     env.engine.start_scheduler().await;
+    let executor = start_training_executor(common, &env.engine);
     println!(
         "dashboard and API: {}  (OpenAPI: {}api/openapi.json); Ctrl-C or SIGTERM stops it",
         url(addr),
         url(addr)
     );
     stopped().await;
+    executor.abort();
     finish(env).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Executes training runs created through the API (`trainloop::executor`): one at a time,
+/// under a lease another server takes over if this one dies.
+pub fn start_training_executor(
+    common: &Common,
+    engine: &engine::Engine,
+) -> tokio::task::JoinHandle<()> {
+    // The ONNX Runtime library does not depend on the model; a missing one fails each run
+    // with the reason rather than the server.
+    let dylib = common
+        .models
+        .onnx_options(common, std::path::PathBuf::new())
+        .map(|o| o.dylib)
+        .map_err(|e| format!("{e:#}"));
+    trainloop::executor::Executor {
+        engine: engine.clone(),
+        root: trainloop::executor::runs_root(&common.data_dir),
+        owner: format!(
+            "{}:{}:{}",
+            std::fs::read_to_string("/etc/hostname")
+                .unwrap_or_default()
+                .trim(),
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ),
+        // As long as an episode's: how soon another server takes over from a dead one.
+        lease: std::time::Duration::from_secs(common.lease_secs.max(1)),
+        dylib: std::sync::Arc::new(move |_| dylib.clone()),
+    }
+    .spawn()
 }

@@ -25,7 +25,9 @@ pub struct Engine {
 
 struct Inner {
     store: Store,
-    policies: PolicyRegistry,
+    // Behind a lock so a training run's policies can join a running server's engine;
+    // each campaign run takes a snapshot.
+    policies: std::sync::RwLock<PolicyRegistry>,
     pool_cfg: PoolConfig,
     runner_cfg: RunnerConfig,
     pool: OnceCell<BrowserPool>,
@@ -58,7 +60,7 @@ impl Engine {
         Engine {
             inner: Arc::new(Inner {
                 store,
-                policies,
+                policies: std::sync::RwLock::new(policies),
                 pool_cfg,
                 runner_cfg,
                 pool: OnceCell::new(),
@@ -77,7 +79,27 @@ impl Engine {
 
     /// Names of the policies campaigns may use.
     pub fn policy_names(&self) -> Vec<String> {
-        self.inner.policies.names()
+        self.inner.policies.read().expect("policy lock").names()
+    }
+
+    /// Adds (or replaces) a policy while the engine runs: campaigns started afterwards may
+    /// use it (a training run executed by a server registers its two policies so).
+    pub fn register_policy(&self, policy: Arc<dyn crate::policy::Policy>) {
+        self.inner
+            .policies
+            .write()
+            .expect("policy lock")
+            .register(policy);
+    }
+
+    /// Removes a policy [`Engine::register_policy`] added, once nothing will run it (a
+    /// training run's, when the run stops here); campaigns running keep their snapshot.
+    pub fn unregister_policy(&self, name: &str) {
+        self.inner
+            .policies
+            .write()
+            .expect("policy lock")
+            .remove(name);
     }
 
     /// Progress events of every campaign this engine runs.
@@ -104,7 +126,7 @@ impl Engine {
         Ok(Runner::new(
             self.inner.store.clone(),
             self.pool().await?,
-            self.inner.policies.clone(),
+            self.inner.policies.read().expect("policy lock").clone(),
             self.inner.runner_cfg.clone(),
             self.inner.events.clone(),
         )
@@ -237,6 +259,13 @@ impl Engine {
                     }
                 };
                 for id in pending {
+                    // A campaign of a policy this process lacks (a training run's, run by
+                    // the process that holds the run) is left to the process that has it.
+                    if let Ok(Some(c)) = engine.inner.store.get_campaign(id).await
+                        && !engine.policy_names().contains(&c.policy)
+                    {
+                        continue;
+                    }
                     let span = tracing::info_span!("campaign", campaign = %id);
                     let _g = span.enter();
                     match engine.run_campaign(id).await {

@@ -155,6 +155,18 @@ impl RunConfig {
         {
             return Err("held_out.tasks: names no tasks".into());
         }
+        for (field, f) in [
+            ("train", Some(&self.train)),
+            ("held_out.tasks", self.held_out.tasks()),
+        ] {
+            if let Some(split) = f.and_then(|f| f.split.as_deref())
+                && !matches!(split, "train" | "test")
+            {
+                return Err(format!(
+                    "{field}.split: unknown split {split:?} (expected train or test)"
+                ));
+            }
+        }
         if self.iterations == 0 {
             return Err("iterations: must be at least 1".into());
         }
@@ -208,6 +220,16 @@ impl RunConfig {
             training::Objective::Fbc
         } else {
             training::Objective::Grpo
+        }
+    }
+}
+
+impl HeldOut {
+    /// The held-out task filter, when held out by task.
+    pub fn tasks(&self) -> Option<&TaskFilter> {
+        match self {
+            HeldOut::Seeds => None,
+            HeldOut::Tasks(f) => Some(f),
         }
     }
 }

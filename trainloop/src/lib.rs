@@ -12,6 +12,7 @@
 pub mod config;
 pub mod curriculum;
 pub mod data;
+pub mod executor;
 mod plan;
 pub mod run;
 

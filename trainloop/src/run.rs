@@ -222,6 +222,12 @@ pub async fn execute(
     };
     for idx in 0..=ctx.cfg.iterations {
         if let Err(e) = iteration(&ctx, idx).await {
+            // A run cancelled (its campaigns with it) or paused meanwhile stopped as asked.
+            if let Some(v) = store.get_run(run).await?
+                && matches!(v.state.as_str(), "cancelled" | "paused")
+            {
+                return Ok(v);
+            }
             store
                 .set_run_state(run, "failed", Some(&e.to_string()))
                 .await?;
@@ -288,6 +294,9 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             .await?
     };
     if it.phase == "rollout" {
+        if halted(ctx).await? {
+            return Ok(());
+        }
         (ctx.events)(Event::Phase {
             iteration: idx,
             phase: "rollout",
@@ -296,6 +305,9 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         it = reload(store, ctx.run, i).await?;
     }
     if it.phase == "train" {
+        if halted(ctx).await? {
+            return Ok(());
+        }
         (ctx.events)(Event::Phase {
             iteration: idx,
             phase: "train",
@@ -304,6 +316,9 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         it = reload(store, ctx.run, i).await?;
     }
     if it.phase == "eval" {
+        if halted(ctx).await? {
+            return Ok(());
+        }
         (ctx.events)(Event::Phase {
             iteration: idx,
             phase: "eval",
@@ -313,6 +328,13 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     }
     (ctx.events)(Event::Done(Box::new(it)));
     Ok(())
+}
+
+/// Whether the run was paused or cancelled (through the API): checked between phases,
+/// so a phase is never cut short by a pause.
+async fn halted(ctx: &Ctx<'_>) -> Result<bool, RunError> {
+    let v = ctx.engine.store().get_run(ctx.run).await?;
+    Ok(v.is_some_and(|v| matches!(v.state.as_str(), "paused" | "cancelled")))
 }
 
 async fn reload(store: &Store, run: Uuid, i: i32) -> Result<IterationView, RunError> {

@@ -21,6 +21,7 @@ pub mod openapi;
 mod page;
 pub use inference::server as policy_server;
 mod tasks;
+mod training;
 
 use std::time::Duration;
 
@@ -89,6 +90,15 @@ pub fn router(state: AppState) -> Router {
         .route("/api/campaigns/{id}/export", get(campaigns::export))
         .route("/api/campaigns/{id}/policies", get(campaigns::policies))
         .route("/api/campaigns/{id}/events", get(live::campaign_events))
+        .route(
+            "/api/training-runs",
+            post(training::create).get(training::list),
+        )
+        .route("/api/training-runs/{id}", get(training::get))
+        .route("/api/training-runs/{id}/pause", post(training::pause))
+        .route("/api/training-runs/{id}/resume", post(training::resume))
+        .route("/api/training-runs/{id}/cancel", post(training::cancel))
+        .route("/api/training-runs/{id}/events", get(training::run_events))
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
@@ -98,6 +108,11 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::app_js))
         .route("/assets/style.css", get(dashboard::style))
+        .route("/assets/training.js", get(training::script))
+        .route("/assets/training.css", get(training::style))
+        .route("/training-runs", get(training::list_page))
+        .route("/training-runs/{id}", get(training::run_page))
+        .route("/training-runs/{id}/compare", get(training::compare_page))
         .route("/metrics", get(live::metrics))
         .merge(api)
         .layer(DefaultBodyLimit::max(JSON_LIMIT))

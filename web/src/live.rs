@@ -69,7 +69,8 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        engine::metrics::METRICS.render(),
+        engine::metrics::METRICS.render()
+            + &crate::training::metrics_text(state.engine.store()).await,
     )
         .into_response()
 }

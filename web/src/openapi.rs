@@ -96,7 +96,7 @@ pub fn document() -> Value {
         json!({"equals": {"type": "string"}, "contains": {"type": "string"}, "regex": {"type": "string"}, "case_sensitive": {"type": "boolean"}}),
         &[],
     );
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {"title": "surfgym", "version": env!("CARGO_PKG_VERSION"),
             "description": "Register web tasks, run rollout campaigns in real browsers, read judged episodes. Errors are {\"error\": {\"type\", \"message\", \"fields\": [{\"field\", \"message\"}]}}. Every write (POST, DELETE), body-less ones included, declares Content-Type: application/json (the import: application/x-ndjson, application/jsonl or application/json), else 415; a write a browser labels as coming from another origin (Origin, Sec-Fetch-Site) is refused with 403; an unknown query parameter of a list, or a NUL in any parameter, is a 400 naming it."},
@@ -149,7 +149,7 @@ pub fn document() -> Value {
             "/api/campaigns/{id}/policies": {"get": {"summary": "the policies the campaign's finished episodes ran under, most used first (more than one: its workers resolved its policy name to different models or settings)",
                 "operationId": "campaignPolicies", "parameters": [id_param("campaign id")],
                 "responses": {"200": ok("policies with episode counts", json!({"type": "array", "items": obj(json!({"card": r("PolicyCard"), "episodes": {"type": "integer"}}), &["card", "episodes"])})), "400": err("bad id"), "404": err("no such campaign")}}},
-            "/metrics": {"get": {"summary": "Prometheus metrics: episodes, steps, retries, step latency split into policy / browser / judge / storage, queue depths, pool occupancy",
+            "/metrics": {"get": {"summary": "Prometheus metrics: episodes, steps, retries, step latency split into policy / browser / judge / storage, queue depths, pool occupancy; training runs by state, and per run its iterations completed, last train and held-out success and update seconds",
                 "operationId": "metrics", "responses": {"200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
             "/api/episodes": {"get": {"summary": "list episodes", "operationId": "listEpisodes", "parameters": episode_params,
                 "responses": {"200": ok("a page", page_of("EpisodeSummary")), "400": err("bad filter")}}},
@@ -244,5 +244,69 @@ pub fn document() -> Value {
                 "final_screenshot": {"type": ["string", "null"]}, "screen": {"oneOf": [r("Screen"), {"type": "null"}], "description": "what the pages rendered at (the task's own screen, else the campaign's): element boxes and clicks are in its CSS pixels"}, "policy": {"oneOf": [r("PolicyCard"), {"type": "null"}], "description": "the policy that ran the episode, as its worker resolved the campaign's policy name"}, "steps": {"type": "array", "items": r("Step")}, "verdicts": {"type": "array", "items": r("Verdict")}}),
                 &["instruction", "steps", "verdicts"])]}
         }}
-    })
+    });
+    training(&mut doc);
+    doc
+}
+
+fn run_action(verb: &str, desc: &str) -> Value {
+    json!({"post": {"summary": desc, "operationId": format!("{verb}TrainingRun"), "parameters": [id_param("training run id")],
+        "responses": {"200": ok("the run now", r("TrainingRunDetail")), "400": err("bad id"), "404": err("no such run"), "409": err("not allowed in the run's state")}}})
+}
+
+/// The training-run routes and schemas (kept apart: the main document is one macro call,
+/// near the macro's recursion limit).
+fn training(doc: &mut Value) {
+    let paths = &mut doc["paths"];
+    paths["/api/training-runs"] = json!({
+        "post": {"summary": "create a training run (the same config as `surfgym train run`, validated the same way, its tasks and model checked); a server's executor runs it", "operationId": "createTrainingRun",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": r("RunConfig")}}},
+            "responses": {"202": ok("queued", obj(json!({"id": {"type": "string", "format": "uuid"}, "state": {"type": "string"}, "url": {"type": "string"}}), &["id", "state"])),
+                "400": err("invalid; `fields` names the bad field (unknown split, horizon <= 0, a filter naming no tasks, unknown objective, no held-out tasks, a model the trainer cannot train)")}},
+        "get": {"summary": "list training runs, newest first", "operationId": "listTrainingRuns", "parameters": paging(),
+            "responses": {"200": ok("a page", page_of("TrainingRun"))}}
+    });
+    paths["/api/training-runs/{id}"] = json!({"get": {"summary": "one training run: config, state, iterations with their figures, learning curve, campaigns still working",
+        "operationId": "getTrainingRun", "parameters": [id_param("training run id")],
+        "responses": {"200": ok("the run", r("TrainingRunDetail")), "400": err("bad id"), "404": err("no such run")}}});
+    paths["/api/training-runs/{id}/pause"] = run_action(
+        "pause",
+        "pause: the phase in progress finishes, the next does not start",
+    );
+    paths["/api/training-runs/{id}/resume"] = run_action(
+        "resume",
+        "resume a paused (or failed) run: queued for a server's executor, which goes on at the iteration and phase it stopped in",
+    );
+    paths["/api/training-runs/{id}/cancel"] = run_action(
+        "cancel",
+        "cancel for good, with the run's unfinished campaigns",
+    );
+    paths["/api/training-runs/{id}/events"] = json!({"get": {"summary": "server-sent events: a `run` event with the run's JSON (as getTrainingRun answers, its campaigns' progress included) whenever it changes, until it ends",
+        "operationId": "trainingRunEvents", "parameters": [id_param("training run id")],
+        "responses": {"200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}, "404": err("no such run")}}});
+    let schemas = &mut doc["components"]["schemas"];
+    schemas["RunConfig"] = json!({"type": "object", "description": "docs/training.md#training-runs: name, model (a directory on the server), train (a task filter), held_out (\"seeds\" or {\"tasks\": filter}), iterations, rollouts_per_task, curriculum, eval_horizon, eval_rollouts, objective (fbc or grpo), fbc_iterations, lr, epochs, micro_batch, flat_task_weight, policy, seed; unknown fields are errors",
+        "required": ["name", "model", "train", "held_out", "iterations", "curriculum", "eval_horizon"]});
+    schemas["TrainingRun"] = obj(
+        json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "config": r("RunConfig"),
+        "state": {"enum": ["queued", "running", "paused", "completed", "failed", "cancelled"]}, "version": {"type": ["string", "null"], "description": "the newest published version (null: the base model)"},
+        "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "updated_at": {"type": "string"}}),
+        &["id", "name", "config", "state"],
+    );
+    schemas["TrainingIteration"] = obj(
+        json!({"idx": {"type": "integer", "description": "0: the untrained model's evaluation"}, "phase": {"enum": ["rollout", "train", "eval", "done"]},
+        "horizons": {"type": "object", "description": "each train task's horizon"}, "rollout_campaigns": {"type": "array", "items": {"type": "string", "format": "uuid"}},
+        "eval_campaign": {"type": ["string", "null"]}, "parent_version": {"type": ["string", "null"]}, "version": {"type": ["string", "null"]},
+        "samples": {"type": ["integer", "null"]}, "dropped": {"type": ["object", "null"]}, "loss": {"type": ["number", "null"]},
+        "train_success": {"type": ["number", "null"]}, "eval_success": {"type": ["number", "null"]}, "env_steps": {"type": ["integer", "null"]},
+        "rollout_ms": {"type": ["integer", "null"]}, "train_ms": {"type": ["integer", "null"]}, "eval_ms": {"type": ["integer", "null"]}, "report": {"type": ["object", "null"]}}),
+        &["idx", "phase"],
+    );
+    schemas["TrainingRunDetail"] = json!({"allOf": [r("TrainingRun"), obj(json!({
+        "iterations": {"type": "array", "items": r("TrainingIteration")},
+        "curve": {"type": "array", "items": obj(json!({"iteration": {"type": "integer"}, "env_steps": {"type": "integer", "description": "cumulative"},
+            "train_success": {"type": ["number", "null"]}, "eval_success": {"type": ["number", "null"]}, "loss": {"type": ["number", "null"]},
+            "samples": {"type": ["integer", "null"]}, "horizon": {"type": ["array", "null"], "description": "[shortest, mean, longest]"},
+            "eval_campaign": {"type": ["string", "null"]}, "done": {"type": "boolean"}}), &["iteration", "env_steps", "done"])},
+        "active_campaigns": {"type": "array", "items": r("Campaign")}}), &["iterations", "curve", "active_campaigns"])]});
 }

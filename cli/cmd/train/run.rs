@@ -61,6 +61,13 @@ pub async fn start(common: &Common, a: RunArgs) -> anyhow::Result<ExitCode> {
 pub async fn resume(common: &Common, a: ResumeArgs) -> anyhow::Result<ExitCode> {
     let id = parse_id(&a.id)?;
     let env = environment(common, a.sites_port).await?;
+    // A run created through the API may be in a server's hands: never run it twice.
+    if env.db.store.get_run(id).await?.is_some() && !env.db.store.take_run(id).await? {
+        finish(env).await?;
+        bail!(
+            "training run {id} is being executed by a server (`surfgym serve`); pause it there first (POST /api/training-runs/{id}/pause)"
+        );
+    }
     go(common, env, id).await
 }
 

@@ -206,6 +206,11 @@ impl PolicyRegistry {
         self.policies.insert(policy.name().to_string(), policy);
     }
 
+    /// Removes a policy.
+    pub fn remove(&mut self, name: &str) {
+        self.policies.remove(name);
+    }
+
     /// Looks a policy up.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Policy>> {
         self.policies.get(name).cloned()

@@ -13,6 +13,7 @@ mod campaigns;
 mod card;
 pub mod cluster;
 mod episodes;
+mod run_leases;
 mod runs;
 mod sanitize;
 mod tasks;
@@ -29,6 +30,7 @@ pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
     EpisodeSummary, StepCore, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
 };
+pub use run_leases::RunFigures;
 pub use runs::{IterationUpdate, IterationView, RunView};
 pub use tasks::{TaskFilter, TaskView};
 

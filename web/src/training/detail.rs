@@ -1,0 +1,131 @@
+//! A run as `GET /api/training-runs/{id}`, its event stream and its page show it: the run,
+//! its iterations, one curve point per iteration, and the campaigns still working.
+
+use engine::store::{CampaignView, IterationView, RunView, Store};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+/// One iteration's point on the learning curves.
+#[derive(Debug, Clone, Serialize)]
+pub struct CurvePoint {
+    /// Iteration (0: the untrained model).
+    pub iteration: i32,
+    /// Environment steps of the rollouts up to and including this iteration.
+    pub env_steps: i64,
+    /// Rollout success.
+    pub train_success: Option<f64>,
+    /// Greedy held-out success.
+    pub eval_success: Option<f64>,
+    /// The update's loss.
+    pub loss: Option<f64>,
+    /// Samples kept for the update.
+    pub samples: Option<i32>,
+    /// Shortest, mean and longest horizon of the iteration's train tasks.
+    pub horizon: Option<[f64; 3]>,
+    /// The held-out evaluation campaign (its episodes are the point's).
+    pub eval_campaign: Option<Uuid>,
+    /// Finished.
+    pub done: bool,
+}
+
+/// A run with everything shown about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetail {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunView,
+    /// Its iterations in order.
+    pub iterations: Vec<IterationView>,
+    /// One point per iteration.
+    pub curve: Vec<CurvePoint>,
+    /// Its campaigns not yet ended, with their progress.
+    pub active_campaigns: Vec<CampaignView>,
+}
+
+fn horizon(h: &serde_json::Value) -> Option<[f64; 3]> {
+    let v: Vec<f64> = h.as_object()?.values().filter_map(|v| v.as_f64()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some([min, v.iter().sum::<f64>() / v.len() as f64, max])
+}
+
+/// The curve of a run's iterations.
+pub fn curve(iterations: &[IterationView]) -> Vec<CurvePoint> {
+    let mut steps = 0;
+    iterations
+        .iter()
+        .map(|it| {
+            steps += it.env_steps.unwrap_or(0);
+            CurvePoint {
+                iteration: it.idx,
+                env_steps: steps,
+                train_success: it.train_success,
+                eval_success: it.eval_success,
+                loss: it.loss,
+                samples: it.samples,
+                horizon: horizon(&it.horizons),
+                eval_campaign: it.eval_campaign,
+                done: it.phase == "done",
+            }
+        })
+        .collect()
+}
+
+/// Reads a run (404 if there is none).
+pub async fn detail(store: &Store, id: Uuid) -> Result<RunDetail, ApiError> {
+    let run = store
+        .get_run(id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no training run {id}")))?;
+    let iterations = store.run_iterations(id).await?;
+    let mut active_campaigns = Vec::new();
+    for it in iterations.iter().filter(|it| it.phase != "done") {
+        for c in it.rollout_campaigns.iter().chain(it.eval_campaign.iter()) {
+            if let Some(v) = store.get_campaign(*c).await?
+                && matches!(v.status.as_str(), "queued" | "running" | "paused")
+            {
+                active_campaigns.push(v);
+            }
+        }
+    }
+    Ok(RunDetail {
+        curve: curve(&iterations),
+        run,
+        iterations,
+        active_campaigns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_curve_sums_environment_steps_and_spans_the_horizons() {
+        let it = |idx: i32, steps: Option<i64>, h: serde_json::Value| IterationView {
+            idx,
+            phase: "done".into(),
+            horizons: h,
+            env_steps: steps,
+            ..Default::default()
+        };
+        let c = curve(&[
+            it(0, None, serde_json::json!({})),
+            it(1, Some(40), serde_json::json!({"a": 10, "b": 20, "c": 30})),
+            it(2, Some(60), serde_json::json!({"a": 20})),
+        ]);
+        assert_eq!(
+            c.iter().map(|p| p.env_steps).collect::<Vec<_>>(),
+            [0, 40, 100]
+        );
+        assert_eq!(c[0].horizon, None, "iteration 0 rolls nothing out");
+        assert_eq!(c[1].horizon, Some([10.0, 20.0, 30.0]));
+        assert_eq!(c[2].horizon, Some([20.0, 20.0, 20.0]));
+        assert!(c.iter().all(|p| p.done));
+    }
+}
