@@ -25,8 +25,9 @@ pub struct SuiteArgs {
     /// `bundled` (the practice sites' tasks), `miniwob` (the MiniWoB++ tasks the solver
     /// solves, their solution its actions), or a JSON Lines file of tasks with reference
     /// solutions (`{{shop}}`-style placeholders are filled with the practice sites'
-    /// addresses). Repeatable.
-    #[arg(long, default_value = "bundled")]
+    /// addresses). Repeatable. Default: bundled (and, for `judge eval`, miniwob too when
+    /// MiniWoB++ is installed).
+    #[arg(long)]
     pub suite: Vec<String>,
     /// Only the tasks whose id contains this.
     #[arg(long)]
@@ -56,9 +57,22 @@ pub struct Explored {
 }
 
 /// The suite's tasks, served by `sites`.
-fn load(sites: &SitesServer, args: &SuiteArgs) -> anyhow::Result<Vec<Arc<Task>>> {
+fn load(
+    sites: &SitesServer,
+    args: &SuiteArgs,
+    default: &[&str],
+) -> anyhow::Result<Vec<Arc<Task>>> {
+    let mut suites = args.suite.clone();
+    if suites.is_empty() {
+        suites.extend(
+            default
+                .iter()
+                .filter(|s| **s != "miniwob" || sites.bases().contains_key("miniwob"))
+                .map(ToString::to_string),
+        );
+    }
     let mut out = Vec::new();
-    for suite in &args.suite {
+    for suite in &suites {
         match suite.as_str() {
             "bundled" => {
                 for l in tasks::bundled_tasks(sites.bases()) {
@@ -105,8 +119,13 @@ fn load(sites: &SitesServer, args: &SuiteArgs) -> anyhow::Result<Vec<Arc<Task>>>
     Ok(out)
 }
 
-/// Serves the sites, launches a pool and explores every task of the suite.
-pub async fn explore(common: &Common, args: &SuiteArgs) -> anyhow::Result<Explored> {
+/// Serves the sites, launches a pool and explores every task of the suite (`default`
+/// suites when none is named).
+pub async fn explore(
+    common: &Common,
+    args: &SuiteArgs,
+    default: &[&str],
+) -> anyhow::Result<Explored> {
     let extra = engine::sites::find_miniwob(&common.data_dir)
         .map(|d| ("miniwob".to_string(), d))
         .into_iter()
@@ -114,7 +133,7 @@ pub async fn explore(common: &Common, args: &SuiteArgs) -> anyhow::Result<Explor
     let sites = SitesServer::start_with(IpAddr::V4(Ipv4Addr::LOCALHOST), None, extra)
         .await
         .context("serving the practice sites")?;
-    let tasks = load(&sites, args)?;
+    let tasks = load(&sites, args, default)?;
     let concurrency = args.concurrency.max(1);
     let mut cfg = crate::setup::pool_config_for(common, concurrency, concurrency)?;
     cfg.set_of_marks = false;
@@ -164,7 +183,7 @@ pub async fn explore(common: &Common, args: &SuiteArgs) -> anyhow::Result<Explor
 /// `surfgym tasks audit`: exits non-zero on any finding the task file does not accept, and
 /// on any task that could not be explored.
 pub async fn run(common: &Common, args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let explored = explore(common, &args.suite).await?;
+    let explored = explore(common, &args.suite, &["bundled"]).await?;
     let mut all: Vec<Finding> = Vec::new();
     for ex in &explored.done {
         all.extend(

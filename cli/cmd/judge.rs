@@ -73,7 +73,7 @@ pub async fn run(common: &Common, cmd: JudgeCommand) -> anyhow::Result<ExitCode>
 /// The labelled set: read from `--set`, or built by construction.
 async fn labelled_set(common: &Common, args: &EvalArgs) -> anyhow::Result<Vec<LabelledEpisode>> {
     let Some(set) = &args.set else {
-        let explored = crate::cmd::audit::explore(common, &args.suite).await?;
+        let explored = crate::cmd::audit::explore(common, &args.suite, &["bundled", "miniwob"]).await?;
         if let Some((t, e)) = explored.failed.first() {
             anyhow::bail!(
                 "{} task(s) could not be run, {} first: {e}",

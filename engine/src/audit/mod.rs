@@ -188,6 +188,8 @@ pub async fn findings(ex: &Exploration) -> Result<Vec<Finding>, String> {
         });
     };
     let n = ex.prefixes.len() - 1;
+    // A closing `stop()` changes nothing: the prefix without it is the same trajectory.
+    let last_prefix = n - usize::from(matches!(ex.solution.last(), Some(Action::Stop)));
     let mut ever_false: BTreeMap<String, bool> = BTreeMap::new();
     let mut errors: BTreeMap<String, String> = BTreeMap::new();
     let mut lenient = Vec::new();
@@ -227,7 +229,7 @@ pub async fn findings(ex: &Exploration) -> Result<Vec<Finding>, String> {
                 None,
                 "the rubric holds on the start page with no answer".into(),
             ),
-            None if point.steps > 0 && point.steps < n && j.success => lenient.push(point.steps),
+            None if point.steps > 0 && point.steps < last_prefix && j.success => lenient.push(point.steps),
             None => {}
         }
     }

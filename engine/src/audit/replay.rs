@@ -73,6 +73,11 @@ async fn drive(
             }
             Action::Stop => break,
             _ => {
+                // Element numbers are the last observation's, as they were for the policy
+                // whose actions these are.
+                if names_a_number(action) {
+                    session.observe().await?;
+                }
                 // A perturbed step may fail on the page: that is the perturbation's doing,
                 // and the trajectory goes on as an agent's would.
                 session.act(action).await?;
@@ -98,6 +103,15 @@ async fn drive(
         _ => points.push(capture(session, task, steps, final_answer, &visited).await?),
     }
     Ok(points)
+}
+
+/// Whether the action's first argument is an element number (or another number: observing
+/// first does no harm).
+fn names_a_number(action: &Action) -> bool {
+    action
+        .to_string()
+        .split_once('(')
+        .is_some_and(|(_, args)| args.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 async fn note_visited(session: &Session, visited: &mut Vec<String>) -> Result<(), InfraError> {
