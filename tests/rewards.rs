@@ -68,7 +68,12 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
         .collect();
     let bundled = tasks.len();
     let base = &sites.bases()["miniwob"];
-    for name in ["click-test", "click-button", "enter-text", "click-checkboxes"] {
+    for name in [
+        "click-test",
+        "click-button",
+        "enter-text",
+        "click-checkboxes",
+    ] {
         tasks.push(Arc::new(tasks::miniwob_task(name, base).unwrap()));
     }
     let pool = pool().await;
@@ -78,7 +83,11 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
     let mut open = Vec::new();
     for ex in &explored {
         let nothing = audit::judge(&ex.task, &ex.prefixes[0]).await.unwrap();
-        assert!(!nothing.success, "{}: the do-nothing agent succeeds", ex.task.id);
+        assert!(
+            !nothing.success,
+            "{}: the do-nothing agent succeeds",
+            ex.task.id
+        );
         for f in audit::findings(ex).await.unwrap() {
             if !f.accepted && !ex.task.id.as_str().starts_with("miniwob.") {
                 open.push(format!("{}: {} {:?} {}", f.task, f.kind, f.fact, f.detail));
@@ -146,9 +155,12 @@ async fn an_always_true_check_is_found_by_the_audit() {
     // Beside the real facts, in a group of its own: only the never-false finding.
     let mut with_extra = spec.clone();
     let rubric = with_extra.rubric.as_mut().unwrap();
-    rubric["groups"].as_array_mut().unwrap().push(serde_json::json!({
-        "id": "extra", "facts": [{"id": "always", "check": {"type": "url", "regex": "^http"}}]
-    }));
+    rubric["groups"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "id": "extra", "facts": [{"id": "always", "check": {"type": "url", "regex": "^http"}}]
+        }));
     // As the whole rubric: lenient too.
     let mut only = spec.clone();
     only.rubric = Some(serde_json::json!({"groups": [{"id": "g", "facts": [
@@ -167,7 +179,16 @@ async fn an_always_true_check_is_found_by_the_audit() {
         kinds.push(
             found
                 .iter()
-                .map(|f| format!("{}{}", f.kind, f.fact.as_deref().map(|x| format!(" {x}")).unwrap_or_default()))
+                .map(|f| {
+                    format!(
+                        "{}{}",
+                        f.kind,
+                        f.fact
+                            .as_deref()
+                            .map(|x| format!(" {x}"))
+                            .unwrap_or_default()
+                    )
+                })
                 .collect::<Vec<_>>(),
         );
     }
@@ -175,6 +196,10 @@ async fn an_always_true_check_is_found_by_the_audit() {
     assert_eq!(kinds[0], vec!["never-false always"]);
     assert_eq!(
         kinds[1],
-        vec!["do-nothing-succeeds", "lenient-prefix", "never-false always"]
+        vec![
+            "do-nothing-succeeds",
+            "lenient-prefix",
+            "never-false always"
+        ]
     );
 }

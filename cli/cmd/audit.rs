@@ -57,11 +57,7 @@ pub struct Explored {
 }
 
 /// The suite's tasks, served by `sites`.
-fn load(
-    sites: &SitesServer,
-    args: &SuiteArgs,
-    default: &[&str],
-) -> anyhow::Result<Vec<Arc<Task>>> {
+fn load(sites: &SitesServer, args: &SuiteArgs, default: &[&str]) -> anyhow::Result<Vec<Arc<Task>>> {
     let mut suites = args.suite.clone();
     if suites.is_empty() {
         suites.extend(
@@ -76,9 +72,10 @@ fn load(
         match suite.as_str() {
             "bundled" => {
                 for l in tasks::bundled_tasks(sites.bases()) {
-                    let t = l.line.result.map_err(|e| {
-                        anyhow::anyhow!("{}:{}: {e:?}", l.file, l.line.line)
-                    })?;
+                    let t = l
+                        .line
+                        .result
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e:?}", l.file, l.line.line))?;
                     out.push(Arc::new(t));
                 }
             }
@@ -208,7 +205,11 @@ pub async fn run(common: &Common, args: AuditArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let mark = if f.accepted { "accepted" } else { "FINDING " };
-        let fact = f.fact.as_deref().map(|x| format!(" {x}")).unwrap_or_default();
+        let fact = f
+            .fact
+            .as_deref()
+            .map(|x| format!(" {x}"))
+            .unwrap_or_default();
         println!("{mark} {}: {}{fact}: {}", f.task, f.kind, f.detail);
     }
     let tasks = explored.done.len() + explored.failed.len();

@@ -73,7 +73,8 @@ pub async fn run(common: &Common, cmd: JudgeCommand) -> anyhow::Result<ExitCode>
 /// The labelled set: read from `--set`, or built by construction.
 async fn labelled_set(common: &Common, args: &EvalArgs) -> anyhow::Result<Vec<LabelledEpisode>> {
     let Some(set) = &args.set else {
-        let explored = crate::cmd::audit::explore(common, &args.suite, &["bundled", "miniwob"]).await?;
+        let explored =
+            crate::cmd::audit::explore(common, &args.suite, &["bundled", "miniwob"]).await?;
         if let Some((t, e)) = explored.failed.first() {
             anyhow::bail!(
                 "{} task(s) could not be run, {} first: {e}",
@@ -137,7 +138,17 @@ async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
     );
     println!(
         "  {:<10} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7}",
-        "check", "labels", "true", "false", "tp", "fp", "tn", "fn", "accuracy", "precision", "recall"
+        "check",
+        "labels",
+        "true",
+        "false",
+        "tp",
+        "fp",
+        "tn",
+        "fn",
+        "accuracy",
+        "precision",
+        "recall"
     );
     for (kind, c) in &report.confusion {
         println!(

@@ -124,9 +124,9 @@ impl Perturbation {
 impl Audit {
     /// Whether `finding` (about `fact`, if any) is accepted.
     pub fn accepts(&self, finding: &str, fact: Option<&str>) -> bool {
-        self.accept.iter().any(|a| {
-            a.finding == finding && (a.fact.is_none() || a.fact.as_deref() == fact)
-        })
+        self.accept
+            .iter()
+            .any(|a| a.finding == finding && (a.fact.is_none() || a.fact.as_deref() == fact))
     }
 
     /// The spec form (round-trips through [`validate`]).
@@ -171,7 +171,11 @@ pub fn validate(
         if !FINDINGS.contains(&a.finding.as_str()) {
             err(
                 format!("audit.accept[{i}].finding"),
-                format!("unknown finding `{}` (known: {})", a.finding, FINDINGS.join(", ")),
+                format!(
+                    "unknown finding `{}` (known: {})",
+                    a.finding,
+                    FINDINGS.join(", ")
+                ),
             );
         }
         if a.reason.trim().len() < 10 {
@@ -222,7 +226,10 @@ pub fn validate(
         if !in_range {
             err(
                 format!("{at}.step"),
-                format!("{} is outside the reference solution ({last} steps)", p.step),
+                format!(
+                    "{} is outside the reference solution ({last} steps)",
+                    p.step
+                ),
             );
         }
         let edit = match (p.op.as_str(), &p.action) {
@@ -240,7 +247,10 @@ pub fn validate(
                 None
             }
             ("drop" | "swap", Some(_)) => {
-                err(format!("{at}.action"), format!("`{}` takes no action", p.op));
+                err(
+                    format!("{at}.action"),
+                    format!("`{}` takes no action", p.op),
+                );
                 None
             }
             (other, _) => {

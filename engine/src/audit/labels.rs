@@ -52,8 +52,8 @@ pub fn labelled(ex: &Exploration) -> Vec<LabelledEpisode> {
         screenshots: Vec::new(),
     };
     let n = ex.prefixes.len() - 1;
-    let miniwob_solved = task.setup == Some(Setup::MiniWob)
-        && SOLVED.contains(&id.trim_start_matches("miniwob."));
+    let miniwob_solved =
+        task.setup == Some(Setup::MiniWob) && SOLVED.contains(&id.trim_start_matches("miniwob."));
     let mut out = Vec::new();
     for point in &ex.prefixes {
         let k = point.steps;

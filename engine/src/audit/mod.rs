@@ -43,7 +43,9 @@ pub struct Exploration {
 impl Exploration {
     /// The whole solution's point.
     pub fn reference(&self) -> &Point {
-        self.prefixes.last().expect("a replay returns at least one point")
+        self.prefixes
+            .last()
+            .expect("a replay returns at least one point")
     }
 
     /// Whether the solution ends with an answer.
@@ -216,7 +218,11 @@ pub async fn findings(ex: &Exploration) -> Result<Vec<Finding>, String> {
                     .iter()
                     .filter(|v| !v.passed)
                     .map(|v| format!("{} ({})", v.fact_id, v.reason))
-                    .chain(j.errors.iter().map(|e| format!("{}: {}", e.fact_id, e.message)))
+                    .chain(
+                        j.errors
+                            .iter()
+                            .map(|e| format!("{}: {}", e.fact_id, e.message)),
+                    )
                     .collect();
                 push(
                     "reference-fails",
@@ -229,7 +235,9 @@ pub async fn findings(ex: &Exploration) -> Result<Vec<Finding>, String> {
                 None,
                 "the rubric holds on the start page with no answer".into(),
             ),
-            None if point.steps > 0 && point.steps < last_prefix && j.success => lenient.push(point.steps),
+            None if point.steps > 0 && point.steps < last_prefix && j.success => {
+                lenient.push(point.steps)
+            }
             None => {}
         }
     }
