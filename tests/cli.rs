@@ -189,7 +189,10 @@ async fn tasks_import_reads_a_directory_of_config_files(pool: PgPool) {
 fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
     // Without a model judge, `judge eval` needs no database. The recorded set (reference
     // runs plus known-effect mutations); the set by construction is tests/rewards.rs'.
-    let set = concat!(env!("CARGO_MANIFEST_DIR"), "/rubrics/calibration/bundled.jsonl");
+    let set = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/rubrics/calibration/bundled.jsonl"
+    );
     let out = surfgym(
         &["judge", "eval", "--set", set, "--expand"],
         "postgres://127.0.0.1:1/unused",
@@ -232,7 +235,10 @@ fn judge_eval_and_tasks_audit_run_a_task_by_construction() {
     let out = surfgym(&[&["tasks", "audit"][..], &task].concat(), db);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("audited 1 task(s)") && stdout.contains(" 0 open"), "{stdout}");
+    assert!(
+        stdout.contains("audited 1 task(s)") && stdout.contains(" 0 open"),
+        "{stdout}"
+    );
 }
 
 #[test]
