@@ -34,5 +34,10 @@ trap cleanup EXIT
 # Where, not who: the private cluster's URL carries its password.
 echo "test: database …@${DATABASE_URL##*@}" >&2
 cargo test --workspace "$@"
-# The offline bundle (scripts/bundle.sh) runs from its own copies; only on a full run.
-if [ $# -eq 0 ]; then ./scripts/test-bundle.sh; fi
+# Only on a full run: the bundled suite's rubric audit (docs/judges.md; any finding its task
+# files do not accept exits non-zero and fails the run), and the offline bundle
+# (scripts/bundle.sh), which runs from its own copies.
+if [ $# -eq 0 ]; then
+  ./target/debug/surfgym tasks audit --suite bundled
+  ./scripts/test-bundle.sh
+fi

@@ -187,8 +187,16 @@ async fn tasks_import_reads_a_directory_of_config_files(pool: PgPool) {
 
 #[test]
 fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
-    // Without a model judge, `judge eval` needs no database.
-    let out = surfgym(&["judge", "eval"], "postgres://127.0.0.1:1/unused");
+    // Without a model judge, `judge eval` needs no database. The recorded set (reference
+    // runs plus known-effect mutations); the set by construction is tests/rewards.rs'.
+    let set = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/rubrics/calibration/bundled.jsonl"
+    );
+    let out = surfgym(
+        &["judge", "eval", "--set", set, "--expand"],
+        "postgres://127.0.0.1:1/unused",
+    );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(
@@ -204,6 +212,33 @@ fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
         );
     }
     assert!(!stdout.contains("wrong:"), "{stdout}");
+}
+
+#[test]
+fn judge_eval_and_tasks_audit_run_a_task_by_construction() {
+    let db = "postgres://127.0.0.1:1/unused";
+    let task = ["--suite", "bundled", "--task", "shop-remove-notebooks"];
+    let out = surfgym(&[&["judge", "eval"][..], &task].concat(), db);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // js: labels of both classes (true, false columns), every verdict right.
+    let js: Vec<usize> = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("js "))
+        .unwrap_or_else(|| panic!("no js row: {stdout}"))
+        .split_whitespace()
+        .skip(1)
+        .take(3)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(js[1] > 0 && js[2] > 0 && js[0] == js[1] + js[2], "{stdout}");
+    let out = surfgym(&[&["tasks", "audit"][..], &task].concat(), db);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("audited 1 task(s)") && stdout.contains(" 0 open"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -14,8 +14,10 @@ use crate::args::Common;
 /// Judge commands.
 #[derive(Subcommand)]
 pub enum JudgeCommand {
-    /// Run the judges over a labelled set and report accuracy, precision, recall and
-    /// run-to-run agreement (the model judge too, with --judge-onnx-model / --judge-url).
+    /// Run the judges over a labelled set and report accuracy, precision, recall and a
+    /// confusion count per check kind, and run-to-run agreement (the model judge too, with
+    /// --judge-onnx-model / --judge-url). Without --set the set is built by construction:
+    /// the suite's reference solutions, their prefixes and perturbations, run in Chromium.
     Eval(EvalArgs),
     /// Record the bundled reference solutions' final pages as a labelled set.
     Record(RecordArgs),
@@ -24,9 +26,18 @@ pub enum JudgeCommand {
 /// `surfgym judge eval`.
 #[derive(Args)]
 pub struct EvalArgs {
-    /// The labelled set (JSON Lines of labelled episodes).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/rubrics/calibration/bundled.jsonl"))]
-    pub set: PathBuf,
+    /// A recorded labelled set (JSON Lines of labelled episodes) instead of building one.
+    #[arg(long)]
+    pub set: Option<PathBuf>,
+    /// Add known-effect mutations to the --set (a wrong answer, each element removed):
+    /// for sets recorded by `surfgym judge record`, whose every fact holds.
+    #[arg(long, requires = "set")]
+    pub expand: bool,
+    /// Write the set built by construction here (JSON Lines), to judge it again with --set.
+    #[arg(long, conflicts_with = "set")]
+    pub write: Option<PathBuf>,
+    #[command(flatten)]
+    pub suite: crate::cmd::audit::SuiteArgs,
     /// Judge each episode this many times (for run-to-run agreement): each run samples
     /// with its own seeds, so give --judge-temperature above 0 (greedy runs always agree).
     #[arg(long, default_value_t = 1)]
@@ -59,18 +70,52 @@ pub async fn run(common: &Common, cmd: JudgeCommand) -> anyhow::Result<ExitCode>
     }
 }
 
-async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.set)
-        .with_context(|| format!("reading {}", args.set.display()))?;
+/// The labelled set: read from `--set`, or built by construction.
+async fn labelled_set(common: &Common, args: &EvalArgs) -> anyhow::Result<Vec<LabelledEpisode>> {
+    let Some(set) = &args.set else {
+        let explored =
+            crate::cmd::audit::explore(common, &args.suite, &["bundled", "miniwob"]).await?;
+        if let Some((t, e)) = explored.failed.first() {
+            anyhow::bail!(
+                "{} task(s) could not be run, {} first: {e}",
+                explored.failed.len(),
+                t.id
+            );
+        }
+        let items: Vec<LabelledEpisode> = explored
+            .done
+            .iter()
+            .flat_map(engine::audit::labels::labelled)
+            .collect();
+        if let Some(out) = &args.write {
+            let lines: Vec<String> = items
+                .iter()
+                .map(serde_json::to_string)
+                .collect::<Result<_, _>>()?;
+            std::fs::write(out, lines.join("\n") + "\n")
+                .with_context(|| format!("writing {}", out.display()))?;
+        }
+        return Ok(items);
+    };
+    let text =
+        std::fs::read_to_string(set).with_context(|| format!("reading {}", set.display()))?;
     let recorded: Vec<LabelledEpisode> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
         .map(|(i, l)| {
-            serde_json::from_str(l).with_context(|| format!("{}:{}", args.set.display(), i + 1))
+            serde_json::from_str(l).with_context(|| format!("{}:{}", set.display(), i + 1))
         })
         .collect::<Result<_, _>>()?;
-    let items = calibration::expand(&recorded).map_err(anyhow::Error::msg)?;
+    if args.expand {
+        calibration::expand(&recorded).map_err(anyhow::Error::msg)
+    } else {
+        Ok(recorded)
+    }
+}
+
+async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let items = labelled_set(common, &args).await?;
     let model = if common.models.judge_onnx_model.is_some() || common.models.judge_url.is_some() {
         let db = crate::db::open(common).await?;
         crate::models::model_judge(common, &db.store)?
@@ -86,17 +131,38 @@ async fn eval(common: &Common, args: EvalArgs) -> anyhow::Result<ExitCode> {
         .await
         .map_err(anyhow::Error::msg)?;
     println!(
-        "judged {} labelled episodes ({} recorded, the rest mutations), {} labelled facts, {} run(s)",
+        "judged {} labelled episodes, {} labelled facts, {} run(s)",
         report.episodes,
-        recorded.len(),
         report.facts,
         args.runs.max(1)
     );
-    println!("  {:<10} {:>6} {:>9}", "check", "facts", "accuracy");
-    for (kind, (n, ok)) in &report.by_kind {
+    println!(
+        "  {:<10} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>7}",
+        "check",
+        "labels",
+        "true",
+        "false",
+        "tp",
+        "fp",
+        "tn",
+        "fn",
+        "accuracy",
+        "precision",
+        "recall"
+    );
+    for (kind, c) in &report.confusion {
         println!(
-            "  {kind:<10} {n:>6} {:>8.1}%",
-            100.0 * *ok as f64 / (*n).max(1) as f64
+            "  {kind:<10} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5} {:>8.1}% {:>8.1}% {:>6.1}%",
+            c.positives() + c.negatives(),
+            c.positives(),
+            c.negatives(),
+            c.tp,
+            c.fp,
+            c.tn,
+            c.fn_,
+            100.0 * c.accuracy(),
+            100.0 * c.precision(),
+            100.0 * c.recall()
         );
     }
     println!(

@@ -2,6 +2,7 @@
 //! `crate::args`'; setting up the database, pool and engine is `crate::setup`'s; the
 //! benchmarks are `crate::bench`.
 
+pub mod audit;
 pub mod campaign;
 pub mod db;
 pub mod demo;

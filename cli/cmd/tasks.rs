@@ -20,6 +20,11 @@ use crate::summary;
 pub enum TasksCommand {
     /// Run every bundled task's reference solution in Chromium and judge it.
     Verify(VerifyArgs),
+    /// Audit rubrics on trajectories of known truth: each task's reference solution must
+    /// succeed, the do-nothing agent and every strict prefix of the solution must fail,
+    /// every fact must be false somewhere, every check must be evaluable. Exits non-zero on
+    /// any finding the task's `audit.accept` does not accept.
+    Audit(crate::cmd::audit::AuditArgs),
     /// Import tasks from a file or a directory of files; bad items are reported, good ones
     /// stored.
     Import(ImportArgs),
@@ -30,6 +35,7 @@ pub async fn run(common: &Common, cmd: TasksCommand) -> anyhow::Result<ExitCode>
     match cmd {
         TasksCommand::Verify(a) => verify(common, a).await,
         TasksCommand::Import(a) => import(common, a).await,
+        TasksCommand::Audit(a) => crate::cmd::audit::run(common, a).await,
     }
 }
 

@@ -13,6 +13,7 @@
 //! Data flows one way: task → campaign → episode → step → verdict. The engine knows
 //! nothing of HTTP handlers or the dashboard; `web` sits on top of it.
 
+pub mod audit;
 pub mod campaign;
 mod engine;
 pub mod env;

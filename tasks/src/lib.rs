@@ -11,6 +11,7 @@
 //! (it uses `spaces`' action grammar for reference solutions; no browser behind it).
 #![deny(missing_docs)]
 
+pub mod audit;
 mod bundled;
 pub mod formats;
 mod import;

@@ -8,6 +8,8 @@ use sha2::{Digest, Sha256};
 use spaces::{Action, Screen};
 use url::Url;
 
+use crate::audit::{Audit, AuditSpec};
+
 /// A task identifier: 1-128 lower-case letters, digits, `-`, `_`, `.`; starts alphanumeric.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -183,6 +185,10 @@ pub struct TaskSpec {
     /// campaign's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screen: Option<Screen>,
+    /// What `surfgym tasks audit` accepts of its findings, and the declared effect of the
+    /// reference solution's prefixes and perturbations on each fact (docs/judges.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditSpec>,
 }
 
 /// What the runner does before the first observation.
@@ -300,6 +306,8 @@ pub struct Task {
     /// The screen the task is made for: its episodes render at it whatever the campaign's
     /// screen (a task's page layout, like its step limit, is part of the task).
     pub screen: Option<Screen>,
+    /// Accepted audit findings and declared labels (empty when the task has none).
+    pub audit: Audit,
 }
 
 /// A problem with one field of a task.
@@ -550,6 +558,18 @@ impl TryFrom<TaskSpec> for Task {
                 None
             }
         };
+        let audit = match (&spec.audit, &rubric) {
+            (Some(a), Some(r)) => {
+                let facts: Vec<&str> = r
+                    .groups()
+                    .iter()
+                    .flat_map(|g| &g.facts)
+                    .map(|f| f.id.as_str())
+                    .collect();
+                crate::audit::validate(a, &facts, &solution, &mut errors)
+            }
+            _ => Audit::default(),
+        };
         let id = match spec.id.as_deref() {
             Some(s) => TaskId::parse(s)
                 .map_err(|m| errors.push(FieldError::new("id", m)))
@@ -580,6 +600,7 @@ impl TryFrom<TaskSpec> for Task {
             reference_answer: spec.reference_answer,
             setup,
             screen: spec.screen,
+            audit,
         })
     }
 }
@@ -625,6 +646,7 @@ impl Task {
                 }),
             }),
             screen: self.screen,
+            audit: (self.audit != Audit::default()).then(|| self.audit.to_spec()),
         }
     }
 

@@ -64,7 +64,7 @@ impl LabelledEpisode {
     }
 }
 
-fn with_answer_fact(task: &serde_json::Value, reference: &str) -> serde_json::Value {
+pub(crate) fn with_answer_fact(task: &serde_json::Value, reference: &str) -> serde_json::Value {
     let mut t = task.clone();
     if let Some(groups) = t["rubric"]["groups"].as_array_mut() {
         groups.push(
@@ -157,8 +157,59 @@ pub struct Report {
     pub agreement: f64,
     /// Accuracy by check kind: (facts, correct).
     pub by_kind: BTreeMap<String, (usize, usize)>,
+    /// Verdicts against labels by check kind.
+    pub confusion: BTreeMap<String, Confusion>,
     /// Wrong verdicts (first run), as `label: fact (gold → verdict)`.
     pub mistakes: Vec<String>,
+}
+
+/// Verdicts against labels: true/false positives and negatives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Confusion {
+    /// Labelled true, judged true.
+    pub tp: usize,
+    /// Labelled false, judged true.
+    pub fp: usize,
+    /// Labelled false, judged false.
+    pub tn: usize,
+    /// Labelled true, judged false.
+    pub fn_: usize,
+}
+
+impl Confusion {
+    /// Adds one verdict.
+    pub fn add(&mut self, gold: bool, judged: bool) {
+        match (gold, judged) {
+            (true, true) => self.tp += 1,
+            (false, true) => self.fp += 1,
+            (false, false) => self.tn += 1,
+            (true, false) => self.fn_ += 1,
+        }
+    }
+    /// Labels that hold.
+    pub fn positives(&self) -> usize {
+        self.tp + self.fn_
+    }
+    /// Labels that do not hold.
+    pub fn negatives(&self) -> usize {
+        self.tn + self.fp
+    }
+    /// Correct verdicts / all (1 when empty).
+    pub fn accuracy(&self) -> f64 {
+        ratio(self.tp + self.tn, self.positives() + self.negatives())
+    }
+    /// Of the facts judged to hold, the share that hold (1 when none was judged to).
+    pub fn precision(&self) -> f64 {
+        ratio(self.tp, self.tp + self.fp)
+    }
+    /// Of the facts that hold, the share judged to hold (1 when none holds).
+    pub fn recall(&self) -> f64 {
+        ratio(self.tp, self.positives())
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
 }
 
 /// Judges every labelled episode `runs` times (rules always; facts in words with `model`,
@@ -235,6 +286,11 @@ pub async fn evaluate(
                     (false, false) => tn += 1,
                     (true, false) => fnn += 1,
                 }
+                report
+                    .confusion
+                    .entry(kind.to_string())
+                    .or_default()
+                    .add(*gold, got);
                 let e = report.by_kind.entry(kind.to_string()).or_default();
                 e.0 += 1;
                 if got == *gold {

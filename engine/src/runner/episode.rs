@@ -176,7 +176,7 @@ pub struct Finished {
 
 /// Runs a task's setup actions in its episode's fresh context, then forgets them: the
 /// episode's observations and visited pages start at its start page.
-async fn prepare(session: &mut Session, actions: &[Action]) -> Result<(), InfraError> {
+pub(crate) async fn prepare(session: &mut Session, actions: &[Action]) -> Result<(), InfraError> {
     for (i, action) in actions.iter().enumerate() {
         let report = session.act(action).await?;
         if let Some(message) = report.error {

@@ -12,7 +12,7 @@
 //! measure the difference).
 
 mod capture;
-mod episode;
+pub(crate) mod episode;
 mod lockstep;
 mod pipeline;
 
