@@ -68,6 +68,9 @@ pub struct ServerArgs {
     /// First port of the practice sites, one port per site (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
+    /// Accept writes without an API token (loopback only): the local opt-out.
+    #[arg(long)]
+    pub no_auth: bool,
 }
 
 /// Which tasks a campaign runs.

@@ -12,5 +12,6 @@ pub mod run;
 pub mod serve;
 pub mod serve_policy;
 pub mod tasks;
+pub mod token;
 pub mod train;
 pub mod worker;

@@ -7,9 +7,13 @@
 //! tracing are tower layers; what every request must pass (no cross-origin writes, JSON
 //! content types, clean parameters) and the security headers are `door`'s middleware.
 //!
+//! Authentication (API tokens, the dashboard's sign-in cookie) is `auth`'s middleware,
+//! which runs after the door's checks; [`Access`] says which routes need a token.
+//!
 //! `web` depends on `engine`, never the reverse.
 #![deny(missing_docs)]
 
+pub mod auth;
 mod campaigns;
 mod dashboard;
 mod door;
@@ -20,7 +24,9 @@ mod live;
 pub mod openapi;
 mod page;
 pub use inference::server as policy_server;
+mod session;
 mod tasks;
+mod tokens;
 
 use std::time::Duration;
 
@@ -33,6 +39,7 @@ use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+pub use auth::Access;
 pub use door::CONTENT_SECURITY_POLICY;
 pub use error::ApiError;
 
@@ -66,8 +73,18 @@ async fn no_route() -> ApiError {
     ApiError::NoRoute
 }
 
-/// The whole app.
+/// The whole app without authentication ([`Access::Open`]): for tests and for embedding
+/// behind something that authenticates. Servers use [`router_with`].
 pub fn router(state: AppState) -> Router {
+    router_with(state, Access::Open)
+}
+
+/// The whole app, asking for API tokens as `access` says.
+pub fn router_with(state: AppState, access: Access) -> Router {
+    let gate = auth::Gate {
+        store: state.engine.store().clone(),
+        access,
+    };
     let api = Router::new()
         .route("/api/health", get(health))
         .route("/api/policies", get(policies))
@@ -92,12 +109,22 @@ pub fn router(state: AppState) -> Router {
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
+        .route("/api/tokens", get(tokens::list).post(tokens::create))
+        .route("/api/tokens/{id}", axum::routing::delete(tokens::revoke))
+        .route(
+            "/api/session",
+            get(session::get)
+                .post(session::create)
+                .delete(session::delete),
+        )
         .route_layer(middleware::from_fn(door::path_params))
         .fallback(no_route);
     Router::new()
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::app_js))
         .route("/assets/style.css", get(dashboard::style))
+        .route("/signin", get(session::page))
+        .route("/assets/signin.js", get(session::script))
         .route("/metrics", get(live::metrics))
         .merge(api)
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
@@ -105,6 +132,7 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(30),
         ))
+        .layer(middleware::from_fn_with_state(gate, auth::require))
         .layer(middleware::from_fn(door::guard))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -123,7 +151,16 @@ pub fn metrics_router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`router`] on a bound listener until the task is dropped.
+/// Serves [`router`] (no authentication) on a bound listener until the task is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     axum::serve(listener, router(state)).await
+}
+
+/// Serves [`router_with`] on a bound listener until the task is dropped.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    access: Access,
+) -> std::io::Result<()> {
+    axum::serve(listener, router_with(state, access)).await
 }

@@ -16,6 +16,7 @@ mod episodes;
 mod runs;
 mod sanitize;
 mod tasks;
+mod tokens;
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub use episodes::{
 };
 pub use runs::{IterationUpdate, IterationView, RunView};
 pub use tasks::{TaskFilter, TaskView};
+pub use tokens::{Scope, TOKEN_PREFIX, TokenView};
 
 /// A duration as whole milliseconds for an `INTEGER` column, saturating at `i32::MAX`
 /// (about 24 days) rather than failing the write.
