@@ -28,7 +28,8 @@ pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode, 
 pub use card::{PolicyCard, Sampling};
 pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
-    EpisodeSummary, StepCore, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
+    EpisodeSummary, JUDGE_ERROR, JUDGED, StepCore, StepRecord, StepView, VerdictOutcome,
+    VerdictRecord, VerdictView,
 };
 pub use runs::{IterationUpdate, IterationView, RunView};
 pub use tasks::{TaskFilter, TaskView};
