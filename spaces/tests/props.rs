@@ -16,8 +16,20 @@ fn target() -> impl Strategy<Value = Target> {
 
 fn key() -> impl Strategy<Value = KeyCombo> {
     prop::sample::select(vec![
-        "Enter", "Tab", "Escape", "a", "Z", "7", "ArrowDown", "Control+a", "Shift+Tab",
-        "Control+Shift+K", "Meta+c", "PageDown", "Backspace", "F5",
+        "Enter",
+        "Tab",
+        "Escape",
+        "a",
+        "Z",
+        "7",
+        "ArrowDown",
+        "Control+a",
+        "Shift+Tab",
+        "Control+Shift+K",
+        "Meta+c",
+        "PageDown",
+        "Backspace",
+        "F5",
     ])
     .prop_map(|k| KeyCombo::parse(k).expect("a key of the list"))
 }
@@ -31,8 +43,11 @@ fn action() -> impl Strategy<Value = Action> {
         target().prop_map(Action::RightClick),
         target().prop_map(Action::Hover),
         (target(), target()).prop_map(|(from, to)| Action::Drag { from, to }),
-        (target(), text, any::<bool>())
-            .prop_map(|(target, text, clear)| Action::Type { target, text, clear }),
+        (target(), text, any::<bool>()).prop_map(|(target, text, clear)| Action::Type {
+            target,
+            text,
+            clear
+        }),
         (target(), text).prop_map(|(target, option)| Action::Select { target, option }),
         key().prop_map(Action::Press),
         prop_oneof![
@@ -41,7 +56,10 @@ fn action() -> impl Strategy<Value = Action> {
             (-5000.0f64..5000.0, -5000.0f64..5000.0).prop_map(|(dx, dy)| Scroll::By { dx, dy }),
         ]
         .prop_map(Action::Scroll),
-        (target(), prop_oneof![Just(Direction::Down), Just(Direction::Up)])
+        (
+            target(),
+            prop_oneof![Just(Direction::Down), Just(Direction::Up)]
+        )
             .prop_map(|(target, direction)| Action::ScrollElement { target, direction }),
         "https?://[a-z]{1,12}\\.example(:[0-9]{2,4})?/[a-z0-9/?=&]{0,16}".prop_map(Action::Goto),
         Just(Action::Back),
