@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router, middleware};
 use engine::Engine;
 use serde_json::json;
@@ -110,7 +110,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
         .route("/api/tokens", get(tokens::list).post(tokens::create))
-        .route("/api/tokens/{id}", axum::routing::delete(tokens::revoke))
+        .route("/api/tokens/{id}", delete(tokens::revoke))
         .route(
             "/api/session",
             get(session::get)
