@@ -103,10 +103,10 @@ impl IntoResponse for ApiError {
             ApiError::InsufficientScope { needed, .. } => Some(Some(*needed)),
             _ => None,
         };
-        if let Some(needed) = needed {
-            if let Ok(v) = crate::auth::challenge(status, needed).parse() {
-                resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-            }
+        if let Some(needed) = needed
+            && let Ok(v) = crate::auth::challenge(status, needed).parse()
+        {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
         }
         resp
     }
