@@ -149,7 +149,7 @@ pub async fn stopped() {
 /// Serves the API and dashboard for `engine`, on the port asked for or a free one, asking
 /// for API tokens as the bind address and `--no-auth` say ([`web::Access`]).
 pub async fn start_web(engine: &Engine, server: &ServerArgs) -> anyhow::Result<SocketAddr> {
-    let access = web::Access::for_bind(server.bind, server.no_auth).map_err(anyhow::Error::msg)?;
+    let access = server.access()?;
     match access {
         web::Access::Everything => tracing::warn!(
             bind = %server.bind,

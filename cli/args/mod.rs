@@ -73,6 +73,13 @@ pub struct ServerArgs {
     pub no_auth: bool,
 }
 
+impl ServerArgs {
+    /// Which requests need an API token; `--no-auth` beyond loopback is an error.
+    pub fn access(&self) -> anyhow::Result<web::Access> {
+        web::Access::for_bind(self.bind, self.no_auth).map_err(anyhow::Error::msg)
+    }
+}
+
 /// Which tasks a campaign runs.
 #[derive(Args, Clone, Default)]
 pub struct TaskArgs {
