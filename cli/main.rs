@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 
 use crate::args::Common;
 use crate::cmd::{
-    campaign, demo, export, judge, observe, run, serve, serve_policy, tasks, train, worker,
+    campaign, demo, export, judge, observe, run, serve, serve_policy, tasks, token, train, worker,
 };
 
 /// A web-agent RL gym: real Chromium, rubric judges, Postgres, a replay dashboard.
@@ -68,6 +68,9 @@ enum Command {
     /// The private Postgres cluster.
     #[command(subcommand)]
     Db(cmd::db::DbCommand),
+    /// API tokens: create (printed once), list, revoke.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
 }
 
 fn init_tracing() {
@@ -110,6 +113,7 @@ fn main() -> ExitCode {
             Command::Tasks(t) => tasks::run(&cli.common, t).await,
             Command::Train(t) => train::run(&cli.common, t).await,
             Command::Db(d) => cmd::db::run(&cli.common, d).await,
+            Command::Token(t) => token::run(&cli.common, t).await,
         }
     });
     match result {

@@ -146,19 +146,23 @@ pub async fn stopped() {
     }
 }
 
-/// Serves the API and dashboard for `engine`, on the port asked for or a free one.
+/// Serves the API and dashboard for `engine`, on the port asked for or a free one, asking
+/// for API tokens as the bind address and `--no-auth` say ([`web::Access`]).
 pub async fn start_web(engine: &Engine, server: &ServerArgs) -> anyhow::Result<SocketAddr> {
-    if !server.bind.is_loopback() {
-        // The API has no authentication yet: anyone who reaches the port can register
-        // tasks and run, pause or cancel campaigns.
-        tracing::warn!(
+    let access = server.access()?;
+    match access {
+        web::Access::Everything => tracing::warn!(
             bind = %server.bind,
-            "--bind {}: the API and dashboard are reachable from other machines, and the API has \
-             NO authentication: anyone who can reach this port can read everything and register \
-             tasks or start, pause and cancel campaigns. Bind to 127.0.0.1 (the default) unless \
-             the network is trusted or a proxy in front authenticates users",
+            "--bind {}: the API and dashboard are reachable from other machines; every route \
+             needs an API token (`surfgym token create --scope read|write|admin`), and the \
+             dashboard's sign-in cookie is `Secure`: serve it over HTTPS (a TLS proxy in front)",
             server.bind
-        );
+        ),
+        web::Access::Open => tracing::warn!(
+            "--no-auth: the API accepts writes without a token from anything on this machine \
+             (cross-site requests from web pages are still refused)"
+        ),
+        web::Access::Writes => {}
     }
     let listener = match tokio::net::TcpListener::bind((server.bind, server.port)).await {
         Ok(l) => l,
@@ -168,11 +172,18 @@ pub async fn start_web(engine: &Engine, server: &ServerArgs) -> anyhow::Result<S
         }
     };
     let addr = listener.local_addr()?;
+    if access == web::Access::Writes {
+        println!(
+            "reads are open on loopback; writes need an API token (`surfgym token create --scope \
+             write`; the dashboard signs in at {}signin)",
+            url(addr)
+        );
+    }
     let state = web::AppState {
         engine: engine.clone(),
     };
     tokio::spawn(async move {
-        if let Err(e) = web::serve(listener, state).await {
+        if let Err(e) = web::serve_with(listener, state, access).await {
             tracing::error!(error = %e, "web server stopped");
         }
     });

@@ -374,15 +374,27 @@ async fn serve_warns_beyond_loopback_and_stops_on_sigterm_with_its_browsers(pool
     };
     let warning = std::fs::read_to_string(&log).unwrap();
     assert!(
-        warning.contains("WARN") && warning.contains("NO authentication"),
+        warning.contains("WARN") && warning.contains("every route needs an API token"),
         "no warning for --bind 0.0.0.0: {warning}"
     );
 
-    // A campaign, so that Chromium runs.
+    // A campaign, so that Chromium runs: beyond loopback, with a token only.
     let http = reqwest::Client::new();
     let api = format!("http://127.0.0.1:{port}");
+    let unauthenticated = http
+        .post(format!("{api}/api/campaigns"))
+        .json(&json!({"policy": "random"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    let (_, token) = engine::store::Store::from_pool(pool.clone())
+        .create_token(engine::store::Scope::Write, "sigterm test")
+        .await
+        .unwrap();
     let resp = http
         .post(format!("{api}/api/campaigns"))
+        .bearer_auth(&token)
         .json(&json!({"policy": "random"}))
         .send()
         .await

@@ -68,6 +68,16 @@ pub struct ServerArgs {
     /// First port of the practice sites, one port per site (0: any free ports).
     #[arg(long, default_value_t = 8701)]
     pub sites_port: u16,
+    /// Accept writes without an API token (loopback only): the local opt-out.
+    #[arg(long)]
+    pub no_auth: bool,
+}
+
+impl ServerArgs {
+    /// Which requests need an API token; `--no-auth` beyond loopback is an error.
+    pub fn access(&self) -> anyhow::Result<web::Access> {
+        web::Access::for_bind(self.bind, self.no_auth).map_err(anyhow::Error::msg)
+    }
 }
 
 /// Which tasks a campaign runs.

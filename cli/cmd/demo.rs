@@ -38,6 +38,8 @@ pub struct DemoArgs {
 
 /// `surfgym demo`.
 pub async fn demo(common: &Common, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    // Before anything starts: `--no-auth` beyond loopback is refused.
+    args.server.access()?;
     let env = environment(common, args.server.sites_port).await?;
     let addr = start_web(&env.engine, &args.server).await?;
     println!("dashboard: {}", url(addr));

@@ -14,5 +14,6 @@ pub mod run;
 pub mod serve;
 pub mod serve_policy;
 pub mod tasks;
+pub mod token;
 pub mod train;
 pub mod worker;

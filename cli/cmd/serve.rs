@@ -17,6 +17,8 @@ pub struct ServeArgs {
 
 /// `surfgym serve`.
 pub async fn serve(common: &Common, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // Before anything starts: `--no-auth` beyond loopback is refused.
+    args.server.access()?;
     let env = environment(common, args.server.sites_port).await?;
     let addr = start_web(&env.engine, &args.server).await?;
     env.engine.start_scheduler().await;

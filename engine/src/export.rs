@@ -23,12 +23,13 @@ pub struct ExportFilter {
 }
 
 impl ExportFilter {
-    /// Only finished episodes: pending and running ones have nothing final to learn from,
-    /// and failed ones ended on infrastructure, not on the agent.
+    /// Only finished and judged episodes: pending and running ones have nothing final to
+    /// learn from, failed ones ended on infrastructure, not on the agent, and those whose
+    /// rubric could not be evaluated (`judge_error`) have no outcome to learn from.
     fn episodes(&self) -> EpisodeFilter {
         EpisodeFilter {
             campaign: self.campaign,
-            status: Some("finished".into()),
+            status: Some(crate::store::JUDGED.into()),
             success: self.success,
             split: self.split.clone(),
             task: None,

@@ -150,6 +150,12 @@
       withAgo ? h('span', { class: 'muted ago' }, ' · ' + fmtAgo(d)) : null);
   }
 
+  // An episode's status as shown: a finished episode whose rubric could not be evaluated
+  // is `judge_error` (neither success nor failure).
+  function episodeStatus(e) {
+    return e && e.judge_error ? 'judge_error' : e && e.status;
+  }
+
   function badge(status, extraText) {
     const t = token(status);
     return h('span', { class: ['badge', 'badge-' + t] }, extraText || String(status == null ? 'unknown' : status));
@@ -251,6 +257,11 @@
     }
     if (!res.ok) {
       const e = body && typeof body === 'object' ? body.error : null;
+      // A read that needs a token (the server listens beyond loopback, or the session was
+      // revoked): sign in, then come back here.
+      if (res.status === 401 && (!opts || !opts.method || opts.method === 'GET')) {
+        location.assign('/signin?next=' + encodeURIComponent(location.pathname + location.hash));
+      }
       const msg = e && e.message ? String(e.message) : `HTTP ${res.status}${res.statusText ? ' ' + res.statusText : ''}`;
       throw new ApiError(res.status, e && e.type ? String(e.type) : 'http', msg, e && Array.isArray(e.fields) ? e.fields : []);
     }
@@ -269,6 +280,8 @@
     if (err.status === 0) return 'Check that the surfgym server is still running (e.g. `surfgym demo` or `surfgym serve`); the page retries automatically while live.';
     if (err.status === 404) return 'It may have been deleted, or the link is wrong. Go back to the campaigns list.';
     if (err.status === 409) return 'The campaign is not in a state that allows this; refresh to see its current status.';
+    if (err.status === 401) return 'Sign in with an API token (top right) to do this.';
+    if (err.status === 403 && err.type === 'insufficient_scope') return 'Sign in with a token of the scope named above (top right).';
     if (err.status >= 500) return 'The server failed; its log has the details. Retry in a moment.';
     if (err.status >= 400) return 'The request was rejected; see the message above.';
     return 'Retry in a moment.';
@@ -670,6 +683,9 @@
             kpi('Success rate', fmtPct(c.success_rate), 'kpi-success', c.success_rate == null ? 'no finished episodes' : `${fmtInt(c.successes)} of ${fmtInt(c.counts && c.counts.finished)} finished`),
             kpi('Mean score', fmtScore(c.mean_score), 'kpi-score', 'partial credit, 0–1'),
             kpi('Steps', fmtInt(c.steps), 'kpi-steps', 'by finished episodes'),
+            Number(c.judge_errors) > 0
+              ? kpi('Judge errors', fmtInt(c.judge_errors), 'kpi-judge-errors', 'finished episodes whose rubric could not be evaluated (not scored)')
+              : null,
             Number(c.judge_facts) > 0
               ? kpi('Model-judge calls', fmtInt(c.judge_calls), 'kpi-judge',
                 `${fmtInt(c.judge_exhaustive_calls)} for an exhaustive judge; ${fmtInt(c.judge_calls_saved)} saved`)
@@ -714,7 +730,7 @@
         h('td', { class: 'mono cell-task' }, internal(href, String(e.task_id == null ? '' : e.task_id))),
         h('td', null, String(e.site == null ? '' : e.site)),
         h('td', { class: 'num' }, fmtInt(e.rollout)),
-        h('td', null, badge(e.status)),
+        h('td', { title: e.judge_error ? 'rubric error: ' + String(e.judge_error) : null }, badge(episodeStatus(e))),
         h('td', { class: 'mono small' }, e.end_reason ? String(e.end_reason) : dash()),
         h('td', { class: 'center' }, successMark(e.success)),
         h('td', { class: 'num' }, fmtScore(e.score)),
@@ -890,7 +906,7 @@
     const checked = verdicts.filter((x) => x.passed != null).length;
     const unchecked = verdicts.length - checked;
     const outcome = h('div', { class: 'outcome', id: 'outcome' },
-      kpi('Outcome', ep.success === true ? '✓ success' : ep.success === false ? '✗ failure' : String(ep.status || '—'), 'outcome-success'),
+      kpi('Outcome', ep.success === true ? '✓ success' : ep.success === false ? '✗ failure' : ep.judge_error ? '⚠ judge error' : String(ep.status || '—'), 'outcome-success'),
       ep.score_of_verified == null
         ? kpi('Score', fmtScore(ep.score), 'outcome-score')
         : kpi('Score', `≥ ${fmtScore(ep.score)}`, 'outcome-score',
@@ -914,7 +930,7 @@
         h('span', { class: 'sep' }, '/'), h('span', { class: 'mono' }, `${taskId} #${ep.rollout}`)),
       h('div', { class: 'page-head' },
         h('div', { class: 'head-main' },
-          h('h1', null, h('span', { class: 'mono' }, taskId), ' ', h('span', { class: 'muted' }, '#' + ep.rollout), ' ', badge(ep.status)),
+          h('h1', null, h('span', { class: 'mono' }, taskId), ' ', h('span', { class: 'muted' }, '#' + ep.rollout), ' ', badge(episodeStatus(ep))),
           h('p', { class: 'subtitle' },
             'site ', h('strong', null, String(ep.site == null ? '' : ep.site)),
             h('span', { class: 'sep' }, '·'), 'seed ', h('span', { class: 'mono' }, String(ep.seed)),
@@ -927,6 +943,9 @@
         h('h3', null, 'Task instruction'),
         h('p', { id: 'instruction', class: 'instruction' }, String(ep.instruction == null ? '' : ep.instruction))),
       outcome,
+      ep.judge_error ? h('div', { class: 'callout callout-error', id: 'judge-error' },
+        h('strong', null, 'Rubric error (not scored): '), h('span', { class: 'mono' }, String(ep.judge_error)),
+        ' — the task\'s rubric could not be evaluated on this page; this episode counts neither as a success nor as a failure.') : null,
       ep.last_error ? h('div', { class: 'callout callout-error' }, h('strong', null, 'Last infrastructure error: '), h('span', { class: 'mono' }, String(ep.last_error))) : null,
     ];
 
@@ -1296,6 +1315,29 @@ function elementLine(el) {
     });
   }
 
+  // Who this browser is signed in as, and a way in or out (the cookie is HttpOnly: only
+  // the server knows it).
+  async function showSession() {
+    const slot = document.getElementById('session');
+    if (!slot) return;
+    let s = null;
+    try { s = await api('/api/session'); } catch (_) { return; }
+    if (s && s.access === 'open') return;
+    const t = s && s.token;
+    if (!t) {
+      slot.replaceChildren(h('a', { class: 'nav-link', id: 'signin-link', href: '/signin?next=' + encodeURIComponent(location.pathname + location.hash) }, 'Sign in'));
+      return;
+    }
+    const out = h('button', { type: 'button', class: 'btn btn-small btn-ghost', id: 'signout' }, 'Sign out');
+    out.addEventListener('click', async () => {
+      try {
+        await api('/api/session', { method: 'DELETE', headers: { Accept: 'application/json', 'Content-Type': 'application/json' }, body: '{}' });
+      } catch (_) { /* the cookie is cleared or already gone */ }
+      location.assign('/signin');
+    });
+    slot.replaceChildren(h('span', { class: 'muted small', id: 'signed-in', title: String(t.name || '') }, `${t.prefix}… (${t.scope})`), ' ', out);
+  }
+
   window.addEventListener('hashchange', route);
   document.addEventListener('visibilitychange', () => {
     // Refresh promptly when a hidden tab comes back, instead of waiting for the next tick.
@@ -1307,5 +1349,6 @@ function elementLine(el) {
       fn();
     }
   });
+  showSession();
   route();
 })();

@@ -50,13 +50,52 @@ pub async fn guard(req: Request, next: Next) -> Response {
     resp
 }
 
-/// The route layer: path parameters without NULs and in UTF-8 (known only once routed).
+/// The route layer: path parameters without NULs and in UTF-8, and no query parameters
+/// on a route that takes none (both known only once routed).
 pub async fn path_params(req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     if let Err(e) = path_params_clean(&mut parts).await {
         return e.into_response();
     }
+    if let Err(e) = query_expected(&parts) {
+        return e.into_response();
+    }
     next.run(Request::from_parts(parts, body)).await
+}
+
+/// The routes that take query parameters (each checks its own names); on any other a
+/// parameter is a typo or a misunderstanding, refused rather than ignored.
+const TAKE_QUERIES: &[(Method, &str)] = &[
+    (Method::GET, "/api/tasks"),
+    (Method::POST, "/api/tasks/import"),
+    (Method::GET, "/api/campaigns"),
+    (Method::GET, "/api/campaigns/{id}/export"),
+    (Method::GET, "/api/episodes"),
+];
+
+fn query_expected(parts: &Parts) -> Result<(), ApiError> {
+    let Some(query) = parts.uri.query().filter(|q| !q.is_empty()) else {
+        return Ok(());
+    };
+    let route = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .map(|m| m.as_str());
+    let takes = route.is_some_and(|r| {
+        TAKE_QUERIES
+            .iter()
+            .any(|(m, p)| *m == parts.method && *p == r)
+    });
+    if takes || route.is_none() {
+        return Ok(());
+    }
+    let first = query.split('&').next().unwrap_or_default();
+    let name =
+        String::from_utf8_lossy(&decode(first.split('=').next().unwrap_or_default())).into_owned();
+    Err(field(
+        &name,
+        "is not a parameter of this endpoint (it takes no query parameters)",
+    ))
 }
 
 fn is_write(method: &Method) -> bool {

@@ -43,11 +43,21 @@ pub async fn list(
         })
         .transpose()?;
     if let Some(s) = &q.status
-        && !["pending", "running", "finished", "failed", "cancelled"].contains(&s.as_str())
+        && ![
+            "pending",
+            "running",
+            "finished",
+            "failed",
+            "cancelled",
+            "judged",
+            "judge_error",
+        ]
+        .contains(&s.as_str())
     {
         return Err(field(
             "status",
-            "must be pending, running, finished, failed or cancelled",
+            "must be pending, running, finished, failed, cancelled, judged (finished and \
+             scored) or judge_error (finished, rubric not evaluable)",
         ));
     }
     let filter = EpisodeFilter {

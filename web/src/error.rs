@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use engine::EngineError;
 use engine::store::StoreError;
@@ -20,6 +20,15 @@ pub enum ApiError {
     TooLarge(String),
     /// 403: a write from another origin.
     Forbidden(String),
+    /// 401: no API token, or one that is unknown or revoked, where the route needs one.
+    Unauthorized(String),
+    /// 403: a token whose scope is below the route's.
+    InsufficientScope {
+        /// The scope the route needs.
+        needed: engine::store::Scope,
+        /// What to do about it.
+        message: String,
+    },
     /// 415: a write without the content type its route takes.
     UnsupportedMediaType(String),
     /// 404.
@@ -49,6 +58,10 @@ impl ApiError {
             ApiError::BadJson(m) => (StatusCode::BAD_REQUEST, "invalid_json", m.clone()),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large", m.clone()),
             ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "cross_origin", m.clone()),
+            ApiError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, "unauthorized", m.clone()),
+            ApiError::InsufficientScope { message, .. } => {
+                (StatusCode::FORBIDDEN, "insufficient_scope", message.clone())
+            }
             ApiError::UnsupportedMediaType(m) => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
@@ -80,11 +93,22 @@ impl IntoResponse for ApiError {
             ApiError::Invalid(f) => f.clone(),
             _ => Vec::new(),
         };
-        (
+        let mut resp = (
             status,
             Json(json!({"error": {"type": kind, "message": message, "fields": fields}})),
         )
-            .into_response()
+            .into_response();
+        let needed = match &self {
+            ApiError::Unauthorized(_) => Some(None),
+            ApiError::InsufficientScope { needed, .. } => Some(Some(*needed)),
+            _ => None,
+        };
+        if let Some(needed) = needed
+            && let Ok(v) = crate::auth::challenge(status, needed).parse()
+        {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+        resp
     }
 }
 

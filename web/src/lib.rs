@@ -7,9 +7,13 @@
 //! tracing are tower layers; what every request must pass (no cross-origin writes, JSON
 //! content types, clean parameters) and the security headers are `door`'s middleware.
 //!
+//! Authentication (API tokens, the dashboard's sign-in cookie) is `auth`'s middleware,
+//! which runs after the door's checks; [`Access`] says which routes need a token.
+//!
 //! `web` depends on `engine`, never the reverse.
 #![deny(missing_docs)]
 
+pub mod auth;
 mod campaigns;
 mod dashboard;
 mod door;
@@ -20,20 +24,23 @@ mod live;
 pub mod openapi;
 mod page;
 pub use inference::server as policy_server;
+mod session;
 mod tasks;
 mod training;
+mod tokens;
 
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router, middleware};
 use engine::Engine;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+pub use auth::Access;
 pub use door::CONTENT_SECURITY_POLICY;
 pub use error::ApiError;
 
@@ -67,8 +74,18 @@ async fn no_route() -> ApiError {
     ApiError::NoRoute
 }
 
-/// The whole app.
+/// The whole app without authentication ([`Access::Open`]): for tests and for embedding
+/// behind something that authenticates. Servers use [`router_with`].
 pub fn router(state: AppState) -> Router {
+    router_with(state, Access::Open)
+}
+
+/// The whole app, asking for API tokens as `access` says.
+pub fn router_with(state: AppState, access: Access) -> Router {
+    let gate = auth::Gate {
+        store: state.engine.store().clone(),
+        access,
+    };
     let api = Router::new()
         .route("/api/health", get(health))
         .route("/api/policies", get(policies))
@@ -102,6 +119,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
+        .route("/api/tokens", get(tokens::list).post(tokens::create))
+        .route("/api/tokens/{id}", delete(tokens::revoke))
+        .route(
+            "/api/session",
+            get(session::get)
+                .post(session::create)
+                .delete(session::delete),
+        )
         .route_layer(middleware::from_fn(door::path_params))
         .fallback(no_route);
     Router::new()
@@ -113,6 +138,8 @@ pub fn router(state: AppState) -> Router {
         .route("/training-runs", get(training::list_page))
         .route("/training-runs/{id}", get(training::run_page))
         .route("/training-runs/{id}/compare", get(training::compare_page))
+        .route("/signin", get(session::page))
+        .route("/assets/signin.js", get(session::script))
         .route("/metrics", get(live::metrics))
         .merge(api)
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
@@ -120,6 +147,7 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(30),
         ))
+        .layer(middleware::from_fn_with_state(gate, auth::require))
         .layer(middleware::from_fn(door::guard))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -138,7 +166,16 @@ pub fn metrics_router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`router`] on a bound listener until the task is dropped.
+/// Serves [`router`] (no authentication) on a bound listener until the task is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     axum::serve(listener, router(state)).await
+}
+
+/// Serves [`router_with`] on a bound listener until the task is dropped.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    access: Access,
+) -> std::io::Result<()> {
+    axum::serve(listener, router_with(state, access)).await
 }

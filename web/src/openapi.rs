@@ -72,8 +72,8 @@ pub fn document() -> Value {
         q("task", "task id", json!({"type": "string"})),
         q(
             "status",
-            "pending, running, finished or failed",
-            json!({"enum": ["pending", "running", "finished", "failed", "cancelled"]}),
+            "pending, running, finished, failed, cancelled; judged (finished and scored) or judge_error (finished, rubric not evaluable)",
+            json!({"enum": ["pending", "running", "finished", "failed", "cancelled", "judged", "judge_error"]}),
         ),
         q("success", "judged successful", json!({"type": "boolean"})),
         q(
@@ -99,7 +99,7 @@ pub fn document() -> Value {
     let mut doc = json!({
         "openapi": "3.1.0",
         "info": {"title": "surfgym", "version": env!("CARGO_PKG_VERSION"),
-            "description": "Register web tasks, run rollout campaigns in real browsers, read judged episodes. Errors are {\"error\": {\"type\", \"message\", \"fields\": [{\"field\", \"message\"}]}}. Every write (POST, DELETE), body-less ones included, declares Content-Type: application/json (the import: application/x-ndjson, application/jsonl or application/json), else 415; a write a browser labels as coming from another origin (Origin, Sec-Fetch-Site) is refused with 403; an unknown query parameter of a list, or a NUL in any parameter, is a 400 naming it."},
+            "description": "Register web tasks, run rollout campaigns in real browsers, read judged episodes. Errors are {\"error\": {\"type\", \"message\", \"fields\": [{\"field\", \"message\"}]}}. Every write (POST, DELETE), body-less ones included, declares Content-Type: application/json (the import: application/x-ndjson, application/jsonl or application/json), else 415; a write a browser labels as coming from another origin (Origin, Sec-Fetch-Site) is refused with 403; an unknown query parameter of a list, or a NUL in any parameter, is a 400 naming it. Authentication: an API token (`surfgym token create --scope read|write|admin`) as `Authorization: Bearer <token>`, or the dashboard's sign-in cookie. On loopback reads are open and writes need scope write; beyond loopback every route needs a token (reads: read); /api/tokens needs admin; /api/health, /api/session and the dashboard's files are open. 401 (WWW-Authenticate: Bearer): no, unknown or revoked token; 403 insufficient_scope: the token's scope is too low."},
         "paths": {
             "/api/health": {"get": {"summary": "liveness", "operationId": "health", "responses": {"200": ok("up", obj(json!({"status": {"type": "string"}}), &["status"]))}}},
             "/api/policies": {"get": {"summary": "policies campaigns may use", "operationId": "listPolicies",
@@ -247,6 +247,7 @@ pub fn document() -> Value {
         }}
     });
     training(&mut doc);
+    add_auth(&mut doc);
     doc
 }
 
@@ -310,4 +311,56 @@ fn training(doc: &mut Value) {
             "samples": {"type": ["integer", "null"]}, "horizon": {"type": ["array", "null"], "description": "[shortest, mean, longest]"},
             "eval_campaign": {"type": ["string", "null"]}, "done": {"type": "boolean"}}), &["iteration", "env_steps", "done"])},
         "active_campaigns": {"type": "array", "items": r("Campaign")}}), &["iterations", "curve", "active_campaigns"])]});
+
+/// The token and sign-in routes, their schemas and the security schemes (apart: one
+/// `json!` of the whole document would pass the macro's recursion limit).
+fn add_auth(doc: &mut Value) {
+    let token_list = json!({"type": "array", "items": r("Token")});
+    let new_token = obj(
+        json!({"scope": {"enum": ["read", "write", "admin"]}, "name": {"type": "string"}}),
+        &["scope"],
+    );
+    let created = json!({"allOf": [r("Token"), obj(json!({"token": {"type": "string", "description": "the secret, for Authorization: Bearer"}}), &["token"])]});
+    let sign_in = obj(json!({"token": {"type": "string"}}), &["token"]);
+    let paths = json!({
+        "/api/tokens": {
+            "get": {"summary": "every API token, newest first (never a secret); scope admin", "operationId": "listTokens",
+                "responses": {"200": ok("tokens", token_list), "401": err("no valid token"), "403": err("scope below admin")}},
+            "post": {"summary": "create an API token; the secret is in this response only; scope admin", "operationId": "createToken",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": new_token}}},
+                "responses": {"201": ok("created", created), "400": err("bad scope or name"), "401": err("no valid token"), "403": err("scope below admin")}}
+        },
+        "/api/tokens/{id}": {"delete": {"summary": "revoke a token (by id, or by its prefix when unique); scope admin", "operationId": "revokeToken",
+            "parameters": [id_param("token id or prefix")],
+            "responses": {"200": ok("the revoked token", r("Token")), "404": err("no such token"), "409": err("the prefix matches several tokens")}}},
+        "/api/session": {
+            "get": {"summary": "the server's authentication mode and the token this client is signed in with", "operationId": "getSession",
+                "responses": {"200": ok("the session", r("Session"))}},
+            "post": {"summary": "dashboard sign-in: checks a token and sets the HttpOnly, SameSite=Strict cookie surfgym_session", "operationId": "signIn",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": sign_in}}},
+                "responses": {"200": ok("signed in", r("Session")), "401": err("not a valid token")}},
+            "delete": {"summary": "sign out: clears the cookie", "operationId": "signOut", "responses": {"200": ok("signed out", r("Session"))}}
+        }
+    });
+    let token = obj(
+        json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "scope": {"enum": ["read", "write", "admin"]},
+            "prefix": {"type": "string", "description": "the token's first characters"}, "created_at": {"type": "string"},
+            "last_used_at": {"type": ["string", "null"]}, "revoked_at": {"type": ["string", "null"]}}),
+        &["id", "name", "scope", "prefix", "created_at"],
+    );
+    let session = obj(
+        json!({"access": {"enum": ["open", "writes", "everything"], "description": "open: no token needed (--no-auth); writes: writes need one (loopback); everything: every route does"},
+            "token": {"oneOf": [r("Token"), {"type": "null"}]}}),
+        &["access", "token"],
+    );
+    for (k, v) in paths.as_object().into_iter().flatten() {
+        doc["paths"][k] = v.clone();
+    }
+    doc["components"]["schemas"]["Token"] = token;
+    doc["components"]["schemas"]["Session"] = session;
+    doc["components"]["securitySchemes"] = json!({
+        "bearer": {"type": "http", "scheme": "bearer", "description": "an API token (sgt_...)"},
+        "cookie": {"type": "apiKey", "in": "cookie", "name": "surfgym_session", "description": "the dashboard's sign-in"}
+    });
+    doc["security"] = json!([{"bearer": []}, {"cookie": []}]);
 }

@@ -17,6 +17,7 @@ mod run_leases;
 mod runs;
 mod sanitize;
 mod tasks;
+mod tokens;
 
 use std::time::Duration;
 
@@ -28,11 +29,13 @@ pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode, 
 pub use card::{PolicyCard, Sampling};
 pub use episodes::{
     ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
-    EpisodeSummary, StepCore, StepRecord, StepView, VerdictOutcome, VerdictRecord, VerdictView,
+    EpisodeSummary, JUDGE_ERROR, JUDGED, StepCore, StepRecord, StepView, VerdictOutcome,
+    VerdictRecord, VerdictView,
 };
 pub use run_leases::RunFigures;
 pub use runs::{IterationUpdate, IterationView, RunView};
 pub use tasks::{TaskFilter, TaskView};
+pub use tokens::{Scope, TOKEN_PREFIX, TokenView};
 
 /// A duration as whole milliseconds for an `INTEGER` column, saturating at `i32::MAX`
 /// (about 24 days) rather than failing the write.

@@ -405,6 +405,13 @@ fn check(errors: &mut Errors, path: &str, spec: &CheckSpec) -> Option<Check> {
 impl Rubric {
     /// Parses and validates a rubric from JSON, reporting type errors with their path.
     pub fn from_json(value: serde_json::Value) -> Result<Rubric, Vec<RubricError>> {
+        // serde would take a struct's fields as an array too (`[[...]]`): not a rubric.
+        if !value.is_object() {
+            return Err(vec![RubricError {
+                path: String::new(),
+                message: "a rubric is a JSON object with `groups`".into(),
+            }]);
+        }
         let spec: RubricSpec = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             vec![RubricError {

@@ -100,8 +100,15 @@ fn line_items(text: &str, first: usize) -> Vec<Item> {
         .collect()
 }
 
+/// The line of a byte offset, which may fall inside a character (the last byte of a file
+/// that ends in one): counted over bytes, never slicing the text.
 fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte].matches('\n').count() + 1
+    let bytes = text.as_bytes();
+    bytes[..byte.min(bytes.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The elements of a JSON array, each parsed on its own, so that one broken element (a
@@ -113,6 +120,7 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut start = open + 1;
     let mut closed = false;
+    let mut end = text.len();
     for (i, &b) in bytes.iter().enumerate().skip(open + 1) {
         if in_string {
             match b {
@@ -130,6 +138,7 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
             b']' => {
                 spans.push((start, i));
                 closed = true;
+                end = i + 1;
                 break;
             }
             b',' if depth == 0 => {
@@ -176,6 +185,17 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
             line,
             Err(err("", "invalid JSON array: it is never closed with `]`")),
         ));
+    }
+    // What follows the array (more lines of JSON Lines, another array) is read as items
+    // of its own, never dropped unseen.
+    let rest = &text[end..];
+    if !rest.trim().is_empty() {
+        let shift = line_of(text, end) - 1;
+        out.extend(
+            items(rest)
+                .into_iter()
+                .map(|(line, item)| (line + shift, item)),
+        );
     }
     out
 }

@@ -9,7 +9,10 @@ mod write;
 use serde::Serialize;
 
 pub use lease::ClaimedEpisode;
-pub use read::{EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeSummary, StepView, VerdictView};
+pub use read::{
+    EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeSummary, JUDGE_ERROR, JUDGED, StepView,
+    VerdictView,
+};
 pub use write::{EndReason, EpisodeRecord, StepRecord, VerdictOutcome, VerdictRecord};
 
 /// What every step stores, written and read alike: what the policy saw, what it did, and

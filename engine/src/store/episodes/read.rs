@@ -10,6 +10,11 @@ use uuid::Uuid;
 use super::StepCore;
 use crate::store::{PolicyCard, Store, StoreError};
 
+/// The status filter for finished episodes that were judged (no `judge_error`).
+pub const JUDGED: &str = "judged";
+/// The status filter for finished episodes whose rubric could not be evaluated.
+pub const JUDGE_ERROR: &str = "judge_error";
+
 /// Which episodes to list.
 #[derive(Debug, Clone, Default)]
 pub struct EpisodeFilter {
@@ -17,7 +22,8 @@ pub struct EpisodeFilter {
     pub campaign: Option<Uuid>,
     /// Task.
     pub task: Option<String>,
-    /// Status.
+    /// Status, or [`JUDGED`] / [`JUDGE_ERROR`]: finished episodes whose rubric could (not)
+    /// be evaluated.
     pub status: Option<String>,
     /// Success.
     pub success: Option<bool>,
@@ -170,8 +176,18 @@ fn push_filter(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
     if let Some(t) = &f.task {
         q.push(" AND e.task_id = ").push_bind(t.clone());
     }
-    if let Some(s) = &f.status {
-        q.push(" AND e.status = ").push_bind(s.clone());
+    match f.status.as_deref() {
+        None => {}
+        // Two views of `finished`: whether the rubric could be evaluated.
+        Some(JUDGED) => {
+            q.push(" AND e.status = 'finished' AND e.judge_error IS NULL");
+        }
+        Some(JUDGE_ERROR) => {
+            q.push(" AND e.status = 'finished' AND e.judge_error IS NOT NULL");
+        }
+        Some(s) => {
+            q.push(" AND e.status = ").push_bind(s.to_string());
+        }
     }
     if let Some(s) = f.success {
         q.push(" AND e.success = ").push_bind(s);
