@@ -32,9 +32,12 @@ fn scripted_reply(prompt: &str, wiki: &str) -> String {
     }
 }
 
+/// Every request's prompt text, in order.
+type Prompts = Arc<Mutex<Vec<String>>>;
+
 /// An OpenAI-compatible chat server on loopback answering [`scripted_reply`]; keeps every
 /// request's prompt text, in order.
-async fn scripted_policy_server(wiki: String) -> (String, Arc<Mutex<Vec<String>>>) {
+async fn scripted_policy_server(wiki: String) -> (String, Prompts) {
     use axum::Json;
     use axum::extract::State;
     use axum::routing::post;
@@ -44,7 +47,7 @@ async fn scripted_policy_server(wiki: String) -> (String, Arc<Mutex<Vec<String>>
         .route(
             "/v1/chat/completions",
             post(
-                |State((prompts, wiki)): State<(Arc<Mutex<Vec<String>>>, Arc<String>)>,
+                |State((prompts, wiki)): State<(Prompts, Arc<String>)>,
                  Json(body): Json<serde_json::Value>| async move {
                     let prompt: String = body["messages"]
                         .as_array()
@@ -127,11 +130,7 @@ async fn a_second_answer_after_a_recheck_is_the_one_judged(pool: PgPool) {
     );
     assert_eq!(e.summary.final_answer.as_deref(), Some("412 km"));
     assert_eq!(e.summary.end_reason.as_deref(), Some("answered"));
-    assert_eq!(
-        e.summary.success,
-        Some(true),
-        "judged on the second answer"
-    );
+    assert_eq!(e.summary.success, Some(true), "judged on the second answer");
     let note = "You answered \"300 km\". Check the page again, then answer again";
     let asked = prompts.lock().unwrap().clone();
     assert_eq!(asked.len(), 3, "one request per step");
