@@ -517,6 +517,7 @@ async fn guided_decoding_over_http_yields_only_actions_of_the_page() {
             step: 0,
             max_steps: 5,
             seed,
+            answered: None,
         };
         let d = guided.decide(input.clone()).await.unwrap();
         assert!(

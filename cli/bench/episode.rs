@@ -295,6 +295,7 @@ pub async fn drive(
             step,
             max_steps: t.max_steps,
             seed,
+            answered: None,
         };
         let decision = policy
             .decide(input)

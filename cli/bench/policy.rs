@@ -120,6 +120,7 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
         step: 0,
         max_steps: 10,
         seed: i as u64,
+        answered: None,
     };
     let backend = Arc::new(backend);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

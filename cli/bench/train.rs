@@ -22,6 +22,10 @@ pub struct TrainArgs {
     /// SmolLM2-135M: 11 GB at its peak at 2 x 544 tokens, about 4x the activations at 8).
     #[arg(long)]
     batch: Option<usize>,
+    /// Samples per forward pass; the batch's passes accumulate into one optimiser step
+    /// (default: the whole batch in one pass). What fits a big batch in memory.
+    #[arg(long)]
+    micro_batch: Option<usize>,
     /// Prompt tokens per sample.
     #[arg(long, default_value_t = 512)]
     prompt_tokens: usize,
@@ -48,7 +52,7 @@ pub struct TrainArgs {
 
 /// Runs the benchmark.
 pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
-    if a.batch == Some(0) || a.prompt_tokens == 0 || a.response_tokens == 0 || a.steps == 0 {
+    if a.batch == Some(0) || a.micro_batch == Some(0) || a.prompt_tokens == 0 || a.response_tokens == 0 || a.steps == 0 {
         bail!("--batch, --prompt-tokens, --response-tokens and --steps must be at least 1");
     }
     let mut models = a.models.clone();
@@ -93,6 +97,7 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             prompt: a.prompt_tokens,
             response: a.response_tokens,
             steps: a.steps,
+            micro_batch: a.micro_batch,
         };
         for &objective in &a.objectives {
             let (m, d) = (model.clone(), device.clone());

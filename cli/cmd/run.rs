@@ -26,6 +26,10 @@ pub struct RunArgs {
     /// Step limit per episode, capping each task's own (default: each task's own).
     #[arg(long)]
     pub max_steps: Option<u32>,
+    /// Answers an agent may give per episode: each but the last is followed by a prompt to
+    /// check the page again (TTI's re-check); the last one is judged.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=engine::campaign::MAX_ANSWER_CHECKS as i64))]
+    pub answer_checks: u32,
     /// Base seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -57,6 +61,7 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         policy: Some(args.policy),
         rollouts_per_task: Some(args.rollouts),
         max_steps: args.max_steps,
+        answer_checks: Some(args.answer_checks),
         seed: Some(args.seed),
         ..Default::default()
     };

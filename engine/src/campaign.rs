@@ -59,6 +59,12 @@ pub struct CampaignSpec {
     /// options).
     #[serde(default)]
     pub screen: Option<Screen>,
+    /// Answers an agent may give per episode (default 1: its first answer ends the
+    /// episode). With n > 1, each answer but the n-th is followed by an observation that
+    /// quotes it and asks the agent to check the page again (TTI's re-check prompting);
+    /// the last answer given is the one judged.
+    #[serde(default)]
+    pub answer_checks: Option<u32>,
 }
 
 /// How a campaign schedules its episodes.
@@ -117,10 +123,18 @@ pub struct CampaignConfig {
     /// worker's own options).
     #[serde(default)]
     pub screen: Option<Screen>,
+    /// Answers an agent may give per episode; only the last one is judged (1 in campaigns
+    /// stored before the setting existed: the first answer ends the episode).
+    #[serde(default = "one")]
+    pub answer_checks: u32,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Step limit of tasks that set none, when the campaign sets none either.
@@ -142,6 +156,8 @@ impl CampaignConfig {
 pub const MAX_ROLLOUTS: u32 = 256;
 /// Most concurrent episodes a campaign may ask for.
 pub const MAX_CONCURRENCY: u32 = 512;
+/// Most answers an episode may give (each one a step of its horizon anyway).
+pub const MAX_ANSWER_CHECKS: u32 = 16;
 
 fn err(field: &str, message: impl Into<String>) -> FieldError {
     FieldError {
@@ -193,6 +209,14 @@ impl CampaignSpec {
             MAX_CONCURRENCY,
         );
         let max_attempts = in_range(&mut errors, "max_attempts", self.max_attempts, 3, 1, 20);
+        let answer_checks = in_range(
+            &mut errors,
+            "answer_checks",
+            self.answer_checks,
+            1,
+            1,
+            MAX_ANSWER_CHECKS,
+        );
         let mode = match self.mode.as_deref() {
             None | Some("async") => Mode::Async,
             Some("lockstep") => Mode::Lockstep,
@@ -286,6 +310,7 @@ impl CampaignSpec {
             binary_judge,
             critic: self.critic.unwrap_or(true),
             screen: self.screen,
+            answer_checks,
         })
     }
 }
@@ -320,10 +345,17 @@ mod tests {
             ),
             ("random", 1, None, 3)
         );
+        assert_eq!(c.answer_checks, 1, "one answer ends an episode by default");
+        // Campaigns stored before the setting existed read back with today's behaviour.
+        let mut stored = serde_json::to_value(&c).unwrap();
+        stored.as_object_mut().unwrap().remove("answer_checks");
+        let old: CampaignConfig = serde_json::from_value(stored).unwrap();
+        assert_eq!(old.answer_checks, 1);
         let e = CampaignSpec {
             policy: Some("gpt".into()),
             rollouts_per_task: Some(0),
             max_steps: Some(500),
+            answer_checks: Some(0),
             tasks: Some(TaskFilter {
                 difficulty: Some("insane".into()),
                 ..Default::default()
@@ -339,6 +371,7 @@ mod tests {
                 "policy",
                 "rollouts_per_task",
                 "max_steps",
+                "answer_checks",
                 "tasks.difficulty"
             ]
         );

@@ -71,6 +71,7 @@ fn input(seed: u64) -> StepInput {
         step: 0,
         max_steps: 1,
         seed,
+        answered: None,
     }
 }
 

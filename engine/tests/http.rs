@@ -268,6 +268,7 @@ fn first_step(instruction: &str, observation: Observation) -> StepInput {
         step: 0,
         max_steps: 5,
         seed: 3,
+        answered: None,
     }
 }
 

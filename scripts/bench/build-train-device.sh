@@ -47,6 +47,8 @@ cargo build --release -p training --features cuda --example train_device
 mkdir -p "$root/.gpu/models"
 cp "$CARGO_TARGET_DIR/release/examples/train_device" "$root/.gpu/train_device"
 strip "$root/.gpu/train_device"
+# What travels to a GPU machine is limited in size; the embedded PTX compresses well.
+gzip -9f "$root/.gpu/train_device"
 for m in tiny-text tiny-qwen2vl; do
   rm -rf "$root/.gpu/models/$m"
   cp -rL "$data/models/$m" "$root/.gpu/models/$m"

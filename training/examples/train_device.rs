@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! train_device DEVICE MODEL_DIR [check|bench] [--precision P] [--batch N] [--prompt N]
-//!              [--response N] [--steps N] [--objective fbc|grpo]
+//!              [--response N] [--steps N] [--micro-batch N] [--objective fbc|grpo]
 //! ```
 //! Prints one JSON line per result.
 
@@ -56,6 +56,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         prompt: num("--prompt", 512)?,
         response: num("--response", 32)?,
         steps: num("--steps", 3)?,
+        micro_batch: flag("--micro-batch")
+            .map(|v| v.parse().map_err(|_| format!("--micro-batch: not a number: {v:?}")))
+            .transpose()?,
     };
     let name = model
         .file_name()

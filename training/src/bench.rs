@@ -27,6 +27,10 @@ pub struct BenchShape {
     pub response: usize,
     /// Optimiser steps timed (after one untimed warm-up step).
     pub steps: usize,
+    /// Samples per forward pass, the gradients of `batch / micro_batch` passes accumulated
+    /// into the one optimiser step (`None`: the whole batch in one pass).
+    #[serde(default)]
+    pub micro_batch: Option<usize>,
 }
 
 /// Figures of one benchmark.
@@ -99,9 +103,11 @@ pub fn run(
     device: &Device,
     precision: Precision,
 ) -> Result<BenchResult, TrainError> {
+    let micro = shape.micro_batch.unwrap_or(shape.batch).clamp(1, shape.batch.max(1));
     let cfg = TrainConfig {
         objective,
-        micro_batch: shape.batch,
+        micro_batch: micro,
+        accumulation: shape.batch.div_ceil(micro),
         precision,
         ..TrainConfig::default()
     };

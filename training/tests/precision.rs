@@ -21,6 +21,7 @@ const SHAPE: BenchShape = BenchShape {
     prompt: 48,
     response: 8,
     steps: 1,
+    micro_batch: None,
 };
 
 /// f32 agrees with the reference to rounding (exactly, on the same CPU).

@@ -36,6 +36,11 @@ pub struct RunConfig {
     /// Evaluation episodes per held-out task.
     #[serde(default = "one")]
     pub eval_rollouts: u32,
+    /// Answers an agent may give in evaluation episodes (the campaigns' `answer_checks`):
+    /// with n > 1 each answer but the last is followed by a prompt to check the page again
+    /// (TTI's re-check), so a version can be evaluated with and without it.
+    #[serde(default = "one")]
+    pub eval_answer_checks: u32,
     /// `fbc` or `grpo`.
     #[serde(default = "grpo")]
     pub objective: String,
@@ -180,6 +185,12 @@ impl RunConfig {
         if self.eval_rollouts == 0 {
             return Err("eval_rollouts: must be at least 1".into());
         }
+        if !(1..=engine::campaign::MAX_ANSWER_CHECKS).contains(&self.eval_answer_checks) {
+            return Err(format!(
+                "eval_answer_checks: must be between 1 and {}",
+                engine::campaign::MAX_ANSWER_CHECKS
+            ));
+        }
         if !matches!(self.objective.as_str(), "fbc" | "grpo") {
             return Err(format!(
                 "objective: unknown {:?} (expected fbc or grpo)",
@@ -257,13 +268,26 @@ mod tests {
     fn a_good_config_parses_with_defaults() {
         let c = RunConfig::parse(&good().to_string()).unwrap();
         assert_eq!(c.rollouts_per_task, 4);
+        assert_eq!(c.eval_answer_checks, 1);
+        // The evaluation campaigns carry the setting, so a version is evaluated with and
+        // without re-check by changing only it.
+        let mut v = good();
+        v["eval_answer_checks"] = serde_json::json!(2);
+        let checked = RunConfig::parse(&v.to_string()).unwrap();
+        assert_eq!(
+            (
+                crate::run::eval_spec(&c, "p", 1).answer_checks,
+                crate::run::eval_spec(&checked, "p", 1).answer_checks
+            ),
+            (Some(1), Some(2))
+        );
         assert_eq!(c.objective_at(1), training::Objective::Grpo);
         assert_eq!(c.policy.constrained.as_deref(), Some("action"));
     }
 
     #[test]
     fn bad_configs_name_the_field() {
-        let cases: [(&str, serde_json::Value, &str); 8] = [
+        let cases: [(&str, serde_json::Value, &str); 9] = [
             ("train", serde_json::json!({}), "train: names no tasks"),
             (
                 "held_out",
@@ -272,6 +296,11 @@ mod tests {
             ),
             ("held_out", serde_json::json!("nope"), "unknown variant"),
             ("eval_horizon", serde_json::json!(0), "eval_horizon"),
+            (
+                "eval_answer_checks",
+                serde_json::json!(0),
+                "eval_answer_checks: must be between 1",
+            ),
             ("objective", serde_json::json!("ppo"), "objective: unknown"),
             (
                 "curriculum",

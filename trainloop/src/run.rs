@@ -658,6 +658,7 @@ pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
         tasks: Some(tasks),
         rollouts_per_task: Some(cfg.eval_rollouts),
         max_steps: Some(cfg.eval_horizon),
+        answer_checks: Some(cfg.eval_answer_checks),
         // One seed for every evaluation, never a training seed's.
         seed: Some(EVAL_SEED ^ cfg.seed),
         ..Default::default()

@@ -698,6 +698,7 @@
               dt('Seed', cfg.seed == null ? '—' : String(cfg.seed)),
               dt('Concurrency', cfg.concurrency === 0 ? 'auto' : fmtInt(cfg.concurrency)),
               dt('Max attempts', fmtInt(cfg.max_attempts)),
+              dt('Answers', cfg.answer_checks > 1 ? `up to ${fmtInt(cfg.answer_checks)}, each but the last re-checked; the last is judged` : 'one (it ends the episode)'),
               dt('Ran under', pols.length === 0 ? h('span', { class: 'muted' }, 'no finished episode yet')
                 : h('span', { id: 'campaign-policies' }, pols.map((u) => `${describePolicy(u.card)} (${fmtInt(u.episodes)})`).join('; '))),
               dt('Screen', cfg.screen ? `${describeScreen(cfg.screen)} (tasks with their own: theirs)` : describeScreen(cfg.screen)),

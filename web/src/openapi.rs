@@ -208,7 +208,8 @@ pub fn document() -> Value {
                 "concurrency": {"type": "integer", "minimum": 0}, "seed": {"type": "integer", "minimum": 0}, "max_attempts": {"type": "integer", "minimum": 1},
                 "mode": {"enum": ["async", "lockstep"]}, "straggler_cutoff": {"type": "number", "description": "fraction of episodes done, e.g. 0.95"},
                 "straggler_grace_secs": {"type": "integer", "minimum": 0}, "judge": {"enum": ["exhaustive", "binary"]}, "critic": {"type": "boolean"},
-                "screen": r("Screen")
+                "screen": r("Screen"),
+                "answer_checks": {"type": "integer", "minimum": 1, "maximum": 16, "description": "answers an agent may give per episode (default 1); each but the last is followed by a prompt to check the page again; the last one is judged"}
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": ["queued", "running", "paused", "completed", "cancelled", "failed"]}, "policy": {"type": "string"}, "config": {"type": "object"},

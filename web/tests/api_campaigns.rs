@@ -32,6 +32,8 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
         (json!({"policy": "gpt-9"}), "policy"),
         (json!({"rollouts_per_task": 0}), "rollouts_per_task"),
         (json!({"max_steps": 0}), "max_steps"),
+        (json!({"answer_checks": 0}), "answer_checks"),
+        (json!({"answer_checks": 17}), "answer_checks"),
         (json!({"concurrency": 100000}), "concurrency"),
         (json!({"tasks": {"difficulty": "x"}}), "tasks.difficulty"),
         (json!({"tasks": {"site": "nowhere"}}), "tasks"),

@@ -66,6 +66,10 @@ pub struct StepInput {
     pub max_steps: u32,
     /// The episode's seed (sampling policies must be reproducible from it).
     pub seed: u64,
+    /// The agent's last answer, when it has answered and the campaign lets it answer
+    /// again (`answer_checks` > 1): prompts ask it to check the page and confirm or
+    /// correct it.
+    pub answered: Option<Arc<str>>,
 }
 
 /// A policy's choice.

@@ -99,6 +99,9 @@ pub struct EpisodeRun {
     /// What the pages render at: the task's own screen, else the campaign's (`None` only
     /// for campaigns stored before campaigns recorded one: the pool's own).
     pub screen: Option<Screen>,
+    /// Answers the agent may give; every one but the last is followed by a re-check
+    /// prompt instead of ending the episode (1: the first answer ends it).
+    pub answer_checks: u32,
 }
 
 /// An observation waiting for the policy's decision.
@@ -122,7 +125,10 @@ pub struct Episode {
     visited: Vec<String>,
     policy_errors: u32,
     end: Option<EndReason>,
+    /// The last answer given: the one judged, however the episode ends.
     final_answer: Option<String>,
+    /// Answers given so far.
+    answers: u32,
     terminal_shot: Option<String>,
     pending: Option<Pending>,
     /// What the start page did before the first action: listed with the first step.
@@ -237,6 +243,7 @@ impl Episode {
             policy_errors: 0,
             end: None,
             final_answer: None,
+            answers: 0,
             terminal_shot: None,
             _running: Running::start(),
             pending: None,
@@ -314,6 +321,7 @@ impl Episode {
             step: self.steps.len() as u32,
             max_steps: self.run.max_steps,
             seed: self.run.seed,
+            answered: self.final_answer.as_deref().map(Arc::from),
         })
     }
 
@@ -373,28 +381,37 @@ impl Episode {
             Ok(action) => {
                 self.policy_errors = 0;
                 record.core.action = action.to_string();
-                if action.is_terminal() {
-                    match &action {
-                        Action::Answer(a) => {
-                            self.final_answer = Some(a.clone());
-                            self.end = Some(EndReason::Answered);
-                        }
-                        _ => self.end = Some(EndReason::Stopped),
+                let mut error = None;
+                if let Action::Answer(a) = &action {
+                    // Recorded as a step either way, so replays show every answer.
+                    self.final_answer = Some(a.clone());
+                    self.answers += 1;
+                    if self.answers >= self.run.answer_checks {
+                        self.end = Some(EndReason::Answered);
+                        self.terminal_shot = Some(pending.screenshot);
+                        self.steps.push(record);
+                        return Ok(());
                     }
+                    // Not the last answer allowed: the page is left as it is and the next
+                    // observation asks the agent to check it again (`StepInput::answered`).
+                } else if action.is_terminal() {
+                    self.end = Some(EndReason::Stopped);
                     self.terminal_shot = Some(pending.screenshot);
                     self.steps.push(record);
                     return Ok(());
-                }
-                let t = Instant::now();
-                let report = self.session.act(&action).await?;
-                METRICS.act_seconds.time(t.elapsed());
-                record.core.act_ms = ms(t.elapsed());
-                record.core.action_error = report.error.clone();
-                record.click = report.point;
-                if self.run.task.setup == Some(Setup::MiniWob)
-                    && crate::env::miniwob_done(&self.session).await?
-                {
-                    self.end = Some(EndReason::EnvDone);
+                } else {
+                    let t = Instant::now();
+                    let report = self.session.act(&action).await?;
+                    METRICS.act_seconds.time(t.elapsed());
+                    record.core.act_ms = ms(t.elapsed());
+                    record.core.action_error = report.error.clone();
+                    record.click = report.point;
+                    error = report.error;
+                    if self.run.task.setup == Some(Setup::MiniWob)
+                        && crate::env::miniwob_done(&self.session).await?
+                    {
+                        self.end = Some(EndReason::EnvDone);
+                    }
                 }
                 self.history.push(PastStep {
                     observation: Some(pending.observation.clone()),
@@ -403,7 +420,7 @@ impl Episode {
                     action: record.core.action.clone(),
                     url: obs.url.clone(),
                     title: obs.title.clone(),
-                    error: report.error,
+                    error,
                 });
             }
             Err(message) => {

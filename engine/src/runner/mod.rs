@@ -398,6 +398,7 @@ impl Runner {
             // The version a following policy serves now, kept to the episode's end.
             policy: run.policy.pinned().unwrap_or_else(|| run.policy.clone()),
             seed: ep.seed as u64,
+            answer_checks: run.config.answer_checks,
         }))
     }
 

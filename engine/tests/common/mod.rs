@@ -36,6 +36,7 @@ pub fn step_input(
         step: 0,
         max_steps: 5,
         seed,
+        answered: None,
     }
 }
 

@@ -223,6 +223,7 @@ mod tests {
             step: 0,
             max_steps: 10,
             seed: 1,
+            answered: None,
         }
     }
 

@@ -83,6 +83,14 @@ pub fn action_help(grounding: Grounding) -> &'static str {
     }
 }
 
+/// What the agent is told after an answer that does not end its episode (TTI's re-check
+/// prompting): the answer quoted, and that it should look again before answering again.
+pub fn recheck_note(answer: &str) -> String {
+    format!(
+        "You answered {answer:?}. Check the page again, then answer again to confirm or correct it."
+    )
+}
+
 fn hash(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -157,6 +165,10 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
     }
     for e in &obs.events {
         text.push_str(&format!("Note: {e}\n"));
+    }
+    if let Some(answer) = &input.answered {
+        text.push_str(&recheck_note(answer));
+        text.push('\n');
     }
     if let Some(tree) = &obs.ax_tree {
         // The pool caps the tree by lines; a prompt needs a byte bound too.
@@ -310,6 +322,7 @@ mod tests {
             step: 0,
             max_steps: 5,
             seed: 1,
+            answered: None,
         };
         let text = build(&input, &PromptConfig::default(), false).text;
         assert!(text.contains("Note: a download of \"f.zip\""), "{text}");
@@ -382,6 +395,24 @@ mod tests {
             step: 0,
             max_steps: 5,
             seed: 1,
+            answered: None,
+        }
+    }
+
+    #[test]
+    fn a_pending_answer_asks_the_agent_to_check_the_page_again() {
+        let mut input = step_input(screenshot_observation(), vec![]);
+        let note = "You answered \"300 km\". Check the page again, then answer again";
+        let text = build(&input, &PromptConfig::default(), false).text;
+        assert!(!text.contains("You answered"), "{text}");
+        input.answered = Some("300 km".into());
+        for style in [PromptStyle::Plain, PromptStyle::Structured] {
+            let cfg = PromptConfig {
+                style,
+                ..PromptConfig::default()
+            };
+            let text = build(&input, &cfg, true).text;
+            assert!(text.contains(note), "{style:?}: {text}");
         }
     }
 
