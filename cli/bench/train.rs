@@ -52,7 +52,12 @@ pub struct TrainArgs {
 
 /// Runs the benchmark.
 pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
-    if a.batch == Some(0) || a.micro_batch == Some(0) || a.prompt_tokens == 0 || a.response_tokens == 0 || a.steps == 0 {
+    if a.batch == Some(0)
+        || a.micro_batch == Some(0)
+        || a.prompt_tokens == 0
+        || a.response_tokens == 0
+        || a.steps == 0
+    {
         bail!("--batch, --prompt-tokens, --response-tokens and --steps must be at least 1");
     }
     let mut models = a.models.clone();

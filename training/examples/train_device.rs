@@ -57,7 +57,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         response: num("--response", 32)?,
         steps: num("--steps", 3)?,
         micro_batch: flag("--micro-batch")
-            .map(|v| v.parse().map_err(|_| format!("--micro-batch: not a number: {v:?}")))
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| format!("--micro-batch: not a number: {v:?}"))
+            })
             .transpose()?,
     };
     let name = model

@@ -103,7 +103,10 @@ pub fn run(
     device: &Device,
     precision: Precision,
 ) -> Result<BenchResult, TrainError> {
-    let micro = shape.micro_batch.unwrap_or(shape.batch).clamp(1, shape.batch.max(1));
+    let micro = shape
+        .micro_batch
+        .unwrap_or(shape.batch)
+        .clamp(1, shape.batch.max(1));
     let cfg = TrainConfig {
         objective,
         micro_batch: micro,

@@ -106,7 +106,9 @@ fn need(access: Access, method: &Method, path: &str) -> Need {
     }
     match (access, path) {
         // The dashboard's pages: a browser without a session is sent to sign in.
-        (Access::Everything, p) if p == "/" || p == "/training-runs" || p.starts_with("/training-runs/") => {
+        (Access::Everything, p)
+            if p == "/" || p == "/training-runs" || p.starts_with("/training-runs/") =>
+        {
             Need::Page
         }
         (Access::Everything, _) => Need::Scope(Scope::Read),

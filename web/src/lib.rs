@@ -26,8 +26,8 @@ mod page;
 pub use inference::server as policy_server;
 mod session;
 mod tasks;
-mod training;
 mod tokens;
+mod training;
 
 use std::time::Duration;
 

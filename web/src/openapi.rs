@@ -312,6 +312,7 @@ fn training(doc: &mut Value) {
             "samples": {"type": ["integer", "null"]}, "horizon": {"type": ["array", "null"], "description": "[shortest, mean, longest]"},
             "eval_campaign": {"type": ["string", "null"]}, "done": {"type": "boolean"}}), &["iteration", "env_steps", "done"])},
         "active_campaigns": {"type": "array", "items": r("Campaign")}}), &["iterations", "curve", "active_campaigns"])]});
+}
 
 /// The token and sign-in routes, their schemas and the security schemes (apart: one
 /// `json!` of the whole document would pass the macro's recursion limit).

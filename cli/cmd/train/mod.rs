@@ -16,7 +16,7 @@ use crate::args::Common;
 pub enum TrainCommand {
     /// One update from judged episodes (stored campaigns or `surfgym export` JSON Lines):
     /// select steps, train, and publish a new policy version.
-    Step(step::StepArgs),
+    Step(Box<step::StepArgs>),
     /// A training run (curriculum RL): rollouts, updates and held-out evaluations, iteration
     /// after iteration, kept in Postgres.
     Run(run::RunArgs),
@@ -31,7 +31,7 @@ pub enum TrainCommand {
 /// Runs a `train` subcommand.
 pub async fn run(common: &Common, c: TrainCommand) -> anyhow::Result<ExitCode> {
     match c {
-        TrainCommand::Step(a) => step::step(common, a).await,
+        TrainCommand::Step(a) => step::step(common, *a).await,
         TrainCommand::Run(a) => run::start(common, a).await,
         TrainCommand::Resume(a) => run::resume(common, a).await,
         TrainCommand::List => run::list(common).await,

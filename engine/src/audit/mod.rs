@@ -139,6 +139,7 @@ async fn solver_actions(
         max_steps: task.max_steps.unwrap_or(20),
         seed,
         screen: task.screen,
+        answer_checks: 1,
     };
     let (_keep, cut) = tokio::sync::watch::channel(false);
     let finished = crate::runner::episode::run_alone(pool, run, &cut).await?;
