@@ -71,6 +71,7 @@ const TAKE_QUERIES: &[(Method, &str)] = &[
     (Method::GET, "/api/campaigns"),
     (Method::GET, "/api/campaigns/{id}/export"),
     (Method::GET, "/api/episodes"),
+    (Method::GET, "/api/training-runs"),
 ];
 
 fn query_expected(parts: &Parts) -> Result<(), ApiError> {
