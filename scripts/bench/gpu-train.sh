@@ -30,7 +30,8 @@ results="$out/results.jsonl"
 libs=""
 for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libnvrtc.so.13; do
   f="$(find /usr/local /opt /usr/lib -name "$n" 2>/dev/null | head -n 1)"
-  [ -n "$f" ] && libs="$libs:$(dirname "$f")"
+  d="$(dirname "${f:-.}")"
+  [ -n "$f" ] && case ":$libs:" in *":$d:"*) ;; *) libs="$libs:$d" ;; esac
 done
 export LD_LIBRARY_PATH="${libs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "gpu-train: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"

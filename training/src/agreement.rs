@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
 use crate::bench::{BenchShape, synthetic_samples};
-use crate::device::{Precision, device_name};
+use crate::device::{Precision, device_name, dtype_name};
 use crate::objective::Objective;
 use crate::optim::AdamWConfig;
 use crate::trainer::{TrainConfig, Trainer};
@@ -93,10 +93,7 @@ pub fn agreement(
     let (logprob_max_diff, logprob_mean_diff) = diffs(&before_ref, &before);
     Ok(Agreement {
         device: device_name(device),
-        precision: match under_test.decoder().compute_dtype() {
-            candle_core::DType::BF16 => "bf16".into(),
-            _ => "f32".into(),
-        },
+        precision: dtype_name(under_test.decoder().compute_dtype()).into(),
         tokens: before.len(),
         logprob_max_diff,
         logprob_mean_diff,

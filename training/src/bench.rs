@@ -145,10 +145,7 @@ pub fn run(
         samples_per_s: shape.batch as f64 * n / total,
         step_s: times[times.len() / 2],
         device: crate::device::device_name(device),
-        precision: match trainer.decoder().compute_dtype() {
-            candle_core::DType::BF16 => "bf16".to_string(),
-            _ => "f32".to_string(),
-        },
+        precision: crate::device::dtype_name(trainer.decoder().compute_dtype()).into(),
     })
 }
 

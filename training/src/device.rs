@@ -61,6 +61,14 @@ impl std::fmt::Display for Precision {
     }
 }
 
+/// The name reports use for a compute dtype (`f32`, `bf16`).
+pub fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::BF16 => "bf16",
+        _ => "f32",
+    }
+}
+
 /// The device named by `cpu`, `cuda` or `cuda:N`.
 pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
     let ordinal = match spec {

@@ -294,40 +294,41 @@ async fn iteration(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             .await?
     };
     if it.phase == "rollout" {
-        if halted(ctx).await? {
+        if !enter(ctx, idx, "rollout").await? {
             return Ok(());
         }
-        (ctx.events)(Event::Phase {
-            iteration: idx,
-            phase: "rollout",
-        });
         rollout(ctx, &it).await?;
         it = reload(store, ctx.run, i).await?;
     }
     if it.phase == "train" {
-        if halted(ctx).await? {
+        if !enter(ctx, idx, "train").await? {
             return Ok(());
         }
-        (ctx.events)(Event::Phase {
-            iteration: idx,
-            phase: "train",
-        });
         train(ctx, &it, &existing).await?;
         it = reload(store, ctx.run, i).await?;
     }
     if it.phase == "eval" {
-        if halted(ctx).await? {
+        if !enter(ctx, idx, "eval").await? {
             return Ok(());
         }
-        (ctx.events)(Event::Phase {
-            iteration: idx,
-            phase: "eval",
-        });
         evaluate(ctx, &it, &existing).await?;
         it = reload(store, ctx.run, i).await?;
     }
     (ctx.events)(Event::Done(Box::new(it)));
     Ok(())
+}
+
+/// Starts `phase` of iteration `idx` unless the run was halted: announces it, and says
+/// whether to go on.
+async fn enter(ctx: &Ctx<'_>, idx: u32, phase: &'static str) -> Result<bool, RunError> {
+    if halted(ctx).await? {
+        return Ok(false);
+    }
+    (ctx.events)(Event::Phase {
+        iteration: idx,
+        phase,
+    });
+    Ok(true)
 }
 
 /// Whether the run was paused or cancelled (through the API): checked between phases,
