@@ -161,6 +161,42 @@ fn recorded_logprobs_match_a_teacher_forced_forward_pass() {
     assert!((scored[0] - outs[0].logprobs[0]).abs() > 1e-3);
 }
 
+/// An earlier output of the model carrying NUL (pages and a freely decoding model can
+/// produce it; Postgres stores it as U+FFFD): the prompt the model is given is the prompt
+/// that is recorded (and its tokens rescore to the recorded log-probabilities on it).
+#[test]
+fn a_prompt_with_nul_is_given_to_the_model_as_it_is_stored() {
+    let backend = OnnxBackend::load(options()).unwrap();
+    let mut obs = observation(40, 2);
+    obs.title = "Pa\0ge".into();
+    let mut step = input(9, 40, 2);
+    step.observation = Arc::new(obs);
+    step.history = Arc::from(vec![engine::policy::PastStep {
+        observation: None,
+        screenshot: "0".repeat(64),
+        thought: None,
+        // What a failed parse shows of the output.
+        action: "x\0\0y".into(),
+        url: "http://127.0.0.1:1/".into(),
+        title: "Pa\0ge".into(),
+        error: Some("no action found".into()),
+    }]);
+    step.step = 1;
+    let p = backend.prompt_for(&step).unwrap();
+    assert!(!p.rendered.contains('\0') && !p.text.contains('\0'));
+    assert!(p.rendered.contains("x\u{FFFD}\u{FFFD}y"), "{}", p.rendered);
+    let d = backend
+        .decide_all(std::slice::from_ref(&step))
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let stored = d.prompt.clone().unwrap();
+    assert_eq!(stored, p.rendered);
+    let model = backend.model();
+    let mut m = model.lock().unwrap();
+    assert_scores_match(&mut m, &p, &d.token_ids, &d.token_logprobs);
+}
+
 #[test]
 fn stop_texts_end_generation_and_are_cut_from_the_text() {
     let backend = OnnxBackend::load(options()).unwrap();

@@ -140,6 +140,13 @@ impl OnnxBackend {
         let mut text = prompt::render(&self.template, &built.text, built.images.len(), self.vision)
             .map_err(OnnxError::Prompt)?;
         text.push_str(&self.opts.answer_prefix);
+        // The store keeps text with NUL as U+FFFD (Postgres rejects NUL), and a page or an
+        // earlier output of the model can carry NUL into the prompt. Cleaning it here makes
+        // the prompt the model is given the prompt the store keeps, so the trainer rescores
+        // a recorded step on exactly the tokens that produced it.
+        if text.contains('\0') {
+            text = text.replace('\0', "\u{FFFD}");
+        }
         let model = self.model.lock().expect("model lock");
         let mut prompt = expand_images(&text, &built.images, model.config())?;
         if let Some(constraint) = self.opts.constrained {
