@@ -91,6 +91,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         success: true,
         credit: rubrics::Credit::Exact(1.0),
         duration: Duration::from_millis(5),
+        judge: Duration::from_millis(2),
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,
@@ -435,6 +436,11 @@ async fn facts_left_unchecked_are_stored_as_such_with_a_lower_bound_credit(pool:
             v.judge_calls_saved
         ),
         (1, 2, 3, 2)
+    );
+    assert_eq!(
+        store.judge_ms(&[c]).await.unwrap(),
+        2,
+        "the judge's time is kept"
     );
     // The schema refuses an unchecked fact that claims evidence.
     let err = sqlx::query(

@@ -450,6 +450,7 @@ async fn rollout(ctx: &Ctx<'_>, it: &IterationView) -> Result<(), RunError> {
                 }),
                 env_steps: Some(steps),
                 rollout_ms: Some(started.elapsed().as_millis() as i64),
+                judge_ms: Some(store.judge_ms(&campaigns).await?),
                 report: Some(serde_json::json!({ "tasks": tasks })),
                 ..Default::default()
             },

@@ -302,7 +302,7 @@ fn training(doc: &mut Value) {
         "eval_campaign": {"type": ["string", "null"]}, "parent_version": {"type": ["string", "null"]}, "version": {"type": ["string", "null"]},
         "samples": {"type": ["integer", "null"]}, "dropped": {"type": ["object", "null"]}, "loss": {"type": ["number", "null"]},
         "train_success": {"type": ["number", "null"]}, "eval_success": {"type": ["number", "null"]}, "env_steps": {"type": ["integer", "null"]},
-        "rollout_ms": {"type": ["integer", "null"]}, "train_ms": {"type": ["integer", "null"]}, "eval_ms": {"type": ["integer", "null"]}, "report": {"type": ["object", "null"]}}),
+        "rollout_ms": {"type": ["integer", "null"]}, "judge_ms": {"type": ["integer", "null"], "description": "judging time summed over the rollouts' episodes (inside rollout_ms)"}, "train_ms": {"type": ["integer", "null"]}, "eval_ms": {"type": ["integer", "null"]}, "report": {"type": ["object", "null"]}}),
         &["idx", "phase"],
     );
     schemas["TrainingRunDetail"] = json!({"allOf": [r("TrainingRun"), obj(json!({

@@ -61,6 +61,9 @@ pub struct IterationView {
     pub env_steps: Option<i64>,
     /// Wall time of the rollouts (judging included), ms.
     pub rollout_ms: Option<i64>,
+    /// Time spent judging the rollouts, summed over their episodes, ms (inside
+    /// `rollout_ms`: episodes are judged while others still run).
+    pub judge_ms: Option<i64>,
     /// Wall time of the update, ms.
     pub train_ms: Option<i64>,
     /// Wall time of the evaluation, ms.
@@ -101,6 +104,8 @@ pub struct IterationUpdate {
     /// See [`IterationView`].
     pub rollout_ms: Option<i64>,
     /// See [`IterationView`].
+    pub judge_ms: Option<i64>,
+    /// See [`IterationView`].
     pub train_ms: Option<i64>,
     /// See [`IterationView`].
     pub eval_ms: Option<i64>,
@@ -111,7 +116,7 @@ pub struct IterationUpdate {
 const RUN: &str =
     "SELECT id, name, config, state, version, error, created_at, updated_at FROM training_runs";
 const ITERATION: &str = "SELECT idx, phase, horizons, rollout_campaigns, eval_campaign, parent_version, version,
-    samples, dropped, loss, train_success, eval_success, env_steps, rollout_ms, train_ms, eval_ms, report,
+    samples, dropped, loss, train_success, eval_success, env_steps, rollout_ms, judge_ms, train_ms, eval_ms, report,
     started_at, finished_at FROM training_iterations";
 
 impl Store {
@@ -172,6 +177,18 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Time spent judging the finished episodes of `campaigns`, ms.
+    pub async fn judge_ms(&self, campaigns: &[Uuid]) -> Result<i64, StoreError> {
+        let (ms,): (i64,) = sqlx::query_as(
+            "SELECT coalesce(sum(judge_ms), 0)::bigint FROM episodes
+             WHERE campaign_id = ANY($1) AND status = 'finished'",
+        )
+        .bind(campaigns)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(ms)
     }
 
     /// The run's iterations in order.
@@ -236,7 +253,8 @@ impl Store {
                 train_ms = COALESCE($15, train_ms),
                 eval_ms = COALESCE($16, eval_ms),
                 report = COALESCE($17, report),
-                finished_at = CASE WHEN $18 THEN now() ELSE finished_at END
+                finished_at = CASE WHEN $18 THEN now() ELSE finished_at END,
+                judge_ms = COALESCE($19, judge_ms)
              WHERE run_id = $1 AND idx = $2",
         )
         .bind(id)
@@ -257,6 +275,7 @@ impl Store {
         .bind(u.eval_ms)
         .bind(u.report)
         .bind(done)
+        .bind(u.judge_ms)
         .execute(&self.pool)
         .await?;
         sqlx::query("UPDATE training_runs SET updated_at = now() WHERE id = $1")

@@ -205,7 +205,7 @@ fn iterations_table(d: &RunDetail) -> String {
     let mut o = String::from(
         "<table class=\"table\" id=\"iterations\"><thead><tr><th>Iteration</th><th>Phase</th>\
          <th>Horizons</th><th>Train</th><th>Held-out</th><th>Samples</th><th>Dropped</th>\
-         <th>Loss</th><th>Env steps</th><th>Time (rollout / train / eval)</th><th>Campaigns</th>\
+         <th>Loss</th><th>Env steps</th><th title=\"judging happens during the rollouts: its time is part of theirs\">Time (rollout (judge) / train / eval)</th><th>Campaigns</th>\
          </tr></thead><tbody>",
     );
     for (it, p) in d.iterations.iter().zip(&d.curve) {
@@ -235,7 +235,7 @@ fn iterations_table(d: &RunDetail) -> String {
             o,
             "<tr data-iteration=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"train\">{}</td>\
              <td class=\"held-out\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{} / {} / {}</td><td>{}</td></tr>",
+             <td>{} ({}) / {} / {}</td><td>{}</td></tr>",
             it.idx,
             it.idx,
             esc(&it.phase),
@@ -247,6 +247,7 @@ fn iterations_table(d: &RunDetail) -> String {
             it.loss.map_or("–".into(), |l| format!("{l:.4}")),
             it.env_steps.map_or("–".into(), |s| s.to_string()),
             secs(it.rollout_ms),
+            secs(it.judge_ms),
             secs(it.train_ms),
             secs(it.eval_ms),
             links
