@@ -23,6 +23,7 @@ mod extract;
 mod live;
 pub mod openapi;
 mod page;
+mod scripts;
 pub use inference::server as policy_server;
 mod session;
 mod tasks;
@@ -133,6 +134,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::app_js))
         .route("/assets/style.css", get(dashboard::style))
+        .route("/assets/{name}", get(scripts::script))
         .route("/assets/training.js", get(training::script))
         .route("/assets/training.css", get(training::style))
         .route("/training-runs", get(training::list_page))

@@ -1,0 +1,27 @@
+//! The dashboard's scripts beyond `app.js` (the replay, triage, live progress, keyboard
+//! navigation), compiled in like the rest of the dashboard. One route serves them all by
+//! name, so a new view adds a line to [`SCRIPTS`] and a `<script>` tag, not a route.
+
+use axum::extract::Path;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+
+/// Name under `/assets/` and source, in the order `index.html` loads them.
+const SCRIPTS: &[(&str, &str)] = &[("replay.js", include_str!("../dashboard/replay.js"))];
+
+/// `GET /assets/{name}`: one of [`SCRIPTS`], else 404.
+pub async fn script(Path(name): Path<String>) -> Response {
+    match SCRIPTS.iter().find(|(n, _)| *n == name) {
+        Some((_, src)) => (
+            [
+                (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            *src,
+        )
+            .into_response(),
+        None => ApiError::NotFound(format!("no dashboard asset {name}")).into_response(),
+    }
+}
