@@ -369,7 +369,7 @@
   }
 
   function setNav(which) {
-    for (const id of ['nav-campaigns', 'nav-tasks']) {
+    for (const id of ['nav-campaigns', 'nav-tasks', 'nav-triage']) {
       document.getElementById(id).classList.toggle('active', id === 'nav-' + which);
     }
   }
@@ -477,6 +477,7 @@
       schedule(v, load, active.length ? POLL_MS : IDLE_POLL_MS);
     };
     await load();
+    if (window.surfgym.watchList) window.surfgym.watchList(v, load);
   }
 
   function stat(label, value, id, sub, href) {
@@ -654,6 +655,7 @@
             ACTIVE.has(st) ? btn('pause', 'Pause', 'btn-secondary') : null,
             st === 'paused' ? btn('resume', 'Resume', 'btn-primary') : null,
             ACTIVE.has(st) || st === 'paused' ? btn('cancel', 'Cancel', 'btn-danger') : null,
+            Object.assign(internal('#/triage?campaign=' + enc(c.id), 'Triage'), { className: 'btn btn-secondary', id: 'btn-triage' }),
             h('a', {
               class: ['btn', 'btn-secondary'],
               id: 'btn-export',
@@ -928,6 +930,7 @@
     else if (parts[0] === 'campaigns' && parts.length === 2) p = viewCampaign(v, parts[1], params);
     else if (parts[0] === 'episodes' && parts.length === 2) p = views.episode(v, parts[1], params);
     else if (parts[0] === 'tasks' && parts.length === 1) p = viewTasks(v, params);
+    else if (parts[0] === 'triage' && parts.length === 1 && views.triage) p = views.triage(v, params);
     else {
       setNav(null);
       document.title = 'Not found · surfgym';

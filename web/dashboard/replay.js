@@ -180,7 +180,7 @@
           h('label', { class: 'toggle', for: 'toggle-elements' }, elToggle, ' show elements'))),
       h('div', { class: 'replay-grid' },
         h('div', { class: 'steps-col' }, stepList,
-          h('p', { class: 'hint muted' }, 'Use ← → to move between steps.')),
+          h('p', { class: 'hint muted' }, 'Keys: ← → steps, Home / End first and final, e element numbers.')),
         h('div', { class: 'stage-col' }, stage), details));
 
     // ---- verdicts
@@ -270,6 +270,7 @@
           if (x >= VIEWPORT_W || y >= VIEWPORT_H || x + w <= 0 || y + hh <= 0) continue;
           layers.push(h('div', {
             class: 'el-box',
+            dataset: { id: String(el.id) },
             title: `[${el.id}] ${el.role || el.tag || ''} ${JSON.stringify(String(el.label == null ? '' : el.label))}`,
             style: {
               left: (x / VIEWPORT_W) * 100 + '%', top: (y / VIEWPORT_H) * 100 + '%',
@@ -316,13 +317,10 @@
             h('div', { class: 'timing-bar' }, timing.map(([k, ms]) =>
               h('span', { class: 'timing-' + k, style: { width: (totalMs > 0 ? ((Number(ms) || 0) / totalMs) * 100 : 0) + '%' } }))))),
           s.logprob != null ? field('Log-prob', h('span', { class: 'mono' }, Number(s.logprob).toFixed(3))) : null,
-          s.raw_output != null && s.raw_output !== '' ? h('details', { class: 'raw' },
-            h('summary', null, 'Raw model output'), h('pre', { class: 'pre' }, String(s.raw_output))) : null,
-          s.prompt != null && s.prompt !== '' ? h('details', { class: 'raw', id: 'step-prompt' },
-            h('summary', null, 'Prompt the model was given'), h('pre', { class: 'pre' }, String(s.prompt))) : null,
-          Array.isArray(s.elements) && s.elements.length ? h('details', { class: 'raw' },
-            h('summary', null, `Elements (${s.elements.length})`),
-            h('pre', { class: 'pre' }, s.elements.map(elementLine).join('\n'))) : null,
+          field('Policy call', SG.replay.policyCall(s, steps, i)),
+          field('Accessibility', h('details', { class: 'raw', open: true, id: 'a11y-details' },
+            h('summary', null, `Elements the policy could address (${Array.isArray(s.elements) ? s.elements.length : 0})`),
+            SG.replay.a11yTree(s, overlay))),
         ]);
       }
 
@@ -340,15 +338,23 @@
       }
     }
 
+    // ← → previous/next step, Home/End first step/final page, e the element boxes.
+    const KEYS = { ArrowLeft: () => sel - 1, ArrowRight: () => sel + 1, Home: () => 0, End: () => finalIdx };
     const onKey = (e) => {
       if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
-      if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+      if (!KEYS[e.key] && e.key !== 'e') return;
       const t = e.target;
       if (t === slider) return; // the slider moves itself and fires 'input'
       if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable ||
         (t.tagName === 'INPUT' && t.type !== 'checkbox' && t.type !== 'range'))) return;
       e.preventDefault();
-      select(sel + (e.key === 'ArrowLeft' ? -1 : 1));
+      if (e.key === 'e') {
+        elToggle.checked = !elToggle.checked;
+        showElements = elToggle.checked;
+        select(sel);
+        return;
+      }
+      select(KEYS[e.key]());
     };
     if (v.onKey) document.removeEventListener('keydown', v.onKey);
     v.onKey = onKey;
@@ -375,17 +381,6 @@ function eventText(e) {
     default: return JSON.stringify(e);
   }
 }
-
-function elementLine(el) {
-    if (!el || typeof el !== 'object') return String(el);
-    let line = `[${el.id}] ${el.role || el.tag || '?'} ${JSON.stringify(String(el.label == null ? '' : el.label))}`;
-    if (el.value != null) line += ` value=${JSON.stringify(String(el.value))}`;
-    if (el.checked != null) line += el.checked ? ' checked' : ' unchecked';
-    if (el.disabled) line += ' disabled';
-    if (el.href) line += ` href=${el.href}`;
-    if (el.in_viewport === false) line += ' (off-screen)';
-    return line;
-  }
 
   function scrollIntoList(list, item) {
     const col = list.parentElement;

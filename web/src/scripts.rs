@@ -9,7 +9,14 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 
 /// Name under `/assets/` and source, in the order `index.html` loads them.
-const SCRIPTS: &[(&str, &str)] = &[("replay.js", include_str!("../dashboard/replay.js"))];
+const SCRIPTS: &[(&str, &str)] = &[
+    ("replay.js", include_str!("../dashboard/replay.js")),
+    ("replay-a11y.js", include_str!("../dashboard/replay-a11y.js")),
+    ("replay-policy.js", include_str!("../dashboard/replay-policy.js")),
+    ("triage.js", include_str!("../dashboard/triage.js")),
+    ("live.js", include_str!("../dashboard/live.js")),
+    ("keys.js", include_str!("../dashboard/keys.js")),
+];
 
 /// `GET /assets/{name}`: one of [`SCRIPTS`], else 404.
 pub async fn script(Path(name): Path<String>) -> Response {
