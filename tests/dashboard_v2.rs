@@ -84,12 +84,14 @@ async fn blob(pool: &PgPool, shade: u8) -> String {
         )
         .unwrap();
     let hash = engine::store::blob_hash(&bytes);
-    sqlx::query("INSERT INTO blobs (hash, mime, bytes) VALUES ($1, 'image/png', $2) ON CONFLICT DO NOTHING")
-        .bind(&hash)
-        .bind(bytes)
-        .execute(pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO blobs (hash, mime, bytes) VALUES ($1, 'image/png', $2) ON CONFLICT DO NOTHING",
+    )
+    .bind(&hash)
+    .bind(bytes)
+    .execute(pool)
+    .await
+    .unwrap();
     hash
 }
 
@@ -255,7 +257,8 @@ async fn fixture(engine: &engine::Engine, pool: &PgPool) -> Fixture {
         element(4, "link", "Footer", 40.0, 2000.0, false),
     ]);
     let dialog = json!([{"kind": "dialog", "dialog": "alert", "message": HOSTILE_DIALOG, "accepted": true, "count": 2}]);
-    let blocked = json!([{"kind": "blocked", "url": "http://evil.example/", "reason": "not allowed"}]);
+    let blocked =
+        json!([{"kind": "blocked", "url": "http://evil.example/", "reason": "not allowed"}]);
     steps(
         pool,
         ep("t-shop", 1),
@@ -387,7 +390,11 @@ async fn triage_shows_the_apis_counts_and_links_examples(pool: PgPool) {
         .map(|g| {
             let n = |k: &str| g[k].as_i64().unwrap();
             (
-                format!("{} {}", g["site"].as_str().unwrap(), g["kind"].as_str().unwrap()),
+                format!(
+                    "{} {}",
+                    g["site"].as_str().unwrap(),
+                    g["kind"].as_str().unwrap()
+                ),
                 (n("events"), n("steps"), n("episodes")),
             )
         })
@@ -445,11 +452,7 @@ async fn triage_shows_the_apis_counts_and_links_examples(pool: PgPool) {
 
     // The page shows the same numbers.
     let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    open_dashboard(
-        &mut s,
-        &format!("http://{addr}/#/campaigns/{}", f.campaign),
-    )
-    .await;
+    open_dashboard(&mut s, &format!("http://{addr}/#/campaigns/{}", f.campaign)).await;
     js(&s, "document.getElementById('btn-triage').click()").await;
     until(
         &s,
@@ -501,8 +504,7 @@ async fn triage_shows_the_apis_counts_and_links_examples(pool: PgPool) {
         assert_eq!(row["c-failed"], json!(g["failed"].to_string()));
         assert_eq!(row["c-passed"], json!(g["passed"].to_string()));
         assert_eq!(
-            row["c-description"],
-            g["description"],
+            row["c-description"], g["description"],
             "as text, not markup"
         );
     }
@@ -729,7 +731,11 @@ async fn the_replay_shows_elements_and_the_policy_call_and_moves_by_keys(pool: P
         .await,
         json!(0)
     );
-    js(&s, "document.getElementById('policy-call').scrollIntoView()").await;
+    js(
+        &s,
+        "document.getElementById('policy-call').scrollIntoView()",
+    )
+    .await;
     screenshot(&mut s, "replay-policy-call").await;
     s.close().await;
     engine.shutdown().await;

@@ -11,8 +11,14 @@ use crate::error::ApiError;
 /// Name under `/assets/` and source, in the order `index.html` loads them.
 const SCRIPTS: &[(&str, &str)] = &[
     ("replay.js", include_str!("../dashboard/replay.js")),
-    ("replay-a11y.js", include_str!("../dashboard/replay-a11y.js")),
-    ("replay-policy.js", include_str!("../dashboard/replay-policy.js")),
+    (
+        "replay-a11y.js",
+        include_str!("../dashboard/replay-a11y.js"),
+    ),
+    (
+        "replay-policy.js",
+        include_str!("../dashboard/replay-policy.js"),
+    ),
     ("triage.js", include_str!("../dashboard/triage.js")),
     ("live.js", include_str!("../dashboard/live.js")),
     ("keys.js", include_str!("../dashboard/keys.js")),

@@ -158,11 +158,10 @@ impl Store {
                 count(*) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
                 (array_agg(e.id ORDER BY e.success IS TRUE, e.finished_at DESC NULLS LAST))[1:",
         );
-        q.push(TRIAGE_EXAMPLES.to_string())
-            .push(
-                "] AS examples
+        q.push(TRIAGE_EXAMPLES.to_string()).push(
+            "] AS examples
              FROM episodes e WHERE e.status = 'finished' AND e.end_reason IS NOT NULL",
-            );
+        );
         scope(&mut q, campaign);
         q.push(" GROUP BY e.end_reason ORDER BY count(*) DESC, e.end_reason LIMIT ")
             .push_bind(TRIAGE_GROUPS);
