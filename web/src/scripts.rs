@@ -38,3 +38,22 @@ pub async fn script(Path(name): Path<String>) -> Response {
         None => ApiError::NotFound(format!("no dashboard asset {name}")).into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SCRIPTS;
+
+    /// Every script `index.html` loads is served, and every script served is loaded.
+    #[test]
+    fn index_loads_exactly_the_served_scripts() {
+        let index = include_str!("../dashboard/index.html");
+        let loaded: Vec<&str> = index
+            .split("<script src=\"/assets/")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .filter(|s| *s != "app.js")
+            .collect();
+        let served: Vec<&str> = SCRIPTS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(loaded, served);
+    }
+}
