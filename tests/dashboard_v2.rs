@@ -776,6 +776,12 @@ async fn a_running_campaign_updates_the_list_without_a_reload(pool: PgPool) {
         Duration::from_secs(8),
     )
     .await;
+    // A keyboard user's place in the list survives its redraws.
+    js(
+        &s,
+        &format!("document.querySelector('tr.campaign-row[data-id=\"{id}\"]').focus()"),
+    )
+    .await;
     let runner = {
         let engine = engine.clone();
         tokio::spawn(async move { engine.run_campaign(id).await })
@@ -800,6 +806,11 @@ async fn a_running_campaign_updates_the_list_without_a_reload(pool: PgPool) {
     .await;
     assert_eq!(runner.await.unwrap().unwrap(), "completed");
     assert_eq!(js(&s, "window.__same_page === true").await, json!(true));
+    assert_eq!(
+        js(&s, "document.activeElement.dataset.id").await,
+        json!(id.to_string()),
+        "the redrawn row has the focus back"
+    );
     assert_eq!(
         js(
             &s,

@@ -1,7 +1,8 @@
 // surfgym dashboard — keyboard navigation of lists: table rows that open something are
 // focusable (Tab reaches them, focus is drawn), ↑ ↓ (or k j) move between the rows of a
 // table, Enter opens the focused row (its link: a row link's target, or a triage group's
-// first example). The replay's own keys are in replay.js.
+// first example; a row without a link, itself). A redrawn list gives the focus back to the
+// row it had. The replay's own keys are in replay.js.
 'use strict';
 
 (function () {
@@ -31,11 +32,30 @@
       if (j >= 0 && j < rows.length) rows[j].focus();
       e.preventDefault();
     } else if (e.key === 'Enter') {
+      // The row's link, else the row itself (a task row expands).
       const a = row.querySelector('a[href]');
-      if (a) { e.preventDefault(); a.click(); }
+      e.preventDefault();
+      (a || row).click();
     }
   });
 
+  // Live lists redraw their rows; the focused row's successor (same data-id in the same
+  // table) takes the focus back, so keyboard users keep their place.
+  let focused = null;
+  document.addEventListener('focusin', (e) => {
+    const row = e.target && e.target.closest && e.target.closest(ROWS);
+    const table = row && row.closest('table[id]');
+    focused = row && row.dataset.id && table && e.target === row ? { row, id: row.dataset.id, table: table.id } : null;
+  });
+  function refocus() {
+    if (!focused || focused.row.isConnected) return;
+    const active = document.activeElement;
+    if (active && active !== document.body) return;
+    for (const tr of document.querySelectorAll(`#${CSS.escape(focused.table)} ${ROWS.split(', ').join(', #' + CSS.escape(focused.table) + ' ')}`)) {
+      if (tr.dataset.id === focused.id) { tr.focus({ preventScroll: true }); return; }
+    }
+  }
+
   const app = document.getElementById('app');
-  new MutationObserver(() => focusable(app)).observe(app, { childList: true, subtree: true });
+  new MutationObserver(() => { focusable(app); refocus(); }).observe(app, { childList: true, subtree: true });
 })();

@@ -47,7 +47,12 @@
     if (!items.length) return emptyState(empty);
     return h('div', { class: 'table-wrap' }, h('table', { class: 'table triage-table', id },
       h('thead', null, h('tr', null, cols.map(([t, c, title]) => th(t, c, title)))),
-      h('tbody', null, items.map((it) => h('tr', { class: 'triage-row', tabindex: 0 }, row(it))))));
+      h('tbody', null, items.map((it) => {
+        const cells = row(it);
+        // The group's key (its leading cells), so a refresh keeps the focused row.
+        const key = cells.slice(0, 2).map((c) => c.title || c.textContent).join(' ');
+        return h('tr', { class: 'triage-row', tabindex: 0, dataset: { id: key } }, cells);
+      }))));
   }
 
   function section(id, title, sub, body, cut) {
