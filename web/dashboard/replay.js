@@ -1,5 +1,7 @@
 // surfgym dashboard — the episode replay (#/episodes/{id}): step list, slider, screenshot
-// with click marker and element boxes, the step's details, verdicts.
+// with click marker and numbered element boxes, the step's details (its policy call:
+// replay-policy.js; its accessibility view: replay-a11y.js), verdicts. Keys: ← → steps,
+// Home / End first and final, e element boxes.
 //
 // Loaded after app.js, whose shared helpers it takes from `window.surfgym`; registers
 // itself as the `episode` view. Everything from the API is inserted as text.
