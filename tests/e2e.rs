@@ -1,7 +1,7 @@
 //! End to end across every crate, with real Chromium, a real Postgres server and the
 //! bundled practice sites: the scripted policy solves every bundled task, the rows of a
 //! campaign add up, the dashboard's replay page shows the episode in a real browser (and
-//! escapes what pages and tasks wrote), the random policy scores clearly lower, and an
+//! it and the triage escape what pages and tasks wrote), the random policy scores clearly lower, and an
 //! agent that does nothing fails every bundled task.
 
 mod common;
@@ -327,6 +327,28 @@ async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
         )
         .await,
         json!(true)
+    );
+    // The triage lists the failing fact by its description, as text too.
+    let r = s.act(&Action::Goto("about:blank".into())).await.unwrap();
+    assert_eq!(r.error, None);
+    open_dashboard(&mut s, &format!("http://{addr}/#/triage?campaign={id}")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(js(&s, "typeof window.__xss").await, json!("undefined"));
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelector('#failing-facts .c-description').textContent"
+        )
+        .await,
+        json!("<script>window.__xss=2</script>")
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('#triage-body script, #triage-body img').length"
+        )
+        .await,
+        json!(0)
     );
     s.close().await;
     engine.shutdown().await;

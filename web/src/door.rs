@@ -72,6 +72,7 @@ const TAKE_QUERIES: &[(Method, &str)] = &[
     (Method::GET, "/api/campaigns/{id}/export"),
     (Method::GET, "/api/episodes"),
     (Method::GET, "/api/training-runs"),
+    (Method::GET, "/api/triage"),
 ];
 
 fn query_expected(parts: &Parts) -> Result<(), ApiError> {

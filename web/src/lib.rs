@@ -23,11 +23,14 @@ mod extract;
 mod live;
 pub mod openapi;
 mod page;
+mod progress;
+mod scripts;
 pub use inference::server as policy_server;
 mod session;
 mod tasks;
 mod tokens;
 mod training;
+mod triage;
 
 use std::time::Duration;
 
@@ -100,6 +103,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
             "/api/campaigns",
             post(campaigns::create).get(campaigns::list),
         )
+        .route("/api/campaigns/events", get(progress::campaigns_events))
         .route("/api/campaigns/{id}", get(campaigns::get))
         .route("/api/campaigns/{id}/pause", post(campaigns::pause))
         .route("/api/campaigns/{id}/resume", post(campaigns::resume))
@@ -119,6 +123,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/api/episodes", get(episodes::list))
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
+        .route("/api/triage", get(triage::get))
         .route("/api/tokens", get(tokens::list).post(tokens::create))
         .route("/api/tokens/{id}", delete(tokens::revoke))
         .route(
@@ -133,6 +138,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::app_js))
         .route("/assets/style.css", get(dashboard::style))
+        .route("/assets/{name}", get(scripts::script))
         .route("/assets/training.js", get(training::script))
         .route("/assets/training.css", get(training::style))
         .route("/training-runs", get(training::list_page))

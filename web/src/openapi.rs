@@ -249,6 +249,7 @@ pub fn document() -> Value {
     });
     training(&mut doc);
     add_auth(&mut doc);
+    crate::triage::openapi(&mut doc);
     doc
 }
 

@@ -18,6 +18,7 @@ mod runs;
 mod sanitize;
 mod tasks;
 mod tokens;
+mod triage;
 
 use std::time::Duration;
 
@@ -36,6 +37,10 @@ pub use run_leases::RunFigures;
 pub use runs::{IterationUpdate, IterationView, RunView};
 pub use tasks::{TaskFilter, TaskView};
 pub use tokens::{Scope, TOKEN_PREFIX, TokenView};
+pub use triage::{
+    EndReasonGroup, ErrorGroup, FactGroup, PageEventGroup, TRIAGE_EXAMPLES, TRIAGE_GROUPS, Triage,
+    TriageTotals,
+};
 
 /// A duration as whole milliseconds for an `INTEGER` column, saturating at `i32::MAX`
 /// (about 24 days) rather than failing the write.

@@ -1,0 +1,256 @@
+//! Failure triage: what went wrong across a campaign's episodes (or every campaign's),
+//! grouped in SQL so that the answer costs a few aggregate queries however many episodes
+//! there are: end reasons, infrastructure failures, rubric errors, the page events each
+//! site raised, and the rubric facts that fail most.
+
+use serde::Serialize;
+use sqlx::{Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+
+/// Example episodes kept per group (failures first, newest first).
+pub const TRIAGE_EXAMPLES: i64 = 3;
+/// Groups kept per list (largest first); `Triage` says when a list was cut.
+pub const TRIAGE_GROUPS: i64 = 50;
+
+/// Episodes by status, over the triage's scope.
+#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow)]
+pub struct TriageTotals {
+    /// Every episode.
+    pub episodes: i64,
+    /// Ran to an end (judged, or with a rubric error).
+    pub finished: i64,
+    /// Judged successful.
+    pub successes: i64,
+    /// Gave up after infrastructure failures.
+    pub failed: i64,
+    /// Finished with a rubric the page could not evaluate.
+    pub judge_errors: i64,
+    /// Episodes with an infrastructure error recorded (given up, retried, or waiting for a
+    /// retry).
+    pub infra_errors: i64,
+}
+
+/// Finished episodes that ended the same way.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct EndReasonGroup {
+    /// `answered`, `stopped`, `max_steps`, `policy_error`, `timeout`, `env_done`.
+    pub end_reason: String,
+    /// Episodes.
+    pub episodes: i64,
+    /// Of which judged successful.
+    pub successes: i64,
+    /// Of which judged unsuccessful.
+    pub failures: i64,
+    /// Of which not scored (rubric error).
+    pub judge_errors: i64,
+    /// A few of them, unsuccessful ones first.
+    pub examples: Vec<Uuid>,
+}
+
+/// Episodes that recorded the same kind of error.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ErrorGroup {
+    /// What the errors share: for infrastructure errors the text before the first `:`
+    /// (the failing part, e.g. `browser_pool`), for rubric errors the message.
+    pub kind: String,
+    /// Episodes.
+    pub episodes: i64,
+    /// Of which given up (`failed`).
+    pub gave_up: i64,
+    /// Of which finished after all (retried successfully, or a rubric error).
+    pub finished: i64,
+    /// One whole message of the group (the newest).
+    pub sample: String,
+    /// A few of the episodes, newest first.
+    pub examples: Vec<Uuid>,
+}
+
+/// The page events of one kind that one site's pages raised.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct PageEventGroup {
+    /// The task's website.
+    pub site: String,
+    /// `dialog`, `blocked`, `download`, `script_stopped`, `navigation_stopped`,
+    /// `tab_opened`, `tab_closed`.
+    pub kind: String,
+    /// Events (a repeated dialog counts as many times as it was shown).
+    pub events: i64,
+    /// Steps that reported one.
+    pub steps: i64,
+    /// Episodes that saw one.
+    pub episodes: i64,
+    /// What one of them was about (a dialog's message, a URL, what a script was doing).
+    pub sample: Option<String>,
+    /// A few of the episodes.
+    pub examples: Vec<Uuid>,
+}
+
+/// One rubric fact of one task, over the judge verdicts given on it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct FactGroup {
+    /// Task.
+    pub task_id: String,
+    /// Fact group.
+    pub group_id: String,
+    /// Fact.
+    pub fact_id: String,
+    /// The fact in words, from the task's rubric.
+    pub description: Option<String>,
+    /// Verdicts that found it false.
+    pub failed: i64,
+    /// Verdicts that found it true.
+    pub passed: i64,
+    /// Facts left unchecked (binary judging stopped early).
+    pub unchecked: i64,
+    /// A few episodes where it failed, newest first.
+    pub examples: Vec<Uuid>,
+}
+
+/// Failure triage over one campaign or all of them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Triage {
+    /// The campaign, or `None` for every campaign.
+    pub campaign: Option<Uuid>,
+    /// Episodes by status.
+    pub totals: TriageTotals,
+    /// Finished episodes by end reason, most common first.
+    pub end_reasons: Vec<EndReasonGroup>,
+    /// Infrastructure errors by kind, most common first.
+    pub infra_failures: Vec<ErrorGroup>,
+    /// Rubric errors by message, most common first.
+    pub judge_errors: Vec<ErrorGroup>,
+    /// Page events by site and kind, most frequent first.
+    pub page_events: Vec<PageEventGroup>,
+    /// Facts with at least one failing verdict, most failed first.
+    pub facts: Vec<FactGroup>,
+    /// Groups kept per list; a list this long may have been cut.
+    pub group_limit: i64,
+}
+
+/// `AND e.campaign_id = $n` when scoped to one campaign.
+fn scope(q: &mut QueryBuilder<'_, Postgres>, campaign: Option<Uuid>) {
+    if let Some(c) = campaign {
+        q.push(" AND e.campaign_id = ").push_bind(c);
+    }
+}
+
+impl Store {
+    /// Failure triage over `campaign`'s episodes, or every episode when `None`.
+    pub async fn triage(&self, campaign: Option<Uuid>) -> Result<Triage, StoreError> {
+        let mut q = QueryBuilder::new(
+            "SELECT count(*) AS episodes,
+                count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                count(*) FILTER (WHERE e.success) AS successes,
+                count(*) FILTER (WHERE e.status = 'failed') AS failed,
+                count(*) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
+                count(*) FILTER (WHERE e.last_error IS NOT NULL) AS infra_errors
+             FROM episodes e WHERE true",
+        );
+        scope(&mut q, campaign);
+        let totals = q.build_query_as().fetch_one(&self.pool).await?;
+
+        let mut q = QueryBuilder::new(
+            "SELECT e.end_reason, count(*) AS episodes,
+                count(*) FILTER (WHERE e.success) AS successes,
+                count(*) FILTER (WHERE e.success = false) AS failures,
+                count(*) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
+                (array_agg(e.id ORDER BY e.success IS TRUE, e.finished_at DESC NULLS LAST))[1:",
+        );
+        q.push(TRIAGE_EXAMPLES.to_string()).push(
+            "] AS examples
+             FROM episodes e WHERE e.status = 'finished' AND e.end_reason IS NOT NULL",
+        );
+        scope(&mut q, campaign);
+        q.push(" GROUP BY e.end_reason ORDER BY count(*) DESC, e.end_reason LIMIT ")
+            .push_bind(TRIAGE_GROUPS);
+        let end_reasons = q.build_query_as().fetch_all(&self.pool).await?;
+
+        let infra_failures = self
+            .error_groups(
+                campaign,
+                "left(split_part(e.last_error, ':', 1), 120)",
+                "e.last_error",
+            )
+            .await?;
+        let judge_errors = self
+            .error_groups(campaign, "left(e.judge_error, 200)", "e.judge_error")
+            .await?;
+
+        // One row per event: steps without events are skipped before unnesting.
+        let mut q = QueryBuilder::new(
+            "SELECT t.site, ev->>'kind' AS kind,
+                sum(CASE WHEN jsonb_typeof(ev->'count') = 'number' THEN (ev->>'count')::bigint ELSE 1 END)::bigint AS events,
+                count(DISTINCT (s.episode_id, s.idx)) AS steps,
+                count(DISTINCT s.episode_id) AS episodes,
+                (array_agg(coalesce(ev->>'message', ev->>'url', ev->>'during') ORDER BY e.finished_at DESC NULLS LAST))[1] AS sample,
+                (array_agg(DISTINCT s.episode_id))[1:",
+        );
+        q.push(TRIAGE_EXAMPLES.to_string()).push(
+            "] AS examples
+             FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN tasks t ON t.id = e.task_id
+                 CROSS JOIN LATERAL jsonb_array_elements(s.events) ev
+             WHERE s.events <> '[]'::jsonb",
+        );
+        scope(&mut q, campaign);
+        q.push(" GROUP BY t.site, ev->>'kind' ORDER BY 3 DESC, 1, 2 LIMIT ")
+            .push_bind(TRIAGE_GROUPS);
+        let page_events = q.build_query_as().fetch_all(&self.pool).await?;
+
+        let mut q = QueryBuilder::new(
+            "SELECT e.task_id, v.group_id, v.fact_id,
+                (SELECT f->>'description' FROM tasks t, jsonb_array_elements(t.spec->'rubric'->'groups') g,
+                    jsonb_array_elements(g->'facts') f
+                 WHERE t.id = e.task_id AND f->>'id' = v.fact_id LIMIT 1) AS description,
+                count(*) FILTER (WHERE v.passed = false) AS failed,
+                count(*) FILTER (WHERE v.passed) AS passed,
+                count(*) FILTER (WHERE v.passed IS NULL) AS unchecked,
+                (array_agg(DISTINCT e.id) FILTER (WHERE v.passed = false))[1:",
+        );
+        q.push(TRIAGE_EXAMPLES.to_string()).push(
+            "] AS examples
+             FROM verdicts v JOIN episodes e ON e.id = v.episode_id WHERE true",
+        );
+        scope(&mut q, campaign);
+        q.push(
+            " GROUP BY e.task_id, v.group_id, v.fact_id
+              HAVING count(*) FILTER (WHERE v.passed = false) > 0
+              ORDER BY 5 DESC, 1, 3 LIMIT ",
+        )
+        .push_bind(TRIAGE_GROUPS);
+        let facts = q.build_query_as().fetch_all(&self.pool).await?;
+
+        Ok(Triage {
+            campaign,
+            totals,
+            end_reasons,
+            infra_failures,
+            judge_errors,
+            page_events,
+            facts,
+            group_limit: TRIAGE_GROUPS,
+        })
+    }
+
+    /// Episodes whose `column` is set, grouped by `key` (both SQL over `episodes e`).
+    async fn error_groups(
+        &self,
+        campaign: Option<Uuid>,
+        key: &str,
+        column: &str,
+    ) -> Result<Vec<ErrorGroup>, StoreError> {
+        let mut q = QueryBuilder::new(format!(
+            "SELECT {key} AS kind, count(*) AS episodes,
+                count(*) FILTER (WHERE e.status = 'failed') AS gave_up,
+                count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                (array_agg({column} ORDER BY e.finished_at DESC NULLS LAST))[1] AS sample,
+                (array_agg(e.id ORDER BY e.finished_at DESC NULLS LAST))[1:{TRIAGE_EXAMPLES}] AS examples
+             FROM episodes e WHERE {column} IS NOT NULL"
+        ));
+        scope(&mut q, campaign);
+        q.push(" GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ")
+            .push_bind(TRIAGE_GROUPS);
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
+    }
+}
