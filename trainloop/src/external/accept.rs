@@ -182,3 +182,32 @@ pub fn report(output: &Path) -> Result<Option<serde_json::Value>, ExternalError>
             why: format!("not JSON: {e}"),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_name;
+
+    #[test]
+    fn served_model_names_are_checked() {
+        for good in ["run-1-v2", "org/model@lora:v3", "Qwen2.5-VL-7B+adapter_7"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            ("two words", "' '"),
+            ("model\"; rm", "'\"'"),
+            ("-v", "must not start"),
+            ("/etc/passwd", "must not start"),
+            ("a/../b", ".. segment"),
+            ("naïve", "'ï'"),
+        ] {
+            let e = check_name(bad).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        assert!(
+            check_name(&"a".repeat(257))
+                .unwrap_err()
+                .contains("at most 256")
+        );
+    }
+}

@@ -144,3 +144,116 @@ async fn pump(
     file.flush().await?;
     Ok(tail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trainer(script: &str, timeout_s: u64) -> ExternalTrainer {
+        ExternalTrainer {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                script.into(),
+                "trainer".into(),
+                "{output}".into(),
+            ],
+            format: Default::default(),
+            returns: Default::default(),
+            timeout_s,
+            env: [("EXTRA".to_string(), "yes".to_string())].into(),
+        }
+    }
+
+    fn dirs(root: &Path) -> Dirs {
+        Dirs {
+            input: root.join("in"),
+            base: root.join("base"),
+            output: root.join("out"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_command_gets_the_protocol_and_its_output_is_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = trainer(
+            r#"echo "input=$SURFGYM_TRAIN_INPUT base=$SURFGYM_BASE_MODEL arg=$1 extra=$EXTRA it=$SURFGYM_ITERATION"; printf 'bad \377 byte\n' >&2"#,
+            30,
+        );
+        let d = dirs(tmp.path());
+        let env = [("SURFGYM_ITERATION".to_string(), "3".to_string())];
+        let ran = run(&t, &d, &env, tmp.path()).await.unwrap();
+        let out = std::fs::read_to_string(&ran.stdout).unwrap();
+        assert_eq!(
+            out.trim(),
+            format!(
+                "input={} base={} arg={} extra=yes it=3",
+                d.input.display(),
+                d.base.display(),
+                d.output.display()
+            )
+        );
+        assert!(
+            std::fs::read_to_string(&ran.stderr)
+                .unwrap()
+                .contains("bad \u{fffd} byte")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_command_says_how_it_ended_and_quotes_its_stderr() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = trainer("echo 'CUDA out of memory' >&2; exit 3", 30);
+        let e = run(&t, &dirs(tmp.path()), &[], tmp.path())
+            .await
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(matches!(e, ExternalError::Exit { .. }), "{m}");
+        assert!(
+            m.contains("exit status: 3") && m.contains("CUDA out of memory"),
+            "{m}"
+        );
+        let missing = ExternalTrainer {
+            command: vec!["/no/such/trainer".into()],
+            ..trainer("", 30)
+        };
+        let e = run(&missing, &dirs(tmp.path()), &[], tmp.path())
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("cannot start \"/no/such/trainer\""),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_command_past_its_timeout_is_killed_with_what_it_started() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pid_file = tmp.path().join("pid");
+        // A grandchild holding the pipes open: killed with the group, not waited for.
+        let script = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+        let started = Instant::now();
+        let e = run(&trainer(&script, 1), &dirs(tmp.path()), &[], tmp.path())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, ExternalError::Timeout { seconds: 1, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("trainer.timeout_s"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Dead, or a zombie nobody reaped (a container's init may not).
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        });
+        assert!(!alive, "the trainer's own child {pid} outlived the timeout");
+    }
+}

@@ -218,3 +218,93 @@ impl ExternalError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::RunConfig;
+
+    fn config(trainer: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({
+            "name": "ext", "model": "m", "train": {"ids": ["miniwob.click-test"]},
+            "held_out": "seeds", "iterations": 1, "curriculum": {"kind": "tti"},
+            "eval_horizon": 5, "trainer": trainer
+        })
+    }
+
+    #[test]
+    fn an_external_trainer_parses_with_defaults_and_the_builtin_is_left_out_of_the_stored_config() {
+        let c = RunConfig::parse(
+            &config(
+                serde_json::json!({"kind": "external", "command": ["python", "t.py", "{input}"]}),
+            )
+            .to_string(),
+        )
+        .unwrap();
+        let super::TrainerChoice::External(t) = &c.trainer else {
+            panic!("not external: {:?}", c.trainer)
+        };
+        assert_eq!(
+            (t.format, t.returns, t.timeout_s),
+            (super::Format::Both, super::Returns::Safetensors, 6 * 3600)
+        );
+        // A run configured before trainers existed stores the same config as before.
+        let mut plain = config(serde_json::json!({"kind": "builtin"}));
+        let builtin = RunConfig::parse(&plain.to_string()).unwrap();
+        assert!(builtin.trainer.is_builtin());
+        assert!(
+            serde_json::to_value(&builtin)
+                .unwrap()
+                .get("trainer")
+                .is_none()
+        );
+        plain.as_object_mut().unwrap().remove("trainer");
+        assert!(
+            RunConfig::parse(&plain.to_string())
+                .unwrap()
+                .trainer
+                .is_builtin()
+        );
+    }
+
+    #[test]
+    fn bad_external_trainers_name_the_field() {
+        let cases = [
+            (
+                serde_json::json!({"kind": "external", "command": []}),
+                "trainer.command",
+            ),
+            (
+                serde_json::json!({"kind": "external", "command": [" "]}),
+                "trainer.command",
+            ),
+            (
+                serde_json::json!({"kind": "external", "command": ["t"], "timeout_s": 0}),
+                "trainer.timeout_s",
+            ),
+            (
+                serde_json::json!({"kind": "external", "command": ["t"], "env": {"A=B": "x"}}),
+                "trainer.env",
+            ),
+            (
+                serde_json::json!({"kind": "external", "command": ["t"], "returns": "served_model"}),
+                "trainer.returns: served_model",
+            ),
+            (
+                serde_json::json!({"kind": "external", "command": ["t"], "format": "csv"}),
+                "unknown variant `csv`",
+            ),
+            (
+                serde_json::json!({"kind": "external", "command": ["t"], "sneaky": 1}),
+                "unknown field `sneaky`",
+            ),
+            (
+                serde_json::json!({"kind": "deepspeed"}),
+                "unknown variant `deepspeed`",
+            ),
+        ];
+        for (trainer, want) in cases {
+            let e = RunConfig::parse(&config(trainer.clone()).to_string()).unwrap_err();
+            assert!(e.contains(want), "{trainer}: {e}");
+        }
+    }
+}

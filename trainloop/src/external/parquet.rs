@@ -260,3 +260,57 @@ fn ints(l: &List) -> Result<Vec<i32>, String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(k: usize, images: Vec<String>) -> Record {
+        Record {
+            episode: format!("e{k}"),
+            step: k,
+            task: "miniwob.click-test".into(),
+            site: "miniwob".into(),
+            group: "c/t".into(),
+            prompt: format!("<|user|>click <image> {k}"),
+            placeholder: "<image>".into(),
+            completion: "click(3)".into(),
+            prompt_ids: (0..k as u32 + 3).collect(),
+            completion_ids: vec![7, 8, 9000 + k as u32],
+            old_logprobs: vec![-0.5, -1.25, -0.125],
+            advantage: k as f32 - 0.5,
+            reward: (k % 2) as f64,
+            images,
+        }
+    }
+
+    #[test]
+    fn what_is_written_reads_back_with_the_crates_reader() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("train.parquet");
+        let records = vec![
+            record(0, vec![]),
+            record(1, vec!["images/a.png".into(), "images/b.png".into()]),
+            record(2, vec!["images/c.png".into()]),
+        ];
+        write(&path, &records).unwrap();
+        let rows = read(&path).unwrap();
+        assert_eq!(rows.len(), 3);
+        for (r, row) in records.iter().zip(&rows) {
+            let ids = |v: &[u32]| v.iter().map(|&i| i as i32).collect::<Vec<_>>();
+            assert_eq!(row.prompt_ids, ids(&r.prompt_ids));
+            assert_eq!(row.response_ids, ids(&r.completion_ids));
+            assert_eq!(row.old_log_probs, r.old_logprobs);
+            assert_eq!(row.images, r.images);
+            assert_eq!(
+                (&row.prompt, &row.response, row.advantage, row.reward),
+                (&r.prompt, &r.completion, r.advantage, r.reward)
+            );
+            assert_eq!(
+                (row.episode.as_str(), row.step as usize),
+                (r.episode.as_str(), r.step)
+            );
+            assert_eq!(row.data_source, "surfgym/miniwob");
+        }
+    }
+}
