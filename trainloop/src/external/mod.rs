@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use update::{Job, Outcome, update, work_dir};
+pub use update::{BASE_WEIGHTS, FORMAT, Job, MANIFEST, Outcome, update, work_dir};
 
 /// Which trainer an iteration's update runs on (`RunConfig::trainer`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
