@@ -18,7 +18,7 @@ use engine::runner::RunnerConfig;
 use engine::store::{EpisodeFilter, Store};
 use sqlx::PgPool;
 use trainloop::RunConfig;
-use trainloop::external::{self, ExternalTrainer, TrainerChoice};
+use trainloop::external::{self, ExternalTrainer, Outcome, Returns, TrainerChoice};
 use trainloop::{data, run};
 
 const TASKS: [&str; 3] = [
@@ -288,40 +288,45 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
         .map(|i| (i, 1.0))
         .collect();
     let scratch = tempfile::tempdir().unwrap();
+    let attempt_returning =
+        |mode: &'static str, timeout_s: u64, returns: Returns, work: PathBuf| {
+            let (store, episodes, collected, kept, scratch, v1) =
+                (&store, &episodes, &collected, &kept, scratch.path(), &v1);
+            async move {
+                let TrainerChoice::External(t) =
+                    serde_json::from_value::<TrainerChoice>(trainer(mode, timeout_s)).unwrap()
+                else {
+                    unreachable!()
+                };
+                // Set here, past the config's check: runs do not roll out HTTP policies yet.
+                let t = ExternalTrainer { returns, ..t };
+                let out = scratch.join(format!("v-{mode}"));
+                let job = external::Job {
+                    store,
+                    trainer: &t,
+                    run: uuid::Uuid::nil(),
+                    iteration: 2,
+                    objective: "fbc".into(),
+                    episodes,
+                    at: &collected.at,
+                    kept,
+                    parent: v1,
+                    out: &out,
+                    work: &work,
+                    dylib: &dylib(),
+                    lineage: serde_json::json!({}),
+                };
+                let started = std::time::Instant::now();
+                let r = external::update(job, &mut Default::default()).await;
+                (
+                    r.map_err(|e| e.to_string()),
+                    out.exists(),
+                    started.elapsed(),
+                )
+            }
+        };
     let attempt = |mode: &'static str, timeout_s: u64, work: PathBuf| {
-        let (store, episodes, collected, kept, scratch, v1) =
-            (&store, &episodes, &collected, &kept, scratch.path(), &v1);
-        async move {
-            let TrainerChoice::External(t) =
-                serde_json::from_value::<TrainerChoice>(trainer(mode, timeout_s)).unwrap()
-            else {
-                unreachable!()
-            };
-            let t: ExternalTrainer = t;
-            let out = scratch.join(format!("v-{mode}"));
-            let job = external::Job {
-                store,
-                trainer: &t,
-                run: uuid::Uuid::nil(),
-                iteration: 2,
-                objective: "fbc".into(),
-                episodes,
-                at: &collected.at,
-                kept,
-                parent: v1,
-                out: &out,
-                work: &work,
-                dylib: &dylib(),
-                lineage: serde_json::json!({}),
-            };
-            let started = std::time::Instant::now();
-            let r = external::update(job, &mut Default::default()).await;
-            (
-                r.map(|_| ()).map_err(|e| e.to_string()),
-                out.exists(),
-                started.elapsed(),
-            )
-        }
+        attempt_returning(mode, timeout_s, Returns::Safetensors, work)
     };
     for (mode, timeout_s, want) in [
         (
@@ -364,6 +369,33 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
     assert!(!published);
     // And the good trainer on the same steps publishes.
     let (r, published, _) = attempt("scale", 120, scratch.path().join("good")).await;
-    r.unwrap();
+    assert!(matches!(r.unwrap(), Outcome::Version { samples: 4, .. }));
     assert!(published);
+    // A served model's name is read back and checked; nothing is published for it.
+    let (r, published, _) = attempt_returning(
+        "served",
+        120,
+        Returns::ServedModel,
+        scratch.path().join("served"),
+    )
+    .await;
+    match r.unwrap() {
+        Outcome::ServedModel { name, samples, .. } => {
+            assert_eq!((name.as_str(), samples), ("tiny-text-lora@iteration-2", 4))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!published);
+    let (r, _, _) = attempt_returning(
+        "served_bad",
+        120,
+        Returns::ServedModel,
+        scratch.path().join("served_bad"),
+    )
+    .await;
+    let e = r.unwrap_err();
+    assert!(
+        e.contains("served_model.txt") && e.contains("holds ' '"),
+        "{e}"
+    );
 }
