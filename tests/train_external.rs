@@ -399,3 +399,146 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
         "{e}"
     );
 }
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_vision_models_training_set_holds_the_screenshots_as_the_policy_saw_them(pool: PgPool) {
+    use engine::policy::BatchLimits;
+    use engine::policy::onnx::grammar::Constraint;
+    use engine::policy::onnx::{self, OnnxOptions};
+
+    let (sites, dir) = common::miniwob_sites().await;
+    let model_dir = common::data_dir().join("models/tiny-vlm");
+    let mut o = OnnxOptions::new(&model_dir, dylib());
+    o.generation.max_new_tokens = 16;
+    o.generation.temperature = 1.0;
+    o.constrained = Some(Constraint::Action);
+    o.threads = 1;
+    let limits = BatchLimits {
+        max_batch: 4,
+        max_wait: std::time::Duration::from_millis(5),
+    };
+    let (p, _) = onnx::policy("onnx", o, limits).unwrap();
+    let mut policies = PolicyRegistry::builtin();
+    policies.register(std::sync::Arc::new(p));
+    let engine = common::new_engine(pool.clone(), policies);
+    engine
+        .register_miniwob(&dir, &sites.bases()["miniwob"])
+        .await
+        .unwrap();
+    let id = engine
+        .create_campaign(engine::CampaignSpec {
+            policy: Some("onnx".into()),
+            tasks: Some(engine::store::TaskFilter {
+                ids: vec!["miniwob.click-test".into()],
+                ..Default::default()
+            }),
+            rollouts_per_task: Some(2),
+            max_steps: Some(2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let store = engine.store().clone();
+    let episodes = engine::traces::from_campaigns(&store, &[id]).await.unwrap();
+    let collected = data::collect(&episodes, false);
+    assert!(!collected.metas.is_empty());
+    let kept: Vec<(usize, f32)> = (0..collected.metas.len()).map(|i| (i, 1.0)).collect();
+    let TrainerChoice::External(t) =
+        serde_json::from_value::<TrainerChoice>(trainer("scale", 120)).unwrap()
+    else {
+        unreachable!()
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let (out, work) = (scratch.path().join("v1"), scratch.path().join("work"));
+    let job = external::Job {
+        store: &store,
+        trainer: &t,
+        run: uuid::Uuid::nil(),
+        iteration: 1,
+        objective: "fbc".into(),
+        episodes: &episodes,
+        at: &collected.at,
+        kept: &kept,
+        parent: &model_dir,
+        out: &out,
+        work: &work,
+        dylib: &dylib(),
+        lineage: serde_json::json!({}),
+    };
+    let outcome = external::update(job, &mut Default::default())
+        .await
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Version { .. }), "{outcome:?}");
+
+    let input = work.join("input");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(input.join("train.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rows = external::parquet::read(&input.join("train.parquet")).unwrap();
+    assert_eq!(lines.len(), kept.len());
+    let mut model = Model::load(&model_dir, &dylib(), Device::Cpu, 1).unwrap();
+    let mut replayer = engine::traces::Replayer::new(
+        Model::load(&model_dir, &dylib(), Device::Cpu, 1).unwrap(),
+        engine::traces::Blobs::Store(store.clone()),
+    );
+    for ((line, row), &(e, s)) in lines.iter().zip(&rows).zip(&collected.at) {
+        let files: Vec<String> = line["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            !files.is_empty(),
+            "a vision policy's step shows its screenshot"
+        );
+        assert_eq!(row.images, files, "the Parquet row names the same files");
+        let parts = line["messages"][0]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["type"] == "image")
+            .count();
+        assert_eq!(parts, files.len());
+        // The files are the images the policy was shown, pixel for pixel (marks drawn),
+        // and they expand to the prompt ids the training set gives.
+        let shown = replayer.shown(&episodes[e], s).await.unwrap();
+        let images: Vec<image::DynamicImage> = files
+            .iter()
+            .map(|f| {
+                assert!(!Path::new(f).is_absolute() && f.ends_with(".png"), "{f}");
+                image::open(input.join(f)).unwrap()
+            })
+            .collect();
+        for (file, was) in images.iter().zip(&shown.images) {
+            assert_eq!(file.to_rgb8().as_raw(), was.to_rgb8().as_raw());
+        }
+        let prompt = expand_images(
+            line["prompt_text"].as_str().unwrap(),
+            &images,
+            model.config(),
+        )
+        .unwrap();
+        let ids: Vec<u32> = line["prompt_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(ids, model.encode(&prompt.text).unwrap());
+        assert!(
+            ids.len()
+                > model
+                    .encode(line["prompt_text"].as_str().unwrap())
+                    .unwrap()
+                    .len()
+        );
+    }
+    // The version over the vision model loads.
+    drop(model);
+    model = Model::load(&out, &dylib(), Device::Cpu, 1).unwrap();
+    assert!(model.has_vision());
+}
