@@ -131,6 +131,11 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
     assert_eq!(ext["samples"], samples);
     assert_eq!(ext["trainer_report"]["tensor"], TENSOR);
     assert_eq!(it.report.as_ref().unwrap()["external"]["samples"], samples);
+    assert_eq!(
+        it.loss,
+        Some(0.5),
+        "the trainer's reported loss is the iteration's"
+    );
     let base = base_tensor(TENSOR);
     let trained = tensor(&v1, TENSOR);
     assert!(

@@ -102,7 +102,7 @@ def main():
     name = "model.layers.99.bogus.weight_t" if mode == "unknown" else target
     write_safetensors(os.path.join(out, "weights.safetensors"), {name: ("F32", shape, values.tobytes())})
     with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump({"tensor": name, "factor": factor, "samples": len(records)}, f)
+        json.dump({"tensor": name, "factor": factor, "samples": len(records), "train_loss": 0.5}, f)
     print(f"wrote {name} x {factor}", flush=True)
 
 

@@ -530,6 +530,9 @@ async fn train(
                 external::Outcome::Version { samples, report: r } => {
                     update.samples = Some(samples as i32);
                     update.version = Some(out.display().to_string());
+                    // The trainer's own figure, when its report gives one, is the curve's.
+                    let own = &r["trainer_report"];
+                    update.loss = own["train_loss"].as_f64().or(own["loss"].as_f64());
                     report["external"] = r;
                 }
                 external::Outcome::ServedModel { name, .. } => {
