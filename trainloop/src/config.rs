@@ -9,6 +9,7 @@ use engine::store::TaskFilter;
 use serde::{Deserialize, Serialize};
 
 use crate::curriculum::Curriculum;
+use crate::external::TrainerChoice;
 
 /// See the module documentation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +73,10 @@ pub struct RunConfig {
     /// Seed of rollouts, sampling and updates.
     #[serde(default)]
     pub seed: u64,
+    /// Who makes each update: `{"kind": "builtin"}` (the default) or an external command
+    /// (`{"kind": "external", "command": [...], ...}`, see [`crate::external`]).
+    #[serde(default, skip_serializing_if = "TrainerChoice::is_builtin")]
+    pub trainer: TrainerChoice,
 }
 
 /// Where a run is evaluated.
@@ -221,6 +226,9 @@ impl RunConfig {
         }
         if self.policy.max_new_tokens == 0 {
             return Err("policy.max_new_tokens: must be at least 1".into());
+        }
+        if let TrainerChoice::External(t) = &self.trainer {
+            t.validate()?;
         }
         Ok(())
     }

@@ -22,11 +22,27 @@ use crate::{RunConfig, RunError};
 /// and the model) and stores it queued for a server's [`Executor`].
 pub async fn submit(store: &Store, cfg: &RunConfig) -> Result<Uuid, RunError> {
     cfg.validate().map_err(RunError::Config)?;
+    over_the_api(cfg, std::env::var(ALLOW_EXTERNAL).is_ok_and(|v| v == "1"))?;
     run::check(store, cfg).await?;
     let id = Uuid::new_v4();
     let value = serde_json::to_value(cfg).map_err(|e| RunError::Config(e.to_string()))?;
     store.create_managed_run(id, &cfg.name, &value).await?;
     Ok(id)
+}
+
+/// Set to `1` in a server's environment to let API clients configure external trainers.
+pub const ALLOW_EXTERNAL: &str = "SURFGYM_ALLOW_EXTERNAL_TRAINERS";
+
+/// An external trainer is a command the server would run for whoever may create runs:
+/// over the API only where the server's operator allowed it (`surfgym train run` is the
+/// operator's own command line).
+fn over_the_api(cfg: &RunConfig, allowed: bool) -> Result<(), RunError> {
+    if cfg.trainer.is_builtin() || allowed {
+        return Ok(());
+    }
+    Err(RunError::Config(format!(
+        "trainer: an external trainer runs a command on the server, which this server does not allow (start it with {ALLOW_EXTERNAL}=1, or use `surfgym train run`)"
+    )))
 }
 
 /// Finds the ONNX Runtime library a run's model needs (the CLI's model options know).
@@ -154,4 +170,27 @@ fn log(id: Uuid, e: Event) {
 /// Where a server keeps training runs' versions under its data directory.
 pub fn runs_root(data_dir: &Path) -> PathBuf {
     data_dir.join("runs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_trainers_come_over_the_api_only_where_the_server_allows_them() {
+        let mut v = serde_json::json!({
+            "name": "ext", "model": "m", "train": {"ids": ["miniwob.click-test"]},
+            "held_out": "seeds", "iterations": 1, "curriculum": {"kind": "tti"}, "eval_horizon": 5
+        });
+        let builtin = RunConfig::parse(&v.to_string()).unwrap();
+        assert!(over_the_api(&builtin, false).is_ok());
+        v["trainer"] = serde_json::json!({"kind": "external", "command": ["rm", "-rf", "/"]});
+        let external = RunConfig::parse(&v.to_string()).unwrap();
+        let e = over_the_api(&external, false).unwrap_err().to_string();
+        assert!(
+            e.starts_with("trainer: ") && e.contains(ALLOW_EXTERNAL),
+            "{e}"
+        );
+        assert!(over_the_api(&external, true).is_ok());
+    }
 }

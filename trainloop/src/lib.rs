@@ -13,6 +13,7 @@ pub mod config;
 pub mod curriculum;
 pub mod data;
 pub mod executor;
+pub mod external;
 mod plan;
 pub mod run;
 
@@ -50,6 +51,9 @@ pub enum RunError {
     /// The trainer failed.
     #[error(transparent)]
     Train(#[from] training::TrainError),
+    /// An external trainer failed or gave back something refused; nothing was published.
+    #[error(transparent)]
+    External(#[from] external::ExternalError),
 }
 
 impl RunError {

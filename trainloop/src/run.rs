@@ -31,6 +31,7 @@ use uuid::Uuid;
 
 use crate::config::{HeldOut, RunConfig};
 use crate::curriculum::TaskOutcome;
+use crate::external::{self, TrainerChoice};
 use crate::{RunError, data, plan};
 
 /// What a run reports while it works.
@@ -505,6 +506,42 @@ async fn train(
         if selection.kept.is_empty() {
             update.samples = Some(0);
             tracing::info!(iteration = idx, "nothing selected; the version stays");
+        } else if let TrainerChoice::External(trainer) = &ctx.cfg.trainer {
+            let job = external::Job {
+                store,
+                trainer,
+                run: ctx.run,
+                iteration: idx,
+                objective: objective.to_string(),
+                episodes: &episodes,
+                at: &collected.at,
+                kept: &selection.kept,
+                parent: &parent,
+                out: &out,
+                work: &external::work_dir(&ctx.dir, idx),
+                dylib: &ctx.dylib,
+                lineage: serde_json::json!({
+                    "run": ctx.run, "iteration": idx, "campaigns": campaigns,
+                    "objective": objective.to_string(), "dropped": selection.dropped,
+                    "not_trainable": collected.skipped,
+                }),
+            };
+            match external::update(job, &mut collected.skipped).await? {
+                external::Outcome::Nothing => update.samples = Some(0),
+                external::Outcome::Version { samples, report: r } => {
+                    update.samples = Some(samples as i32);
+                    update.version = Some(out.display().to_string());
+                    // The trainer's own figure, when its report gives one, is the curve's.
+                    let own = &r["trainer_report"];
+                    update.loss = own["train_loss"].as_f64().or(own["loss"].as_f64());
+                    report["external"] = r;
+                }
+                external::Outcome::ServedModel { name, .. } => {
+                    return Err(RunError::Config(format!(
+                        "trainer.returns: the external trainer returned the served model {name:?}, but this run's policy is the ONNX policy"
+                    )));
+                }
+            }
         } else {
             let model = Model::load(&parent, &ctx.dylib, Device::Cpu, 2)
                 .map_err(|e| RunError::Config(format!("{}: {e}", parent.display())))?;

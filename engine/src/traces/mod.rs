@@ -17,7 +17,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 pub use load::{Blobs, from_campaigns, read_jsonl};
-pub use replay::{ReplaySettings, Replayer, StepInputs};
+pub use replay::{ReplaySettings, Replayer, Shown, StepInputs};
 
 use crate::store::{PolicyCard, StoreError};
 
@@ -72,6 +72,9 @@ pub struct TraceStep {
     pub tabs: Vec<TabInfo>,
     /// The text the model policy was given (template applied, one placeholder per image).
     pub prompt: Option<String>,
+    /// What the model wrote (the text of the sampled tokens).
+    #[serde(default)]
+    pub raw_output: Option<String>,
     /// Sampled token ids.
     pub token_ids: Option<Vec<i32>>,
     /// Their log-probabilities under the policy that sampled them.

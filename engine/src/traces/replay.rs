@@ -79,6 +79,40 @@ pub struct StepInputs {
     pub behaviour: Vec<f32>,
 }
 
+/// One step as shown to the policy, for a trainer outside surfgym ([`Replayer::shown`]).
+pub struct Shown {
+    /// The prompt text as recorded (the model's chat template applied), one
+    /// [`Shown::placeholder`] where each image goes.
+    pub prompt: String,
+    /// The text marking an image's place in `prompt`.
+    pub placeholder: String,
+    /// The images in prompt order, as the policy was shown them (marks drawn).
+    pub images: Vec<DynamicImage>,
+    /// The prompt's token ids as the policy fed them (images expanded to their tokens).
+    pub prompt_ids: Vec<u32>,
+    /// The sampled token ids, as stored.
+    pub response: Vec<u32>,
+    /// Their log-probabilities under the policy that sampled them.
+    pub behaviour: Vec<f32>,
+}
+
+struct Parts {
+    settings: ReplaySettings,
+    text: String,
+    images: Vec<DynamicImage>,
+    response: Vec<u32>,
+    behaviour: Vec<f32>,
+}
+
+fn failing(ep: &TraceEpisode, index: usize) -> impl Fn(String) -> TraceError {
+    let episode = ep.id;
+    move |message| TraceError::Step {
+        episode,
+        step: i32::try_from(index).unwrap_or(i32::MAX),
+        message,
+    }
+}
+
 /// Screenshots kept decoded (a prompt with several images shows earlier ones again).
 const CACHED_IMAGES: usize = 16;
 
@@ -111,11 +145,65 @@ impl Replayer {
         ep: &TraceEpisode,
         index: usize,
     ) -> Result<StepInputs, TraceError> {
-        let fail = |message: String| TraceError::Step {
-            episode: ep.id,
-            step: i32::try_from(index).unwrap_or(i32::MAX),
-            message,
-        };
+        let shown = self.parts(ep, index).await?;
+        let fail = failing(ep, index);
+        let mut prompt = inference::expand_images(&shown.text, &shown.images, self.model.config())
+            .map_err(|e| fail(e.to_string()))?;
+        if let Some(constraint) = shown.settings.constraint {
+            let step = &ep.steps[index];
+            let obs = Observation {
+                url: step.url.clone(),
+                title: step.title.clone(),
+                elements: step.elements.clone(),
+                tabs: step.tabs.clone(),
+                ..Default::default()
+            };
+            prompt.grammar = Some(
+                ActionGrammar::for_observation(
+                    &obs,
+                    shown.settings.effective_grounding(),
+                    constraint,
+                )
+                .map_err(|e| fail(e.to_string()))?,
+            );
+        }
+        let inputs = self
+            .model
+            .teacher_inputs(&prompt, &shown.response)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(StepInputs {
+            inputs,
+            response: shown.response,
+            behaviour: shown.behaviour,
+        })
+    }
+
+    /// Step `index` of `ep` as a trainer outside surfgym needs it: the prompt text, the
+    /// images as the policy was shown them, and the exact token ids of both sides (the
+    /// prompt's as the policy tokenised it, images expanded; the response's as stored).
+    pub async fn shown(&mut self, ep: &TraceEpisode, index: usize) -> Result<Shown, TraceError> {
+        let parts = self.parts(ep, index).await?;
+        let fail = failing(ep, index);
+        let prompt = inference::expand_images(&parts.text, &parts.images, self.model.config())
+            .map_err(|e| fail(e.to_string()))?;
+        let prompt_ids = self
+            .model
+            .encode(&prompt.text)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Shown {
+            prompt: parts.text,
+            placeholder: self.model.config().layout.placeholder().to_string(),
+            images: parts.images,
+            prompt_ids,
+            response: parts.response,
+            behaviour: parts.behaviour,
+        })
+    }
+
+    /// What [`Replayer::step`] and [`Replayer::shown`] share: the recorded prompt, its
+    /// screenshots as shown, the stored tokens.
+    async fn parts(&mut self, ep: &TraceEpisode, index: usize) -> Result<Parts, TraceError> {
+        let fail = failing(ep, index);
         let step = ep
             .steps
             .get(index)
@@ -149,27 +237,10 @@ impl Replayer {
         } else {
             Vec::new()
         };
-        let mut prompt = inference::expand_images(text, &images, self.model.config())
-            .map_err(|e| fail(e.to_string()))?;
-        if let Some(constraint) = settings.constraint {
-            let obs = Observation {
-                url: step.url.clone(),
-                title: step.title.clone(),
-                elements: step.elements.clone(),
-                tabs: step.tabs.clone(),
-                ..Default::default()
-            };
-            prompt.grammar = Some(
-                ActionGrammar::for_observation(&obs, settings.effective_grounding(), constraint)
-                    .map_err(|e| fail(e.to_string()))?,
-            );
-        }
-        let inputs = self
-            .model
-            .teacher_inputs(&prompt, &response)
-            .map_err(|e| fail(e.to_string()))?;
-        Ok(StepInputs {
-            inputs,
+        Ok(Parts {
+            settings,
+            text: text.to_string(),
+            images,
             response,
             behaviour: behaviour.to_vec(),
         })
