@@ -91,7 +91,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         success: true,
         credit: rubrics::Credit::Exact(1.0),
         duration: Duration::from_millis(5),
-        judge: Duration::from_millis(2),
+        judge_time: Some(Duration::from_millis(2)),
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,

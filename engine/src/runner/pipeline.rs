@@ -243,7 +243,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             success,
             credit,
             duration: f.duration,
-            judge: judge_time,
+            judge_time: Some(judge_time),
             judge_calls,
             judge_facts,
             judge_exhaustive_calls,

@@ -115,8 +115,8 @@ pub struct EpisodeRecord {
     pub credit: rubrics::Credit,
     /// Wall time.
     pub duration: Duration,
-    /// Time the judge took (inside `duration`'s episode, after its last step).
-    pub judge: Duration,
+    /// Time the judge took (`None`: not measured).
+    pub judge_time: Option<Duration>,
     /// Model-judge calls made (questions asked: not cache hits, not blocking pages).
     pub judge_calls: i32,
     /// Facts in the rubric that need the model judge.
@@ -187,7 +187,7 @@ impl Store {
         .bind(rec.policy.as_ref().map(sqlx::types::Json))
         .bind(&rec.visited_urls)
         .bind(&rec.judge_error)
-        .bind(ms(rec.judge))
+        .bind(rec.judge_time.map(ms))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
