@@ -207,11 +207,18 @@ impl Store {
                 steps: report.steps,
             });
         }
-        // Fresh statistics, so the planner sees the history it is benchmarked on.
-        sqlx::query("ANALYZE campaigns, episodes, steps, verdicts, tasks")
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::from)?;
+        // Fresh statistics, so the planner sees the history it is benchmarked on, and the
+        // episodes' visibility map, as autovacuum would leave it after a while: what
+        // lets deep pages skip index entries without reading rows.
+        for sql in [
+            "VACUUM (ANALYZE) campaigns, campaign_stats, episodes",
+            "ANALYZE steps, verdicts, tasks",
+        ] {
+            sqlx::query(sql)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::from)?;
+        }
         Ok(report)
     }
 
