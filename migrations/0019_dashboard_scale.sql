@@ -27,6 +27,17 @@ CREATE TABLE campaign_stats (
     judge_exhaustive_calls bigint NOT NULL DEFAULT 0
 );
 
+-- The policies each campaign's finished episodes ran under, with how many: grouping a big
+-- campaign's episodes by their policy card (JSON) took longer than the target on its own.
+-- Keyed by a digest of the card, which may be larger than an index entry can hold.
+CREATE TABLE campaign_policies (
+    campaign_id uuid NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
+    digest      text NOT NULL,
+    policy      jsonb NOT NULL,
+    episodes    bigint NOT NULL,
+    PRIMARY KEY (campaign_id, digest)
+);
+
 -- Adds `sign` times the contribution of the rows of `source` (a transition table).
 CREATE FUNCTION campaign_stats_add(source text, sign int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
     SELECT format(
@@ -48,17 +59,38 @@ CREATE FUNCTION campaign_stats_add(source text, sign int) RETURNS text LANGUAGE 
          FROM %2$I GROUP BY campaign_id', sign, source)
 $$;
 
+-- The same for the policies of finished episodes.
+CREATE FUNCTION campaign_policies_add(source text, sign int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT format(
+        'SELECT campaign_id, md5(policy::text) AS digest, policy, %1$s AS n FROM %2$I
+         WHERE status = ''finished'' AND policy IS NOT NULL', sign, source)
+$$;
+
 CREATE FUNCTION campaign_stats_apply() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     delta text;
+    policies text;
 BEGIN
     delta := CASE TG_OP
         WHEN 'INSERT' THEN campaign_stats_add('new_rows', 1)
         WHEN 'DELETE' THEN campaign_stats_add('old_rows', -1)
         ELSE campaign_stats_add('new_rows', 1) || ' UNION ALL ' || campaign_stats_add('old_rows', -1)
     END;
+    policies := CASE TG_OP
+        WHEN 'INSERT' THEN campaign_policies_add('new_rows', 1)
+        WHEN 'DELETE' THEN campaign_policies_add('old_rows', -1)
+        ELSE campaign_policies_add('new_rows', 1) || ' UNION ALL ' || campaign_policies_add('old_rows', -1)
+    END;
     -- Campaigns in id order, so that two statements lock their rows in the same order;
     -- a campaign being deleted (its episodes cascading) gets no row back.
+    EXECUTE format(
+        'INSERT INTO campaign_policies AS p
+         SELECT d.campaign_id, d.digest, (array_agg(d.policy))[1], sum(d.n)
+         FROM (%s) d JOIN campaigns c ON c.id = d.campaign_id
+         GROUP BY d.campaign_id, d.digest HAVING sum(d.n) <> 0
+         ORDER BY d.campaign_id, d.digest
+         ON CONFLICT (campaign_id, digest) DO UPDATE SET episodes = p.episodes + EXCLUDED.episodes',
+        policies);
     EXECUTE format(
         'INSERT INTO campaign_stats AS s
          SELECT d.campaign_id, sum(pending), sum(running), sum(finished), sum(failed),
@@ -116,6 +148,11 @@ SELECT campaign_id,
     coalesce(sum(judge_facts) FILTER (WHERE status = 'finished'), 0),
     coalesce(sum(judge_exhaustive_calls) FILTER (WHERE status = 'finished'), 0)
 FROM episodes GROUP BY campaign_id;
+
+INSERT INTO campaign_policies
+SELECT campaign_id, md5(policy::text), (array_agg(policy))[1], count(*)
+FROM episodes WHERE status = 'finished' AND policy IS NOT NULL
+GROUP BY campaign_id, md5(policy::text);
 
 -- Episode lists are in campaign order (task, rollout, id), filtered by campaign, task or
 -- neither: these indexes hand a page over in order, deep pages included, without sorting

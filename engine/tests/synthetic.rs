@@ -54,6 +54,19 @@ async fn counters_match(store: &Store) {
     for (id, kept, fresh) in rows {
         assert_eq!(kept, fresh, "campaign {id}: counters drifted");
     }
+    let (kept, fresh): (String, String) = sqlx::query_as(
+        "SELECT (SELECT coalesce(string_agg(campaign_id || ' ' || digest || ' ' || episodes, ','
+                    ORDER BY campaign_id, digest), '')
+                 FROM campaign_policies WHERE episodes > 0),
+            (SELECT coalesce(string_agg(c || ' ' || d || ' ' || n, ',' ORDER BY c, d), '')
+             FROM (SELECT campaign_id AS c, md5(policy::text) AS d, count(*) AS n FROM episodes
+                   WHERE status = 'finished' AND policy IS NOT NULL GROUP BY 1, 2) x)",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(!fresh.is_empty());
+    assert_eq!(kept, fresh, "policy counts drifted");
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]

@@ -233,9 +233,10 @@ impl Store {
     /// models or settings: its data mixes policies.
     pub async fn campaign_policies(&self, id: Uuid) -> Result<Vec<PolicyUse>, StoreError> {
         let rows: Vec<(serde_json::Value, i64)> = sqlx::query_as(
-            "SELECT policy, count(*) FROM episodes
-             WHERE campaign_id = $1 AND status = 'finished' AND policy IS NOT NULL
-             GROUP BY policy ORDER BY count(*) DESC, policy::text",
+            // Kept by triggers as episodes finish (migration 0019).
+            "SELECT policy, episodes FROM campaign_policies
+             WHERE campaign_id = $1 AND episodes > 0
+             ORDER BY episodes DESC, policy::text",
         )
         .bind(id)
         .fetch_all(&self.pool)
