@@ -145,39 +145,50 @@ pub async fn run(common: &Common, a: ApiArgs) -> anyhow::Result<ExitCode> {
         .await?;
     if !a.json {
         println!(
-            "{base}: {} episodes, {} requests per endpoint after a warm-up",
-            all["total"], a.requests
+            "{base}: {} episodes, {} requests per endpoint after a warm-up, in rounds; \
+             load average {:?}",
+            all["total"],
+            a.requests,
+            crate::bench::procfs::loadavg()
         );
         println!(
             "{:<28} {:<9} {:>4} {:>9} {:>9} {:>9} {:>9}",
             "endpoint", "class", "n", "p50 ms", "p95 ms", "max ms", "bytes"
         );
     }
-    let mut over = 0;
+    // What to time, placeholders filled; each warmed up once.
+    let mut timed = Vec::new();
     for e in ENDPOINTS {
         if a.only.as_deref().is_some_and(|o| !e.name.contains(o)) {
             continue;
         }
         let fill = |ps: &[&str]| ps.iter().map(|p| targets.fill(p)).collect();
-        let paths = match (fill(e.first), fill(e.then)) {
-            (Ok(f), Ok(t)) => (f, t),
+        match (fill(e.first), fill(e.then)) {
+            (Ok(f), Ok(t)) => {
+                let paths = (f, t);
+                once(&client, &base, e, &paths)
+                    .await
+                    .with_context(|| e.name)?;
+                timed.push((e, paths, Vec::with_capacity(a.requests), 0));
+            }
             (Err(why), _) | (_, Err(why)) => {
                 if !a.json {
                     println!("{:<28} {:<9} skipped: {why}", e.name, e.class.as_str());
                 }
-                continue;
             }
-        };
-        once(&client, &base, e, &paths)
-            .await
-            .with_context(|| e.name)?;
-        let mut times = Vec::with_capacity(a.requests);
-        let mut bytes = 0;
-        for _ in 0..a.requests {
-            let (t, b) = once(&client, &base, e, &paths).await?;
-            times.push(ms(t));
-            bytes = b;
         }
+    }
+    // Round after round over every endpoint rather than one endpoint after another: on a
+    // shared machine a burst of load then spreads over all of them, not onto one.
+    for _ in 0..a.requests {
+        for (e, paths, times, bytes) in &mut timed {
+            let (t, b) = once(&client, &base, e, paths).await?;
+            times.push(ms(t));
+            *bytes = b;
+        }
+    }
+    let mut over = 0;
+    for (e, _, mut times, bytes) in timed {
         times.sort_by(f64::total_cmp);
         let p95 = percentile(&times, 0.95);
         let row = Row {
@@ -206,6 +217,9 @@ pub async fn run(common: &Common, a: ApiArgs) -> anyhow::Result<ExitCode> {
                 if row.over_target { "  over target" } else { "" }
             );
         }
+    }
+    if !a.json {
+        println!("load average after: {:?}", crate::bench::procfs::loadavg());
     }
     if let Some(s) = server {
         s.abort();

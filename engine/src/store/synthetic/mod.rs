@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use futures::{StreamExt, TryStreamExt};
+use sqlx::ConnectOptions;
 
 use super::{Store, StoreError};
 
@@ -172,7 +173,16 @@ impl Store {
             .map(|s| s..(s + spec.batch).min(plan.episodes.len()))
             .collect();
         let seed = spec.seed;
-        let pool = self.pool.clone();
+        // Its own connections, whose big statements are expected to be slow: without
+        // sqlx's slow-statement warnings over the progress bar.
+        let options = (*self.pool.connect_options())
+            .clone()
+            .disable_statement_logging();
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .connect_with(options)
+            .await
+            .map_err(StoreError::from)?;
         // Two batches in flight: one being built while the other is written, or both
         // written at once (Postgres uses a core per connection).
         let mut written = futures::stream::iter(ranges)
@@ -207,6 +217,7 @@ impl Store {
                 steps: report.steps,
             });
         }
+        drop(written);
         // Fresh statistics, so the planner sees the history it is benchmarked on, and the
         // episodes' visibility map, as autovacuum would leave it after a while: what
         // lets deep pages skip index entries without reading rows.
@@ -215,10 +226,11 @@ impl Store {
             "ANALYZE steps, verdicts, tasks",
         ] {
             sqlx::query(sql)
-                .execute(&self.pool)
+                .execute(&pool)
                 .await
                 .map_err(StoreError::from)?;
         }
+        pool.close().await;
         Ok(report)
     }
 
