@@ -51,7 +51,7 @@ impl Targets {
                 break;
             }
         }
-        campaigns.sort_by(|a, b| b.0.cmp(&a.0));
+        campaigns.sort_by_key(|c| std::cmp::Reverse(c.0));
         if let Some((n, id)) = campaigns.first() {
             t.insert("campaign", id.clone());
             t.insert("deep", (n * 9 / 10).to_string());

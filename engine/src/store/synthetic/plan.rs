@@ -100,7 +100,7 @@ fn task_spec(t: &PlannedTask, n: usize) -> Value {
         ),
         "start_url": format!("http://{}.synthetic.test/", t.site),
         "difficulty": t.difficulty,
-        "tags": [MARK, "navigation", if n % 3 == 0 { "form" } else { "info" }],
+        "tags": [MARK, "navigation", if n.is_multiple_of(3) { "form" } else { "info" }],
         "split": t.split,
         "max_steps": t.max_steps,
         "rubric": {"groups": [{"id": "g0", "description": "finds the item", "facts": facts}]},
