@@ -2,8 +2,10 @@
 //! them share: summary statistics (`stats`), readings of /proc (`procfs`), the pool they
 //! drive, and episodes run on the pool directly without the runner (`episode`).
 
+mod api;
 mod env;
 mod episode;
+mod history;
 mod policy;
 mod procfs;
 mod rollout;
@@ -38,6 +40,12 @@ pub enum BenchCommand {
     Soak(soak::SoakArgs),
     /// Training throughput of the built-in trainer (tokens and samples per second).
     Train(train::TrainArgs),
+    /// Writes a synthetic history (campaigns, episodes, steps, verdicts, all marked
+    /// `synthetic`) into the database, for `bench api`.
+    History(history::HistoryArgs),
+    /// Response times (p50/p95/max) of the API's lists, aggregates and compares and of the
+    /// dashboard pages' first render, on the database's history.
+    Api(api::ApiArgs),
 }
 
 /// Runs a benchmark.
@@ -49,6 +57,8 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::Workers(a) => workers::run(common, a).await,
         BenchCommand::Soak(a) => soak::run(common, a).await,
         BenchCommand::Train(a) => train::run(common, a).await,
+        BenchCommand::History(a) => history::run(common, a).await,
+        BenchCommand::Api(a) => api::run(common, a).await,
     }
 }
 

@@ -108,21 +108,24 @@ struct Row {
     judge_exhaustive_calls: i64,
 }
 
+// The counts and sums come from `campaign_stats`, kept by triggers as episodes are
+// written (migration 0019): reading a campaign costs the same whatever its size, and the
+// list whatever the history's.
 const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total_episodes, c.error,
         c.created_at, c.started_at, c.finished_at,
-        count(e.id) FILTER (WHERE e.status = 'pending') AS pending,
-        count(e.id) FILTER (WHERE e.status = 'running') AS running,
-        count(e.id) FILTER (WHERE e.status = 'finished') AS finished,
-        count(e.id) FILTER (WHERE e.status = 'failed') AS failed,
-        count(e.id) FILTER (WHERE e.status = 'cancelled') AS cancelled,
-        count(e.id) FILTER (WHERE e.success) AS successes,
-        count(e.id) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
-        avg(e.score) FILTER (WHERE e.status = 'finished') AS mean_score,
-        coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0)::bigint AS steps,
-        coalesce(sum(e.judge_calls) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_calls,
-        coalesce(sum(e.judge_facts) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_facts,
-        coalesce(sum(e.judge_exhaustive_calls) FILTER (WHERE e.status = 'finished'), 0)::bigint AS judge_exhaustive_calls
-    FROM campaigns c LEFT JOIN episodes e ON e.campaign_id = c.id";
+        coalesce(s.pending, 0) AS pending,
+        coalesce(s.running, 0) AS running,
+        coalesce(s.finished, 0) AS finished,
+        coalesce(s.failed, 0) AS failed,
+        coalesce(s.cancelled, 0) AS cancelled,
+        coalesce(s.successes, 0) AS successes,
+        coalesce(s.judge_errors, 0) AS judge_errors,
+        (s.score_sum / nullif(s.scored, 0))::float8 AS mean_score,
+        coalesce(s.steps, 0) AS steps,
+        coalesce(s.judge_calls, 0) AS judge_calls,
+        coalesce(s.judge_facts, 0) AS judge_facts,
+        coalesce(s.judge_exhaustive_calls, 0) AS judge_exhaustive_calls
+    FROM campaigns c LEFT JOIN campaign_stats s ON s.campaign_id = c.id";
 
 impl From<Row> for CampaignView {
     fn from(r: Row) -> CampaignView {
@@ -218,7 +221,7 @@ impl Store {
 
     /// One campaign with its counts.
     pub async fn get_campaign(&self, id: Uuid) -> Result<Option<CampaignView>, StoreError> {
-        let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE c.id = $1 GROUP BY c.id"))
+        let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE c.id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -230,9 +233,10 @@ impl Store {
     /// models or settings: its data mixes policies.
     pub async fn campaign_policies(&self, id: Uuid) -> Result<Vec<PolicyUse>, StoreError> {
         let rows: Vec<(serde_json::Value, i64)> = sqlx::query_as(
-            "SELECT policy, count(*) FROM episodes
-             WHERE campaign_id = $1 AND status = 'finished' AND policy IS NOT NULL
-             GROUP BY policy ORDER BY count(*) DESC, policy::text",
+            // Kept by triggers as episodes finish (migration 0019).
+            "SELECT policy, episodes FROM campaign_policies
+             WHERE campaign_id = $1 AND episodes > 0
+             ORDER BY episodes DESC, policy::text",
         )
         .bind(id)
         .fetch_all(&self.pool)
@@ -256,7 +260,7 @@ impl Store {
         offset: i64,
     ) -> Result<(Vec<CampaignView>, i64), StoreError> {
         let rows: Vec<Row> = sqlx::query_as(&format!(
-            "{SELECT} GROUP BY c.id ORDER BY c.created_at DESC, c.id LIMIT $1 OFFSET $2"
+            "{SELECT} ORDER BY c.created_at DESC, c.id LIMIT $1 OFFSET $2"
         ))
         .bind(limit)
         .bind(offset)

@@ -16,6 +16,7 @@ mod episodes;
 mod run_leases;
 mod runs;
 mod sanitize;
+pub mod synthetic;
 mod tasks;
 mod tokens;
 mod triage;

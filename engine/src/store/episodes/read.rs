@@ -193,7 +193,37 @@ fn push_filter(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
         q.push(" AND e.success = ").push_bind(s);
     }
     if let Some(s) = &f.split {
-        q.push(" AND t.split = ").push_bind(s.clone());
+        // A semi-join, so that the filter needs no join with `tasks` around it.
+        q.push(" AND EXISTS (SELECT 1 FROM tasks ts WHERE ts.id = e.task_id AND ts.split = ")
+            .push_bind(s.clone())
+            .push(")");
+    }
+}
+
+/// The status columns `campaign_stats` counts: a filter on at most a campaign and one of
+/// these is counted from it rather than by reading every matching episode.
+const COUNTED: &[&str] = &["pending", "running", "finished", "failed", "cancelled"];
+
+/// `count(*)` of the episodes a filter matches, from the per-campaign counters when the
+/// filter allows (campaign and status only), else over the episodes.
+fn push_count(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
+    let status = match f.status.as_deref() {
+        None => Some("pending + running + finished + failed + cancelled"),
+        Some(s) => COUNTED.iter().find(|c| **c == s).copied(),
+    };
+    match status {
+        Some(column) if f.task.is_none() && f.success.is_none() && f.split.is_none() => {
+            q.push(format!(
+                "SELECT coalesce(sum({column}), 0)::bigint FROM campaign_stats"
+            ));
+            if let Some(c) = f.campaign {
+                q.push(" WHERE campaign_id = ").push_bind(c);
+            }
+        }
+        _ => {
+            q.push("SELECT count(*) FROM episodes e");
+            push_filter(q, f);
+        }
     }
 }
 
@@ -209,16 +239,21 @@ impl Store {
         limit: i64,
         offset: i64,
     ) -> Result<(Vec<EpisodeSummary>, i64), StoreError> {
-        let mut q = QueryBuilder::new(SUMMARY);
+        // The page's keys first, from an index in list order (deep pages skip index
+        // entries, not rows), then its rows.
+        let mut q =
+            QueryBuilder::new("WITH page AS (SELECT e.id, e.task_id, e.rollout FROM episodes e");
         push_filter(&mut q, f);
         q.push(" ORDER BY e.task_id, e.rollout, e.id LIMIT ")
             .push_bind(limit)
             .push(" OFFSET ")
-            .push_bind(offset);
+            .push_bind(offset)
+            .push(") ")
+            .push(SUMMARY)
+            .push(" JOIN page p ON p.id = e.id ORDER BY p.task_id, p.rollout, p.id");
         let rows = q.build_query_as().fetch_all(&self.pool).await?;
-        let mut c =
-            QueryBuilder::new("SELECT count(*) FROM episodes e JOIN tasks t ON t.id = e.task_id");
-        push_filter(&mut c, f);
+        let mut c = QueryBuilder::new("");
+        push_count(&mut c, f);
         let (total,): (i64,) = c.build_query_as().fetch_one(&self.pool).await?;
         Ok((rows, total))
     }
@@ -232,9 +267,7 @@ impl Store {
         after: Option<&EpisodeKey>,
         limit: i64,
     ) -> Result<Vec<EpisodeKey>, StoreError> {
-        let mut q = QueryBuilder::new(
-            "SELECT e.task_id, e.rollout, e.id FROM episodes e JOIN tasks t ON t.id = e.task_id",
-        );
+        let mut q = QueryBuilder::new("SELECT e.task_id, e.rollout, e.id FROM episodes e");
         push_filter(&mut q, f);
         if let Some(k) = after {
             q.push(" AND (e.task_id, e.rollout, e.id) > (")

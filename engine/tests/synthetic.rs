@@ -1,0 +1,267 @@
+//! The synthetic history (`surfgym bench history`) and the per-campaign counters the
+//! dashboard reads (migration 0019), on a real, freshly migrated Postgres per test.
+
+use std::time::Duration;
+
+use engine::store::synthetic::{HistorySpec, MARK, SyntheticError};
+use engine::store::{EpisodeFilter, PlannedEpisode, Store};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+fn small(episodes: u64, steps: u32) -> HistorySpec {
+    HistorySpec {
+        episodes,
+        steps_per_episode: steps,
+        campaigns: Some(6),
+        tasks: 24,
+        batch: 50,
+        ..HistorySpec::default()
+    }
+}
+
+async fn count(store: &Store, sql: &str) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(sql).fetch_one(store.pool()).await.unwrap();
+    n
+}
+
+/// Every campaign's counters as the triggers keep them, and as a fresh aggregate over its
+/// episodes says they should be.
+async fn counters_match(store: &Store) {
+    let rows: Vec<(Uuid, String, String)> = sqlx::query_as(
+        "SELECT c.id,
+            (SELECT row(s.pending, s.running, s.finished, s.failed, s.cancelled, s.successes,
+                s.judge_errors, s.scored, s.score_sum::float8, s.steps, s.judge_calls)::text
+             FROM campaign_stats s WHERE s.campaign_id = c.id),
+            (SELECT row(count(*) FILTER (WHERE e.status = 'pending'),
+                count(*) FILTER (WHERE e.status = 'running'),
+                count(*) FILTER (WHERE e.status = 'finished'),
+                count(*) FILTER (WHERE e.status = 'failed'),
+                count(*) FILTER (WHERE e.status = 'cancelled'),
+                count(*) FILTER (WHERE e.success),
+                count(*) FILTER (WHERE e.judge_error IS NOT NULL),
+                count(*) FILTER (WHERE e.status = 'finished' AND e.score IS NOT NULL),
+                coalesce(sum(e.score) FILTER (WHERE e.status = 'finished'), 0)::float8,
+                coalesce(sum(e.steps) FILTER (WHERE e.status = 'finished'), 0),
+                coalesce(sum(e.judge_calls) FILTER (WHERE e.status = 'finished'), 0))::text
+             FROM episodes e WHERE e.campaign_id = c.id)
+         FROM campaigns c",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert!(!rows.is_empty());
+    for (id, kept, fresh) in rows {
+        assert_eq!(kept, fresh, "campaign {id}: counters drifted");
+    }
+    let (kept, fresh): (String, String) = sqlx::query_as(
+        "SELECT (SELECT coalesce(string_agg(campaign_id || ' ' || digest || ' ' || episodes, ','
+                    ORDER BY campaign_id, digest), '')
+                 FROM campaign_policies WHERE episodes > 0),
+            (SELECT coalesce(string_agg(c || ' ' || d || ' ' || n, ',' ORDER BY c, d), '')
+             FROM (SELECT campaign_id AS c, md5(policy::text) AS d, count(*) AS n FROM episodes
+                   WHERE status = 'finished' AND policy IS NOT NULL GROUP BY 1, 2) x)",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(!fresh.is_empty());
+    assert_eq!(kept, fresh, "policy counts drifted");
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn the_generator_writes_the_counts_asked_for(pool: PgPool) {
+    let store = Store::from_pool(pool);
+    let mut seen = Vec::new();
+    let report = store
+        .generate_history(&small(300, 4), |p| seen.push(p.episodes))
+        .await
+        .unwrap();
+    assert_eq!(report.episodes, 300);
+    assert_eq!(report.steps, 1200);
+    assert_eq!(report.campaigns, 6);
+    assert_eq!(seen.iter().max(), Some(&300), "progress reaches the end");
+    assert_eq!(count(&store, "SELECT count(*) FROM episodes").await, 300);
+    assert_eq!(count(&store, "SELECT count(*) FROM steps").await, 1200);
+    assert_eq!(count(&store, "SELECT count(*) FROM campaigns").await, 6);
+    assert_eq!(
+        count(&store, "SELECT sum(steps)::bigint FROM episodes").await,
+        1200,
+        "each episode's step count matches its stored steps"
+    );
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM verdicts").await as u64,
+        report.verdicts
+    );
+    assert!(report.verdicts > 0);
+    // Varied: several outcomes, end reasons, statuses, sites and both splits.
+    for (sql, at_least) in [
+        ("SELECT count(DISTINCT end_reason) FROM episodes", 4),
+        ("SELECT count(DISTINCT status) FROM episodes", 3),
+        ("SELECT count(DISTINCT success) FROM episodes", 2),
+        ("SELECT count(DISTINCT site) FROM tasks", 8),
+        ("SELECT count(DISTINCT split) FROM tasks", 2),
+        ("SELECT count(DISTINCT difficulty) FROM tasks", 3),
+        ("SELECT count(DISTINCT screenshot) FROM steps", 2),
+    ] {
+        assert!(count(&store, sql).await >= at_least, "{sql}");
+    }
+    // Marked: every task and campaign says it is synthetic.
+    assert_eq!(
+        count(
+            &store,
+            &format!("SELECT count(*) FROM tasks WHERE NOT '{MARK}' = ANY(tags)")
+        )
+        .await,
+        0
+    );
+    assert_eq!(store.real_campaigns().await.unwrap(), 0);
+    counters_match(&store).await;
+    // A second set beside the first (another seed) is not refused: both are synthetic.
+    let again = HistorySpec {
+        seed: 8,
+        ..small(40, 2)
+    };
+    store.generate_history(&again, |_| {}).await.unwrap();
+    assert_eq!(count(&store, "SELECT count(*) FROM episodes").await, 340);
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn real_history_is_refused_unless_forced(pool: PgPool) {
+    let store = Store::from_pool(pool);
+    let task = tasks::parse_task(
+        &json!({"id": "real", "instruction": "x", "start_url": "http://127.0.0.1:1/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    store.insert_task(&task).await.unwrap();
+    let planned = [PlannedEpisode {
+        task_id: "real".into(),
+        rollout: 0,
+        seed: 1,
+    }];
+    store
+        .create_campaign(Uuid::new_v4(), "real", "scripted", &json!({}), &planned)
+        .await
+        .unwrap();
+    match store.generate_history(&small(20, 2), |_| {}).await {
+        Err(SyntheticError::RealData(1)) => {}
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM episodes").await,
+        1,
+        "nothing written"
+    );
+    let forced = HistorySpec {
+        force: true,
+        ..small(20, 2)
+    };
+    store.generate_history(&forced, |_| {}).await.unwrap();
+    assert_eq!(count(&store, "SELECT count(*) FROM episodes").await, 21);
+    // Bad settings name their field.
+    let bad = HistorySpec {
+        steps_per_episode: 0,
+        ..small(20, 2)
+    };
+    match store.generate_history(&bad, |_| {}).await {
+        Err(e @ SyntheticError::Invalid { .. }) => {
+            assert!(e.to_string().starts_with("steps_per_episode"), "{e}")
+        }
+        other => panic!("expected a field error, got {other:?}"),
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn counters_follow_every_episode_write(pool: PgPool) {
+    let store = Store::from_pool(pool);
+    store
+        .generate_history(&small(120, 3), |_| {})
+        .await
+        .unwrap();
+    // A real campaign's life on top: planned, claimed, heartbeats, released, failed,
+    // cancelled, deleted.
+    let task = tasks::parse_task(
+        &json!({"id": "t0", "instruction": "x", "start_url": "http://127.0.0.1:1/",
+            "rubric": {"groups": [{"facts": [{"check": {"type": "url", "prefix": "http"}}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    store.insert_task(&task).await.unwrap();
+    let planned: Vec<_> = (0..6)
+        .map(|r| PlannedEpisode {
+            task_id: "t0".into(),
+            rollout: r,
+            seed: r as i64,
+        })
+        .collect();
+    let id = Uuid::new_v4();
+    store
+        .create_campaign(id, "c", "scripted", &json!({}), &planned)
+        .await
+        .unwrap();
+    counters_match(&store).await;
+    let lease = Duration::from_secs(60);
+    let a = store.claim_episode(id, "w", lease).await.unwrap().unwrap();
+    let b = store.claim_episode(id, "w", lease).await.unwrap().unwrap();
+    assert!(store.heartbeat(a.id, "w", lease).await.unwrap());
+    counters_match(&store).await;
+    assert!(
+        store
+            .release_episode(a.id, "w", "crash", false)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .release_episode(b.id, "w", "crash", true)
+            .await
+            .unwrap()
+    );
+    store.fail_pending(id, "cut off").await.unwrap();
+    counters_match(&store).await;
+    let view = store.get_campaign(id).await.unwrap().unwrap();
+    assert_eq!(view.counts.failed, 6);
+    assert_eq!(view.counts.pending, 0);
+    sqlx::query("DELETE FROM campaigns WHERE id = $1")
+        .bind(id)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    counters_match(&store).await;
+    // The episode list's totals, counted from the counters or the rows, agree with the rows.
+    let campaign = store.list_campaigns(1, 0).await.unwrap().0[0].id;
+    for (f, sql) in [
+        (
+            EpisodeFilter::default(),
+            "SELECT count(*) FROM episodes".to_string(),
+        ),
+        (
+            EpisodeFilter::campaign(campaign),
+            format!("SELECT count(*) FROM episodes WHERE campaign_id = '{campaign}'"),
+        ),
+        (
+            EpisodeFilter {
+                campaign: Some(campaign),
+                status: Some("finished".into()),
+                ..Default::default()
+            },
+            format!(
+                "SELECT count(*) FROM episodes WHERE campaign_id = '{campaign}' AND status = 'finished'"
+            ),
+        ),
+        (
+            EpisodeFilter {
+                split: Some("test".into()),
+                ..Default::default()
+            },
+            "SELECT count(*) FROM episodes e JOIN tasks t ON t.id = e.task_id WHERE t.split = 'test'"
+                .to_string(),
+        ),
+    ] {
+        let (items, total) = store.list_episodes(&f, 500, 0).await.unwrap();
+        assert_eq!(total, count(&store, &sql).await, "{f:?}");
+        assert_eq!(items.len() as i64, total.min(500), "{f:?}");
+    }
+}
