@@ -91,6 +91,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         success: true,
         credit: rubrics::Credit::Exact(1.0),
         duration: Duration::from_millis(5),
+        judge_time: None,
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,

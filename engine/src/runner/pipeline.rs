@@ -223,7 +223,8 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             (false, rubrics::Credit::Exact(0.0), Vec::new(), 0, 0, None)
         }
     };
-    METRICS.judge_seconds.time(t.elapsed());
+    let judge_time = t.elapsed();
+    METRICS.judge_seconds.time(judge_time);
     Judged {
         campaign: work.campaign,
         failed,
@@ -242,6 +243,7 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             success,
             credit,
             duration: f.duration,
+            judge_time: Some(judge_time),
             judge_calls,
             judge_facts,
             judge_exhaustive_calls,

@@ -100,6 +100,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         success: r.success,
         credit: r.credit,
         duration: r.duration,
+        judge_time: r.judge_time,
         judge_calls: r.judge_calls,
         judge_facts: r.judge_facts,
         judge_exhaustive_calls: r.judge_exhaustive_calls,

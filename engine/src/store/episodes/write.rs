@@ -115,6 +115,8 @@ pub struct EpisodeRecord {
     pub credit: rubrics::Credit,
     /// Wall time.
     pub duration: Duration,
+    /// Time the judge took (`None`: not measured).
+    pub judge_time: Option<Duration>,
     /// Model-judge calls made (questions asked: not cache hits, not blocking pages).
     pub judge_calls: i32,
     /// Facts in the rubric that need the model judge.
@@ -162,7 +164,7 @@ impl Store {
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
                 score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18,
-                visited_urls = $19, judge_error = $20
+                visited_urls = $19, judge_error = $20, judge_ms = $21
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -185,6 +187,7 @@ impl Store {
         .bind(rec.policy.as_ref().map(sqlx::types::Json))
         .bind(&rec.visited_urls)
         .bind(&rec.judge_error)
+        .bind(rec.judge_time.map(ms))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
