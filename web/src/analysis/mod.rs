@@ -7,6 +7,7 @@
 mod api;
 mod compare;
 mod html;
+mod openapi;
 mod pages;
 mod params;
 mod plots;
@@ -14,5 +15,11 @@ mod plots;
 pub use api::{analysis as analysis_json, compare as compare_json, episodes as episodes_json};
 pub use api::plots as plots_json;
 pub use compare::{compare_page, pair_page};
+pub use openapi::openapi_params;
 pub use pages::{analysis_page, episodes_page, style};
 pub use plots::plots_page;
+
+/// Whether `path` is one of the analysis pages (for the dashboard's sign-in redirect).
+pub fn is_page(path: &str) -> bool {
+    path == "/compare" || path.starts_with("/compare/") || path.starts_with("/campaigns/")
+}
