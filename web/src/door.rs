@@ -72,6 +72,10 @@ const TAKE_QUERIES: &[(Method, &str)] = &[
     (Method::GET, "/api/campaigns/{id}/export"),
     (Method::GET, "/api/episodes"),
     (Method::GET, "/api/training-runs"),
+    (Method::GET, "/api/campaigns/{id}/analysis"),
+    (Method::GET, "/api/campaigns/{id}/episodes"),
+    (Method::GET, "/api/campaigns/{id}/plots"),
+    (Method::GET, "/api/compare"),
 ];
 
 fn query_expected(parts: &Parts) -> Result<(), ApiError> {
