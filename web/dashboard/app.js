@@ -654,6 +654,8 @@
             ACTIVE.has(st) ? btn('pause', 'Pause', 'btn-secondary') : null,
             st === 'paused' ? btn('resume', 'Resume', 'btn-primary') : null,
             ACTIVE.has(st) || st === 'paused' ? btn('cancel', 'Cancel', 'btn-danger') : null,
+            // The server-rendered analysis views (per-task table, episode search, plots, compare).
+            h('a', { class: ['btn', 'btn-secondary'], id: 'btn-analysis', href: '/campaigns/' + encodeURIComponent(String(c.id)) + '/analysis' }, 'Analysis'),
             h('a', {
               class: ['btn', 'btn-secondary'],
               id: 'btn-export',
