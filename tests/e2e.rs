@@ -339,7 +339,10 @@ async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
         ),
         (format!("/campaigns/{id}/plots"), "Steps per episode"),
         (format!("/compare?a={id}&b={id}"), "hostile"),
-        (format!("/compare/episodes?a={e}&b={e}"), "<img src=x onerror"),
+        (
+            format!("/compare/episodes?a={e}&b={e}"),
+            "<img src=x onerror",
+        ),
     ] {
         let r = s
             .act(&Action::Goto(format!("http://{addr}{view}")))
@@ -347,9 +350,17 @@ async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
             .unwrap();
         assert_eq!(r.error, None, "{view}");
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(js(&s, "typeof window.__xss").await, json!("undefined"), "{view}");
         assert_eq!(
-            js(&s, "document.querySelectorAll('main img:not(.shot), main b, main script').length").await,
+            js(&s, "typeof window.__xss").await,
+            json!("undefined"),
+            "{view}"
+        );
+        assert_eq!(
+            js(
+                &s,
+                "document.querySelectorAll('main img:not(.shot), main b, main script').length"
+            )
+            .await,
             json!(0),
             "{view}"
         );

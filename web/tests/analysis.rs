@@ -60,17 +60,39 @@ const fn fail(steps: usize, reason: EndReason) -> Outcome {
 
 /// Tasks: (id, site, difficulty, split, tags, instruction).
 fn tasks() -> Vec<Value> {
-    let t = |id: &str, site: &str, difficulty: &str, split: &str, tags: &[&str], instruction: &str| {
-        json!({
-            "id": id, "site": site, "difficulty": difficulty, "split": split, "tags": tags,
-            "instruction": instruction, "start_url": "http://127.0.0.1:8701/",
-            "rubric": {"groups": [{"facts": [{"check": {"type": "answer", "number": 12.5}}]}]}
-        })
-    };
+    let t =
+        |id: &str, site: &str, difficulty: &str, split: &str, tags: &[&str], instruction: &str| {
+            json!({
+                "id": id, "site": site, "difficulty": difficulty, "split": split, "tags": tags,
+                "instruction": instruction, "start_url": "http://127.0.0.1:8701/",
+                "rubric": {"groups": [{"facts": [{"check": {"type": "answer", "number": 12.5}}]}]}
+            })
+        };
     vec![
-        t("easy-a", "shop", "easy", "train", &["alpha"], HOSTILE_INSTRUCTION),
-        t("med-b", "shop", "medium", "test", &["alpha", "beta"], "Find the mug"),
-        t("hard-c", "blog", "hard", "train", &["beta"], "Find the post"),
+        t(
+            "easy-a",
+            "shop",
+            "easy",
+            "train",
+            &["alpha"],
+            HOSTILE_INSTRUCTION,
+        ),
+        t(
+            "med-b",
+            "shop",
+            "medium",
+            "test",
+            &["alpha", "beta"],
+            "Find the mug",
+        ),
+        t(
+            "hard-c",
+            "blog",
+            "hard",
+            "train",
+            &["beta"],
+            "Find the post",
+        ),
     ]
 }
 
@@ -254,7 +276,10 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
     // The unbiased estimator: 1 - C(3,2)/C(4,2) = 0.5 for one success in four.
     let k2 = get_ok(&app, &format!("/api/campaigns/{a}/analysis?k=2")).await;
     let med = row(&k2["tasks"], "med-b");
-    assert!((med["pass_at_k"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{med}");
+    assert!(
+        (med["pass_at_k"].as_f64().unwrap() - 0.5).abs() < 1e-9,
+        "{med}"
+    );
     assert_eq!(row(&k2["tasks"], "easy-a")["pass_at_k"], 1.0);
     // k above the rollouts: no estimate.
     let k9 = get_ok(&app, &format!("/api/campaigns/{a}/analysis?k=9")).await;
@@ -283,10 +308,17 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
         &format!("/api/campaigns/{a}/analysis?sort=success_rate&order=desc"),
     )
     .await;
-    assert_eq!(ids(&sorted["tasks"], "task_id"), ["easy-a", "med-b", "hard-c"]);
+    assert_eq!(
+        ids(&sorted["tasks"], "task_id"),
+        ["easy-a", "med-b", "hard-c"]
+    );
     let blog = get_ok(&app, &format!("/api/campaigns/{a}/analysis?site=blog")).await;
     assert_eq!(ids(&blog["tasks"], "task_id"), ["hard-c"]);
-    let beta = get_ok(&app, &format!("/api/campaigns/{a}/analysis?tag=beta&split=train")).await;
+    let beta = get_ok(
+        &app,
+        &format!("/api/campaigns/{a}/analysis?tag=beta&split=train"),
+    )
+    .await;
     assert_eq!(ids(&beta["tasks"], "task_id"), ["hard-c"]);
 
     // The episode table: searched (any case, LIKE's wildcards as plain text), sorted, paged.
@@ -298,11 +330,29 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
     assert_eq!(eps("").await["total"], 12);
     let needle = eps("?q=needle").await;
     assert_eq!(needle["total"], 2, "{needle}");
-    assert!(needle["items"].as_array().unwrap().iter().all(|e| e["task_id"] == "easy-a"));
+    assert!(
+        needle["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["task_id"] == "easy-a")
+    );
     assert_eq!(eps("?q=100%25").await["total"], 1);
-    assert_eq!(eps("?q=%25").await["total"], 1, "% is a character, not a wildcard");
-    assert_eq!(eps("?q=find%20the%20post").await["total"], 4, "the instruction is searched");
-    assert_eq!(eps("?q=8701%2Fdone").await["total"], 12, "the final URL is searched");
+    assert_eq!(
+        eps("?q=%25").await["total"],
+        1,
+        "% is a character, not a wildcard"
+    );
+    assert_eq!(
+        eps("?q=find%20the%20post").await["total"],
+        4,
+        "the instruction is searched"
+    );
+    assert_eq!(
+        eps("?q=8701%2Fdone").await["total"],
+        12,
+        "the final URL is searched"
+    );
     let by_steps = eps("?sort=steps&order=desc&limit=5").await;
     let steps: Vec<i64> = by_steps["items"]
         .as_array()
@@ -334,16 +384,30 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
     assert_eq!((sum("finished"), sum("successes")), (12, 4));
     let total_steps: i64 = [2, 2, 3, 4, 5, 6, 6, 6, 6, 6, 6, 6].iter().sum();
     let lat = plots["latency"].as_array().unwrap();
-    assert_eq!(ids(&plots["latency"], "phase"), ["observe", "policy", "act", "judge"]);
+    assert_eq!(
+        ids(&plots["latency"], "phase"),
+        ["observe", "policy", "act", "judge"]
+    );
     assert_eq!(lat[0]["count"], total_steps);
     assert_eq!(lat[0]["p50_ms"], 30.0);
     assert_eq!(lat[2]["p95_ms"], 600.0);
     assert_eq!(lat[3]["count"], 12);
     let act_bins = lat[2]["bins"].as_array().unwrap();
-    let full = act_bins.iter().find(|b| b["count"].as_i64().unwrap() > 0).unwrap();
-    assert_eq!((&full["lo_ms"], &full["hi_ms"]), (&json!(500), &json!(1000)));
+    let full = act_bins
+        .iter()
+        .find(|b| b["count"].as_i64().unwrap() > 0)
+        .unwrap();
+    assert_eq!(
+        (&full["lo_ms"], &full["hi_ms"]),
+        (&json!(500), &json!(1000))
+    );
     let hist = plots["steps"].as_array().unwrap();
-    assert_eq!(hist.iter().map(|b| b["episodes"].as_i64().unwrap()).sum::<i64>(), 12);
+    assert_eq!(
+        hist.iter()
+            .map(|b| b["episodes"].as_i64().unwrap())
+            .sum::<i64>(),
+        12
+    );
     assert_eq!(hist[0], json!({"steps": 2, "episodes": 2, "successes": 2}));
     assert_eq!(plots["difficulty"][0]["success_rate"], 0.75);
 
@@ -369,28 +433,57 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
     for (uri, field) in [
         (format!("/api/campaigns/{a}/analysis?k=0"), "k"),
         (format!("/api/campaigns/{a}/analysis?k=two"), "k"),
-        (format!("/api/campaigns/{a}/analysis?sort=name;drop"), "sort"),
+        (
+            format!("/api/campaigns/{a}/analysis?sort=name;drop"),
+            "sort",
+        ),
         (format!("/api/campaigns/{a}/analysis?order=up"), "order"),
-        (format!("/api/campaigns/{a}/analysis?difficulty=extreme"), "difficulty"),
+        (
+            format!("/api/campaigns/{a}/analysis?difficulty=extreme"),
+            "difficulty",
+        ),
         (format!("/api/campaigns/{a}/analysis?split=dev"), "split"),
         (format!("/api/campaigns/{a}/analysis?nope=1"), "nope"),
         (format!("/api/campaigns/{a}/episodes?sort=e.id"), "sort"),
-        (format!("/api/campaigns/{a}/episodes?success=yes"), "success"),
-        (format!("/api/campaigns/{a}/episodes?status=done"), "status"),
-        (format!("/api/campaigns/{a}/episodes?end_reason=bored"), "end_reason"),
-        (format!("/api/campaigns/{a}/episodes?steps_min=-1"), "steps_min"),
-        (format!("/api/campaigns/{a}/episodes?steps_min=5&steps_max=2"), "steps_max"),
-        (format!("/api/campaigns/{a}/episodes?from=yesterday"), "from"),
         (
-            format!("/api/campaigns/{a}/episodes?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z"),
+            format!("/api/campaigns/{a}/episodes?success=yes"),
+            "success",
+        ),
+        (format!("/api/campaigns/{a}/episodes?status=done"), "status"),
+        (
+            format!("/api/campaigns/{a}/episodes?end_reason=bored"),
+            "end_reason",
+        ),
+        (
+            format!("/api/campaigns/{a}/episodes?steps_min=-1"),
+            "steps_min",
+        ),
+        (
+            format!("/api/campaigns/{a}/episodes?steps_min=5&steps_max=2"),
+            "steps_max",
+        ),
+        (
+            format!("/api/campaigns/{a}/episodes?from=yesterday"),
+            "from",
+        ),
+        (
+            format!(
+                "/api/campaigns/{a}/episodes?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z"
+            ),
             "to",
         ),
         (format!("/api/campaigns/{a}/episodes?ms_min=5"), "phase"),
         (format!("/api/campaigns/{a}/episodes?phase=think"), "phase"),
-        (format!("/api/campaigns/{a}/episodes?phase=act&ms_min=9&ms_max=3"), "ms_max"),
+        (
+            format!("/api/campaigns/{a}/episodes?phase=act&ms_min=9&ms_max=3"),
+            "ms_max",
+        ),
         (format!("/api/campaigns/{a}/episodes?limit=501"), "limit"),
         (format!("/api/campaigns/{a}/episodes?offset=-1"), "offset"),
-        (format!("/api/campaigns/{a}/episodes?q={}", "x".repeat(501)), "q"),
+        (
+            format!("/api/campaigns/{a}/episodes?q={}", "x".repeat(501)),
+            "q",
+        ),
         (format!("/api/campaigns/{a}/plots?buckets=0"), "buckets"),
         ("/api/campaigns/not-a-uuid/analysis".into(), "id"),
         ("/api/campaigns/not-a-uuid/episodes".into(), "id"),
@@ -416,7 +509,11 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
     // Two rollouts side by side must be of one task.
     let e_a = ids(&eps("?task=easy-a").await["items"], "id");
     let e_b = ids(&eps("?task=med-b").await["items"], "id");
-    let (s, body) = get(&app, &format!("/compare/episodes?a={}&b={}", e_a[0], e_b[0])).await;
+    let (s, body) = get(
+        &app,
+        &format!("/compare/episodes?a={}&b={}", e_a[0], e_b[0]),
+    )
+    .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(error_fields(&body), ["b"]);
 }
@@ -438,7 +535,11 @@ async fn save_png(s: &Session, name: &str) {
 async fn goto(s: &mut Session, url: &str) {
     let r = s.act(&Action::Goto(url.to_string())).await.unwrap();
     assert_eq!(r.error, None, "{url}");
-    assert_eq!(js(s, "typeof window.__xss").await, json!("undefined"), "{url}: no injected script ran");
+    assert_eq!(
+        js(s, "typeof window.__xss").await,
+        json!("undefined"),
+        "{url}: no injected script ran"
+    );
 }
 
 /// Waits until `expr` is true (the page may be navigating meanwhile).
@@ -470,8 +571,16 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
     let mut s = engine.pool().await.unwrap().lease().await.unwrap();
 
     // Tasks: each row's numbers are the API's.
-    let api = get_ok(&app, &format!("/api/campaigns/{a}/analysis?sort=success_rate&order=desc")).await;
-    goto(&mut s, &format!("{base}/campaigns/{a}/analysis?sort=success_rate&order=desc")).await;
+    let api = get_ok(
+        &app,
+        &format!("/api/campaigns/{a}/analysis?sort=success_rate&order=desc"),
+    )
+    .await;
+    goto(
+        &mut s,
+        &format!("{base}/campaigns/{a}/analysis?sort=success_rate&order=desc"),
+    )
+    .await;
     let rows = js(
         &s,
         "[...document.querySelectorAll('#tasks tbody tr')].map(r => [r.dataset.task,
@@ -500,7 +609,11 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
         .collect();
     assert_eq!(rows, json!(want));
     assert_eq!(
-        js(&s, "document.querySelector('#by-tag tr[data-key=alpha] .rate').textContent").await,
+        js(
+            &s,
+            "document.querySelector('#by-tag tr[data-key=alpha] .rate').textContent"
+        )
+        .await,
         json!("50.0% (4/8)")
     );
     // Strings from tasks and campaigns are text, not markup.
@@ -508,31 +621,63 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
         js(&s, "document.getElementById('campaign-name').textContent").await,
         json!("<i>campaign A</i>")
     );
-    assert_eq!(js(&s, "document.querySelectorAll('main i, main u, main img').length").await, json!(0));
-    // A column header sorts the other way.
-    js(&s, "document.querySelector('#tasks th a[data-sort=success_rate]').click()").await;
-    wait_for(&s, "location.search.includes('order=asc') && document.readyState === 'complete'").await;
     assert_eq!(
-        js(&s, "[...document.querySelectorAll('#tasks tbody tr')].map(r => r.dataset.task)").await,
+        js(
+            &s,
+            "document.querySelectorAll('main i, main u, main img').length"
+        )
+        .await,
+        json!(0)
+    );
+    // A column header sorts the other way.
+    js(
+        &s,
+        "document.querySelector('#tasks th a[data-sort=success_rate]').click()",
+    )
+    .await;
+    wait_for(
+        &s,
+        "location.search.includes('order=asc') && document.readyState === 'complete'",
+    )
+    .await;
+    assert_eq!(
+        js(
+            &s,
+            "[...document.querySelectorAll('#tasks tbody tr')].map(r => r.dataset.task)"
+        )
+        .await,
         json!(["hard-c", "med-b", "easy-a"])
     );
     save_png(&s, "analysis-tasks.png").await;
 
     // Episodes: searching narrows the table to what the API finds.
     goto(&mut s, &format!("{base}/campaigns/{a}/episodes")).await;
-    assert_eq!(js(&s, "document.getElementById('episodes-total').textContent").await, json!("12"));
+    assert_eq!(
+        js(&s, "document.getElementById('episodes-total').textContent").await,
+        json!("12")
+    );
     js(
         &s,
         "document.getElementById('q').value = 'NEEDLE'; document.getElementById('episode-search').requestSubmit(); true",
     )
     .await;
-    wait_for(&s, "location.search.includes('q=NEEDLE') && document.readyState === 'complete'").await;
+    wait_for(
+        &s,
+        "location.search.includes('q=NEEDLE') && document.readyState === 'complete'",
+    )
+    .await;
     let found = get_ok(&app, &format!("/api/campaigns/{a}/episodes?q=NEEDLE")).await;
     assert_eq!(
         js(&s, "document.getElementById('episodes-total').textContent").await,
         json!(found["total"].to_string())
     );
-    let shown = text_of(&js(&s, "[...document.querySelectorAll('#episodes tbody tr')].map(r => r.dataset.id)").await);
+    let shown = text_of(
+        &js(
+            &s,
+            "[...document.querySelectorAll('#episodes tbody tr')].map(r => r.dataset.id)",
+        )
+        .await,
+    );
     let mut want = ids(&found["items"], "id");
     let mut shown_sorted = shown.clone();
     want.sort();
@@ -540,7 +685,11 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
     assert_eq!(shown_sorted, want);
     assert!(shown.len() < 12);
     assert_eq!(
-        js(&s, "document.body.innerText.includes('<script>window.__xss=2</script>needle')").await,
+        js(
+            &s,
+            "document.body.innerText.includes('<script>window.__xss=2</script>needle')"
+        )
+        .await,
         json!(true),
         "the answer is shown as text"
     );
@@ -548,21 +697,59 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
 
     // Plots: present, and each bar opens the episodes it counts.
     goto(&mut s, &format!("{base}/campaigns/{a}/plots")).await;
-    assert!(js(&s, "document.querySelectorAll('#outcome-plots svg rect.bar').length").await.as_u64().unwrap() >= 6);
-    assert!(js(&s, "document.querySelectorAll('#time-plots svg circle.dot').length").await.as_u64().unwrap() >= 1);
-    assert_eq!(js(&s, "document.querySelectorAll('#latency-plots svg').length").await, json!(4));
+    assert!(
+        js(
+            &s,
+            "document.querySelectorAll('#outcome-plots svg rect.bar').length"
+        )
+        .await
+        .as_u64()
+        .unwrap()
+            >= 6
+    );
+    assert!(
+        js(
+            &s,
+            "document.querySelectorAll('#time-plots svg circle.dot').length"
+        )
+        .await
+        .as_u64()
+        .unwrap()
+            >= 1
+    );
     assert_eq!(
-        js(&s, "document.querySelector('#latency tr[data-phase=observe] .p50').textContent").await,
+        js(&s, "document.querySelectorAll('#latency-plots svg').length").await,
+        json!(4)
+    );
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelector('#latency tr[data-phase=observe] .p50').textContent"
+        )
+        .await,
         json!("30")
     );
     let bar_links = text_of(&js(&s, "[...document.querySelectorAll('#outcome-plots a.bar-link')].map(a => a.getAttribute('href'))").await);
-    assert!(bar_links.iter().all(|h| h.starts_with(&format!("/campaigns/{a}/episodes?"))), "{bar_links:?}");
-    let point_links = js(&s, "[...document.querySelectorAll('#time-plots a.point')].length").await;
+    assert!(
+        bar_links
+            .iter()
+            .all(|h| h.starts_with(&format!("/campaigns/{a}/episodes?"))),
+        "{bar_links:?}"
+    );
+    let point_links = js(
+        &s,
+        "[...document.querySelectorAll('#time-plots a.point')].length",
+    )
+    .await;
     assert!(point_links.as_u64().unwrap() >= 1);
     save_png(&s, "analysis-plots.png").await;
     // The first bar of the steps histogram: the episodes that took 2 steps.
     goto(&mut s, &format!("{base}{}", bar_links[0])).await;
-    let two = get_ok(&app, &format!("/api/campaigns/{a}/episodes?status=finished&steps_min=2&steps_max=2")).await;
+    let two = get_ok(
+        &app,
+        &format!("/api/campaigns/{a}/episodes?status=finished&steps_min=2&steps_max=2"),
+    )
+    .await;
     assert_eq!(
         js(&s, "document.getElementById('episodes-total').textContent").await,
         json!(two["total"].to_string())
@@ -580,20 +767,46 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| json!([t["task_id"], if t["differs"] == true { "differs" } else { "same" }]))
+        .map(|t| {
+            json!([
+                t["task_id"],
+                if t["differs"] == true {
+                    "differs"
+                } else {
+                    "same"
+                }
+            ])
+        })
         .collect();
     assert_eq!(rows, json!(want));
     assert_eq!(rows[0][1], "differs");
     assert_eq!(rows[1][1], "differs");
     assert_eq!(rows[2][1], "same");
-    assert_eq!(js(&s, "document.getElementById('only-a').textContent").await, json!("1"));
+    assert_eq!(
+        js(&s, "document.getElementById('only-a').textContent").await,
+        json!("1")
+    );
     save_png(&s, "analysis-compare.png").await;
 
     // Two rollouts of easy-a side by side, step-aligned: A took 2 steps, B 3.
-    js(&s, "document.querySelector('#compare tr[data-task=easy-a] a.pair').click(); true").await;
-    wait_for(&s, "location.pathname === '/compare/episodes' && document.readyState === 'complete'").await;
-    assert_eq!(js(&s, "document.querySelectorAll('#pair tbody tr').length").await, json!(3));
-    assert_eq!(js(&s, "document.querySelectorAll('#pair td.ended').length").await, json!(1));
+    js(
+        &s,
+        "document.querySelector('#compare tr[data-task=easy-a] a.pair').click(); true",
+    )
+    .await;
+    wait_for(
+        &s,
+        "location.pathname === '/compare/episodes' && document.readyState === 'complete'",
+    )
+    .await;
+    assert_eq!(
+        js(&s, "document.querySelectorAll('#pair tbody tr').length").await,
+        json!(3)
+    );
+    assert_eq!(
+        js(&s, "document.querySelectorAll('#pair td.ended').length").await,
+        json!(1)
+    );
     assert_eq!(
         js(&s, "document.getElementById('instruction').textContent").await,
         json!(HOSTILE_INSTRUCTION)
@@ -602,7 +815,14 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
         js(&s, "document.querySelector('#pair .thought').textContent").await,
         json!(HOSTILE_THOUGHT)
     );
-    assert_eq!(js(&s, "document.querySelectorAll('main img:not(.shot), main b').length").await, json!(0));
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('main img:not(.shot), main b').length"
+        )
+        .await,
+        json!(0)
+    );
     assert_eq!(js(&s, "typeof window.__xss").await, json!("undefined"));
     save_png(&s, "analysis-pair.png").await;
     s.close().await;

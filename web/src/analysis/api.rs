@@ -11,9 +11,7 @@ use engine::store::{CampaignView, EpisodeSummary};
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::params::{
-    CompareQuery, EpisodesQuery, Episodes, PlotsQuery, Tasks, TasksQuery, uuid,
-};
+use super::params::{CompareQuery, Episodes, EpisodesQuery, PlotsQuery, Tasks, TasksQuery, uuid};
 use crate::AppState;
 use crate::error::{ApiError, field};
 use crate::extract::ApiQuery;

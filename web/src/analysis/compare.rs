@@ -26,7 +26,11 @@ fn choose_form(campaigns: &[CampaignView], a: Option<uuid::Uuid>, b: Option<uuid
                 o,
                 "<option value=\"{}\"{}>{} · {} · {}</option>",
                 c.id,
-                if Some(c.id) == selected { " selected" } else { "" },
+                if Some(c.id) == selected {
+                    " selected"
+                } else {
+                    ""
+                },
                 esc(&c.name),
                 esc(&c.policy),
                 c.created_at.format("%Y-%m-%d %H:%M")

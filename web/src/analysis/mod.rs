@@ -12,8 +12,8 @@ mod pages;
 mod params;
 mod plots;
 
-pub use api::{analysis as analysis_json, compare as compare_json, episodes as episodes_json};
 pub use api::plots as plots_json;
+pub use api::{analysis as analysis_json, compare as compare_json, episodes as episodes_json};
 pub use compare::{compare_page, pair_page};
 pub use openapi::openapi_params;
 pub use pages::{analysis_page, episodes_page, style};

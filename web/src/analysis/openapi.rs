@@ -18,7 +18,11 @@ fn scope() -> Vec<Value> {
     vec![
         q("task", "one task", s()),
         q("site", "website", s()),
-        q("difficulty", "easy, medium or hard", json!({"enum": ["easy", "medium", "hard"]})),
+        q(
+            "difficulty",
+            "easy, medium or hard",
+            json!({"enum": ["easy", "medium", "hard"]}),
+        ),
         q("split", "train or test", json!({"enum": ["train", "test"]})),
         q("tag", "tasks carrying this tag", s()),
     ]
@@ -27,13 +31,21 @@ fn scope() -> Vec<Value> {
 /// The parameters of one endpoint (`analysis`, `episodes`, `plots`, `compare`).
 pub fn openapi_params(endpoint: &str) -> Vec<Value> {
     let id = json!({"name": "id", "in": "path", "required": true, "description": "campaign id", "schema": s()});
-    let order = q("order", "asc (default) or desc", json!({"enum": ["asc", "desc"]}));
+    let order = q(
+        "order",
+        "asc (default) or desc",
+        json!({"enum": ["asc", "desc"]}),
+    );
     let mut p = Vec::new();
     match endpoint {
         "analysis" => {
             p.push(id);
             p.extend(scope());
-            p.push(q("k", "pass@k's k (1-10000; default: the campaign's rollouts per task)", i()));
+            p.push(q(
+                "k",
+                "pass@k's k (1-10000; default: the campaign's rollouts per task)",
+                i(),
+            ));
             p.push(q(
                 "sort",
                 "task table order",
@@ -43,7 +55,11 @@ pub fn openapi_params(endpoint: &str) -> Vec<Value> {
         }
         "episodes" => {
             p.push(id);
-            p.push(q("q", "text the instruction, final URL, answer or an error contains (any case)", s()));
+            p.push(q(
+                "q",
+                "text the instruction, final URL, answer or an error contains (any case)",
+                s(),
+            ));
             p.extend(scope());
             p.extend([
                 q("success", "true or false", json!({"enum": ["true", "false"]})),
@@ -64,7 +80,11 @@ pub fn openapi_params(endpoint: &str) -> Vec<Value> {
         }
         "plots" => {
             p.push(id);
-            p.push(q("buckets", "time slices of the timeline (1-200, default 20)", i()));
+            p.push(q(
+                "buckets",
+                "time slices of the timeline (1-200, default 20)",
+                i(),
+            ));
         }
         _ => {
             p.extend([

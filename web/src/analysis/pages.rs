@@ -192,7 +192,12 @@ fn tasks_form(c: &CampaignView, t: &Tasks, k: i64) -> String {
         &["easy", "medium", "hard"],
         s.difficulty.as_deref(),
     ));
-    o.push_str(&select("split", "Split", &["train", "test"], s.split.as_deref()));
+    o.push_str(&select(
+        "split",
+        "Split",
+        &["train", "test"],
+        s.split.as_deref(),
+    ));
     o.push_str(&input("tag", "Tag", s.tag.as_deref(), "text"));
     o.push_str(&input("k", "pass@k, k =", Some(&k.to_string()), "number"));
     o.push_str(&hidden("sort", name_of(&TaskSort::ALL, t.sort)));
@@ -278,7 +283,12 @@ fn search_form(c: &CampaignView, e: &Episodes) -> String {
         s.end_reason.as_deref(),
     ));
     let n = |v: Option<i32>| v.map(|v| v.to_string());
-    o.push_str(&input("steps_min", "Steps ≥", n(s.steps.0).as_deref(), "number"));
+    o.push_str(&input(
+        "steps_min",
+        "Steps ≥",
+        n(s.steps.0).as_deref(),
+        "number",
+    ));
     o.push_str(&input("steps_max", "≤", n(s.steps.1).as_deref(), "number"));
     // Filters a plot's link set and the form does not show are kept.
     for (k, v) in search_pairs(s) {
@@ -321,8 +331,22 @@ pub async fn episodes_page(
         p.extend([
             ("sort", sort.to_string()),
             ("order", order.to_string()),
-            ("limit", if e.limit == 50 { String::new() } else { e.limit.to_string() }),
-            ("offset", if offset == 0 { String::new() } else { offset.to_string() }),
+            (
+                "limit",
+                if e.limit == 50 {
+                    String::new()
+                } else {
+                    e.limit.to_string()
+                },
+            ),
+            (
+                "offset",
+                if offset == 0 {
+                    String::new()
+                } else {
+                    offset.to_string()
+                },
+            ),
         ]);
         episodes_href(c.id, &p)
     };
@@ -391,7 +415,11 @@ pub async fn episodes_page(
     let _ = write!(
         b,
         "<span class=\"muted\">{}–{} of {}</span>",
-        if page.items.is_empty() { 0 } else { e.offset + 1 },
+        if page.items.is_empty() {
+            0
+        } else {
+            e.offset + 1
+        },
         e.offset + page.items.len() as i64,
         page.total
     );

@@ -3,9 +3,7 @@
 //! that each 400 names the parameter it is about.
 
 use chrono::{DateTime, Utc};
-use engine::store::analysis::{
-    EpisodeSearch, EpisodeSort, LatencyPhase, TaskScope, TaskSort,
-};
+use engine::store::analysis::{EpisodeSearch, EpisodeSort, LatencyPhase, TaskScope, TaskSort};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -108,10 +106,9 @@ pub struct Episodes {
 fn text(name: &str, v: Option<String>) -> Result<Option<String>, ApiError> {
     match v {
         Some(v) if v.is_empty() => Ok(None),
-        Some(v) if v.len() > MAX_TEXT => Err(field(
-            name,
-            format!("is longer than {MAX_TEXT} bytes"),
-        )),
+        Some(v) if v.len() > MAX_TEXT => {
+            Err(field(name, format!("is longer than {MAX_TEXT} bytes")))
+        }
         v => Ok(v),
     }
 }
@@ -141,7 +138,10 @@ fn int(name: &str, v: Option<String>, lo: i64, hi: i64) -> Result<Option<i64>, A
     };
     match v.parse::<i64>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
-        _ => Err(field(name, format!("must be a whole number from {lo} to {hi}"))),
+        _ => Err(field(
+            name,
+            format!("must be a whole number from {lo} to {hi}"),
+        )),
     }
 }
 
@@ -241,11 +241,7 @@ impl EpisodesQuery {
             (Some(_), Some(lo), Some(hi)) if hi <= lo => {
                 return Err(field("ms_max", "must be above ms_min"));
             }
-            (Some(p), lo, hi) => Some((
-                p,
-                lo.unwrap_or(0) as i32,
-                hi.map(|h| h as i32),
-            )),
+            (Some(p), lo, hi) => Some((p, lo.unwrap_or(0) as i32, hi.map(|h| h as i32))),
         };
         let sort = one_of("sort", self.sort, &EpisodeSort::ALL)?.unwrap_or_default();
         Ok(Episodes {
@@ -363,7 +359,10 @@ pub fn search_pairs(s: &EpisodeSearch) -> Vec<(&'static str, String)> {
     let mut p = vec![("q", o(&s.text))];
     p.extend(scope_pairs(&s.scope));
     p.extend([
-        ("success", s.success.map_or(String::new(), |v| v.to_string())),
+        (
+            "success",
+            s.success.map_or(String::new(), |v| v.to_string()),
+        ),
         ("status", o(&s.status)),
         ("end_reason", o(&s.end_reason)),
         ("steps_min", n(s.steps.0)),

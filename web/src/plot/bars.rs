@@ -41,7 +41,11 @@ pub fn bars(axes: &Axes, bars: &[Bar]) -> String {
     open(&mut o, axes, (y0, y1), sy);
     for (i, b) in bars.iter().enumerate() {
         let x = LEFT + band * i as f64;
-        let value = if b.value.is_finite() { b.value.max(0.0) } else { 0.0 };
+        let value = if b.value.is_finite() {
+            b.value.max(0.0)
+        } else {
+            0.0
+        };
         let y = sy(value.min(y1));
         let rect = format!(
             "<rect class=\"bar {}\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>{}</title></rect>",

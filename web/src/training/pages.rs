@@ -14,11 +14,11 @@ use serde::Deserialize;
 use super::api::parse_id;
 use super::detail::{CurvePoint, RunDetail, detail};
 use super::html::{campaign_href, episode_href, esc, frame, pct};
-use crate::plot::{Axes, Point, Series, line};
 use crate::AppState;
 use crate::error::{ApiError, field};
 use crate::extract::ApiQuery;
 use crate::page::PageQuery;
+use crate::plot::{Axes, Point, Series, line};
 
 const SCRIPT: &str = include_str!("../../dashboard/training.js");
 const STYLE: &str = include_str!("../../dashboard/training.css");

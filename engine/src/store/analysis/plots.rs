@@ -10,8 +10,9 @@ use crate::store::{Store, StoreError};
 
 /// Edges of the latency histogram's bins, ms (log-spaced: latencies span decades); the
 /// last bin is open.
-pub const LATENCY_EDGES_MS: [i32; 12] =
-    [0, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000];
+pub const LATENCY_EDGES_MS: [i32; 12] = [
+    0, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000,
+];
 
 /// Episodes that finished within one slice of a campaign's time.
 #[derive(Debug, Clone, Serialize)]
@@ -140,13 +141,7 @@ impl Store {
         &self,
         campaign: Uuid,
     ) -> Result<Vec<LatencySummary>, StoreError> {
-        type Row = (
-            String,
-            i64,
-            Option<f64>,
-            Option<Vec<f64>>,
-            Option<i32>,
-        );
+        type Row = (String, i64, Option<f64>, Option<Vec<f64>>, Option<i32>);
         let stats: Vec<Row> = sqlx::query_as(&format!(
             "SELECT phase, count(*), avg(ms)::float8,
                percentile_cont(ARRAY[0.25, 0.5, 0.75, 0.95]::float8[]) WITHIN GROUP (ORDER BY ms),
@@ -167,7 +162,10 @@ impl Store {
             .iter()
             .map(|(name, _)| {
                 let row = stats.iter().find(|r| r.0 == *name);
-                let q = |i: usize| row.and_then(|r| r.3.as_ref()).and_then(|v| v.get(i).copied());
+                let q = |i: usize| {
+                    row.and_then(|r| r.3.as_ref())
+                        .and_then(|v| v.get(i).copied())
+                };
                 let mut hist: Vec<LatencyBin> = LATENCY_EDGES_MS
                     .iter()
                     .enumerate()

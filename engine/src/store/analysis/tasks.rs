@@ -97,9 +97,7 @@ impl Store {
         .push(" THEN NULL WHEN judged - successes < ")
         .push_bind(k)
         // 1 - C(n-c, k) / C(n, k) as a product, which never overflows.
-        .push(
-            " THEN 1.0::float8 ELSE 1.0 - coalesce((SELECT exp(sum(ln(1.0 - ",
-        )
+        .push(" THEN 1.0::float8 ELSE 1.0 - coalesce((SELECT exp(sum(ln(1.0 - ")
         .push_bind(k as f64)
         .push(
             " / i))) FROM generate_series(judged - successes + 1, judged) AS i), 1.0)
