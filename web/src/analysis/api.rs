@@ -214,7 +214,9 @@ pub async fn compare(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<CompareQuery>,
 ) -> Result<Json<Comparison>, ApiError> {
-    let (pair, limit, offset) = q.checked()?;
-    let (a, b) = pair.ok_or_else(|| field("a", "a and b are both required"))?;
-    Ok(Json(compare_of(&state, a, b, limit, offset).await?))
+    let q = q.checked()?;
+    let (a, b) = q
+        .pair
+        .ok_or_else(|| field("a", "a and b are both required"))?;
+    Ok(Json(compare_of(&state, a, b, q.limit, q.offset).await?))
 }

@@ -54,7 +54,11 @@ pub async fn compare_page(
     ApiQuery(q): ApiQuery<CompareQuery>,
 ) -> Result<Html<String>, ApiError> {
     let raw_a = q.a_text();
-    let (pair, limit, offset) = q.checked()?;
+    let super::params::Compare {
+        pair,
+        limit,
+        offset,
+    } = q.checked()?;
     let store = state.engine.store();
     let (campaigns, _) = store.list_campaigns(CHOICES, 0).await?;
     let mut b = String::from("<h1>Compare campaigns</h1>");

@@ -276,9 +276,8 @@ impl CompareQuery {
         self.a.clone()
     }
 
-    /// The two campaigns, or `None` where the form has not named both yet (pages only:
-    /// the API needs both), and the page.
-    pub fn checked(self) -> Result<(Option<(Uuid, Uuid)>, i64, i64), ApiError> {
+    /// Checked.
+    pub fn checked(self) -> Result<Compare, ApiError> {
         let a = text("a", self.a)?;
         let b = text("b", self.b)?;
         let pair = match (a, b) {
@@ -288,12 +287,24 @@ impl CompareQuery {
             )),
             _ => None,
         };
-        Ok((
+        Ok(Compare {
             pair,
-            int("limit", self.limit, 1, MAX_LIMIT)?.unwrap_or(MAX_LIMIT),
-            int("offset", self.offset, 0, i64::MAX)?.unwrap_or(0),
-        ))
+            limit: int("limit", self.limit, 1, MAX_LIMIT)?.unwrap_or(MAX_LIMIT),
+            offset: int("offset", self.offset, 0, i64::MAX)?.unwrap_or(0),
+        })
     }
+}
+
+/// Checked compare parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct Compare {
+    /// The two campaigns, or `None` where the form has not named both yet (pages only: the
+    /// API needs both).
+    pub pair: Option<(Uuid, Uuid)>,
+    /// Tasks per page.
+    pub limit: i64,
+    /// Tasks skipped.
+    pub offset: i64,
 }
 
 impl PairQuery {
