@@ -825,6 +825,37 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
     );
     assert_eq!(js(&s, "typeof window.__xss").await, json!("undefined"));
     save_png(&s, "analysis-pair.png").await;
+    // Any other rollout of the task on either side: B's rollout 2 (3 steps, stopped).
+    js(
+        &s,
+        "const sel = document.querySelector('#pair-form select[name=b]');
+         sel.selectedIndex = 2; document.getElementById('pair-form').requestSubmit(); true",
+    )
+    .await;
+    wait_for(&s, "document.readyState === 'complete' && document.querySelector('#pair-form select[name=b]').selectedIndex === 2").await;
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('#pair-form select[name=a] option').length"
+        )
+        .await,
+        json!(4)
+    );
+    assert_eq!(
+        js(&s, "document.querySelectorAll('#pair tbody tr').length").await,
+        json!(3)
+    );
+
+    // The campaign's page in the dashboard links to the analysis.
+    common::open_dashboard(&mut s, &format!("{base}/#/campaigns/{a}")).await;
+    assert_eq!(
+        js(
+            &s,
+            "document.getElementById('btn-analysis').getAttribute('href')"
+        )
+        .await,
+        json!(format!("/campaigns/{a}/analysis"))
+    );
     s.close().await;
     engine.shutdown().await;
 }

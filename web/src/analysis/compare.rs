@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use axum::extract::State;
 use axum::response::Html;
+use engine::store::analysis::{EpisodeSearch, TaskScope};
 use engine::store::{CampaignView, EpisodeDetail, StepView};
 
 use super::api::compare_of;
@@ -182,6 +183,58 @@ fn side(e: &EpisodeDetail, label: &str) -> String {
     )
 }
 
+/// Rollouts of one task a pair page may switch to on each side.
+const ROLLOUT_CHOICES: i64 = 500;
+
+/// The form that puts any rollout of the task in either campaign on either side.
+async fn pair_form(
+    state: &AppState,
+    ea: &EpisodeDetail,
+    eb: &EpisodeDetail,
+) -> Result<String, ApiError> {
+    let mut o = String::from(
+        "<form class=\"filters\" id=\"pair-form\" method=\"get\" action=\"/compare/episodes\">",
+    );
+    for (name, e) in [("a", ea), ("b", eb)] {
+        let search = EpisodeSearch {
+            scope: TaskScope {
+                task: Some(e.summary.task_id.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (rollouts, _) = state
+            .engine
+            .store()
+            .search_episodes(e.summary.campaign_id, &search, ROLLOUT_CHOICES, 0)
+            .await?;
+        let _ = write!(o, "<label>{} <select name=\"{name}\">", name.to_uppercase());
+        for r in &rollouts {
+            let outcome = match r.success {
+                Some(true) => "solved",
+                Some(false) => "failed",
+                None => r.status.as_str(),
+            };
+            let _ = write!(
+                o,
+                "<option value=\"{}\"{}>rollout {} · {} · {} steps</option>",
+                r.id,
+                if r.id == e.summary.id {
+                    " selected"
+                } else {
+                    ""
+                },
+                r.rollout,
+                esc(outcome),
+                r.steps
+            );
+        }
+        o.push_str("</select></label> ");
+    }
+    o.push_str("<button class=\"btn\" type=\"submit\">Show</button></form>");
+    Ok(o)
+}
+
 /// `GET /compare/episodes?a=…&b=…`: two rollouts of one task, step by step.
 pub async fn pair_page(
     State(state): State<AppState>,
@@ -205,9 +258,10 @@ pub async fn pair_page(
             ),
         ));
     }
+    let form = pair_form(&state, &ea, &eb).await?;
     let mut o = format!(
         "<p class=\"crumbs\"><a href=\"/compare?a={}&amp;b={}\">Compare</a></p>\
-         <h1>Task <code id=\"pair-task\">{}</code></h1><p class=\"instruction\" id=\"instruction\">{}</p>\
+         <h1>Task <code id=\"pair-task\">{}</code></h1><p class=\"instruction\" id=\"instruction\">{}</p>{form}\
          <table class=\"table pair\" id=\"pair\"><thead><tr><th>Step</th>{}{}</tr></thead><tbody>",
         ea.summary.campaign_id,
         eb.summary.campaign_id,
