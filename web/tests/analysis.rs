@@ -382,6 +382,17 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
     assert_eq!(tl.len(), 5);
     let sum = |k: &str| tl.iter().map(|b| b[k].as_i64().unwrap()).sum::<i64>();
     assert_eq!((sum("finished"), sum("successes")), (12, 4));
+    // Each time slice's link (finished in [from, to)) finds exactly its episodes.
+    for bucket in tl {
+        let at = |k: &str| bucket[k].as_str().unwrap().replace(':', "%3A");
+        let found = eps(&format!(
+            "?status=finished&from={}&to={}",
+            at("from"),
+            at("to")
+        ))
+        .await;
+        assert_eq!(found["total"], bucket["finished"], "{bucket}");
+    }
     let total_steps: i64 = [2, 2, 3, 4, 5, 6, 6, 6, 6, 6, 6, 6].iter().sum();
     let lat = plots["latency"].as_array().unwrap();
     assert_eq!(
