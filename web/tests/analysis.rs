@@ -643,13 +643,21 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
     assert_eq!(js(&s, "typeof window.__xss").await, json!("undefined"));
     save_png(&s, "analysis-pair.png").await;
     // Any other rollout of the task on either side: B's rollout 2 (3 steps, stopped).
-    js(
+    let chosen = js(
         &s,
         "const sel = document.querySelector('#pair-form select[name=b]');
-         sel.selectedIndex = 2; document.getElementById('pair-form').requestSubmit(); true",
+         sel.selectedIndex = 2; document.getElementById('pair-form').requestSubmit(); sel.value",
     )
     .await;
-    wait_for(&s, "document.readyState === 'complete' && document.querySelector('#pair-form select[name=b]').selectedIndex === 2").await;
+    // The new page: its address names the chosen episode, its form has it selected.
+    wait_for(
+        &s,
+        &format!(
+            "location.search.includes({chosen}) && document.readyState === 'complete' \
+             && document.querySelector('#pair-form select[name=b]').value === {chosen}"
+        ),
+    )
+    .await;
     assert_eq!(
         js(
             &s,

@@ -74,12 +74,19 @@ pub async fn compare_page(
         return Ok(Html(frame("Compare", &b)));
     };
     let cmp = compare_of(&state, a, bb, limit, offset).await?;
-    let name = |id: uuid::Uuid| {
-        campaigns
-            .iter()
-            .find(|c| c.id == id)
-            .map_or_else(|| id.to_string(), |c| c.name.clone())
+    // Both exist: compare_of answered 404 otherwise.
+    let label = async |id: uuid::Uuid| -> Result<String, ApiError> {
+        Ok(match store.get_campaign(id).await? {
+            Some(c) => format!(
+                "{} · {} · {}",
+                esc(&c.name),
+                esc(&c.policy),
+                pct(c.success_rate)
+            ),
+            None => id.to_string(),
+        })
     };
+    let (label_a, label_b) = (label(a).await?, label(bb).await?);
     let n = &cmp.counts;
     let _ = write!(
         b,
@@ -89,13 +96,7 @@ pub async fn compare_page(
          <table class=\"table\" id=\"compare\"><thead><tr><th>Task</th><th>Site</th><th>Difficulty</th>\
          <th>A: <a href=\"/campaigns/{a}/analysis\">{}</a></th><th>B: <a href=\"/campaigns/{bb}/analysis\">{}</a></th>\
          <th>Side by side</th></tr></thead><tbody>",
-        n.tasks,
-        n.only_a,
-        n.only_b,
-        n.both,
-        n.neither,
-        esc(&name(a)),
-        esc(&name(bb)),
+        n.tasks, n.only_a, n.only_b, n.both, n.neither, label_a, label_b,
     );
     for r in &cmp.tasks.items {
         let cell = |c: uuid::Uuid, succ: i64, judged: i64, rate: Option<f64>, side: &str| {
