@@ -298,6 +298,10 @@ async fn the_analysis_api_aggregates_searches_and_compares(pool: PgPool) {
         (format!("/api/campaigns/{a}/episodes?limit=501"), "limit"),
         (format!("/api/campaigns/{a}/episodes?offset=-1"), "offset"),
         (
+            format!("/api/campaigns/{a}/episodes?offset=9223372036854775807"),
+            "offset",
+        ),
+        (
             format!("/api/campaigns/{a}/episodes?q={}", "x".repeat(501)),
             "q",
         ),

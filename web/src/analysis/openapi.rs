@@ -75,7 +75,7 @@ pub fn openapi_params(endpoint: &str) -> Vec<Value> {
                 q("sort", "task, success, score, steps, duration, finished or end_reason", s()),
                 order,
                 q("limit", "items per page (1-500, default 50)", i()),
-                q("offset", "items to skip", i()),
+                q("offset", "items to skip (at most 1000000000)", i()),
             ]);
         }
         "plots" => {
@@ -91,7 +91,7 @@ pub fn openapi_params(endpoint: &str) -> Vec<Value> {
                 q("a", "campaign A's id (required)", s()),
                 q("b", "campaign B's id (required)", s()),
                 q("limit", "tasks per page (1-500, default 500)", i()),
-                q("offset", "tasks to skip", i()),
+                q("offset", "tasks to skip (at most 1000000000)", i()),
             ]);
         }
     }

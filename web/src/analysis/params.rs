@@ -12,6 +12,8 @@ use crate::page::MAX_LIMIT;
 
 /// Longest text a filter may hold.
 const MAX_TEXT: usize = 500;
+/// Furthest a page may start (far past any real campaign; keeps page arithmetic exact).
+const MAX_OFFSET: i64 = 1_000_000_000;
 
 /// `GET …/analysis`: which tasks, pass@k's k, and the table's order.
 #[derive(Debug, Default, Deserialize)]
@@ -258,7 +260,7 @@ impl EpisodesQuery {
                 descending: descending(self.order, false)?,
             },
             limit: int("limit", self.limit, 1, MAX_LIMIT)?.unwrap_or(50),
-            offset: int("offset", self.offset, 0, i64::MAX)?.unwrap_or(0),
+            offset: int("offset", self.offset, 0, MAX_OFFSET)?.unwrap_or(0),
         })
     }
 }
@@ -290,7 +292,7 @@ impl CompareQuery {
         Ok(Compare {
             pair,
             limit: int("limit", self.limit, 1, MAX_LIMIT)?.unwrap_or(MAX_LIMIT),
-            offset: int("offset", self.offset, 0, i64::MAX)?.unwrap_or(0),
+            offset: int("offset", self.offset, 0, MAX_OFFSET)?.unwrap_or(0),
         })
     }
 }
