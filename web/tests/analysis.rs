@@ -542,6 +542,28 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
         js(&s, "document.querySelectorAll('#latency-plots svg').length").await,
         json!(4)
     );
+    let plots = get_ok(&app, &format!("/api/campaigns/{a}/plots")).await;
+    for (i, phase) in ["observe", "policy", "act", "judge"].iter().enumerate() {
+        let l = &plots["latency"][i];
+        let cells = js(
+            &s,
+            &format!(
+                "[...document.querySelectorAll('#latency tr[data-phase={phase}] td')].map(td => td.textContent)"
+            ),
+        )
+        .await;
+        let want = json!([
+            phase,
+            l["count"].to_string(),
+            format!("{:.0}", l["mean_ms"].as_f64().unwrap()),
+            format!("{:.0}", l["p25_ms"].as_f64().unwrap()),
+            format!("{:.0}", l["p50_ms"].as_f64().unwrap()),
+            format!("{:.0}", l["p75_ms"].as_f64().unwrap()),
+            format!("{:.0}", l["p95_ms"].as_f64().unwrap()),
+            l["max_ms"].to_string(),
+        ]);
+        assert_eq!(cells, want, "{phase}");
+    }
     assert_eq!(
         js(
             &s,
@@ -549,6 +571,15 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
         )
         .await,
         json!("30")
+    );
+    // One bar per histogram bin and per step count, one per difficulty.
+    assert_eq!(
+        js(
+            &s,
+            "document.querySelectorAll('#outcome-plots svg')[0].querySelectorAll('rect.bar').length"
+        )
+        .await,
+        json!(plots["steps"].as_array().unwrap().len())
     );
     let bar_links = text_of(&js(&s, "[...document.querySelectorAll('#outcome-plots a.bar-link')].map(a => a.getAttribute('href'))").await);
     assert!(
@@ -603,6 +634,14 @@ async fn the_analysis_pages_show_the_apis_numbers_in_a_browser(pool: PgPool) {
     assert_eq!(rows[0][1], "differs");
     assert_eq!(rows[1][1], "differs");
     assert_eq!(rows[2][1], "same");
+    for key in ["only_a", "only_b", "both", "neither"] {
+        let id = key.replace('_', "-");
+        assert_eq!(
+            js(&s, &format!("document.getElementById('{id}').textContent")).await,
+            json!(cmp["counts"][key].to_string()),
+            "{key}"
+        );
+    }
     assert_eq!(
         js(&s, "document.getElementById('only-a').textContent").await,
         json!("1")
