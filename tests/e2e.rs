@@ -350,6 +350,45 @@ async fn page_and_task_strings_are_escaped_in_the_replay(pool: PgPool) {
         .await,
         json!(0)
     );
+    // The analysis views (tasks, episode search, plots, compare, two rollouts side by
+    // side) show the same strings as text.
+    let e = eps[0].id;
+    for (view, shows) in [
+        (format!("/campaigns/{id}/analysis"), "hostile"),
+        (
+            format!("/campaigns/{id}/episodes?q=onerror"),
+            "<img src=y onerror=window.__xss=3>",
+        ),
+        (format!("/campaigns/{id}/plots"), "Steps per episode"),
+        (format!("/compare?a={id}&b={id}"), "hostile"),
+        (
+            format!("/compare/episodes?a={e}&b={e}"),
+            "<img src=x onerror",
+        ),
+    ] {
+        let r = s
+            .act(&Action::Goto(format!("http://{addr}{view}")))
+            .await
+            .unwrap();
+        assert_eq!(r.error, None, "{view}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            js(&s, "typeof window.__xss").await,
+            json!("undefined"),
+            "{view}"
+        );
+        assert_eq!(
+            js(
+                &s,
+                "document.querySelectorAll('main img:not(.shot), main b, main script').length"
+            )
+            .await,
+            json!(0),
+            "{view}"
+        );
+        let has = format!("document.body.innerText.includes({})", json!(shows));
+        assert_eq!(js(&s, &has).await, json!(true), "{view} shows {shows}");
+    }
     s.close().await;
     engine.shutdown().await;
 }

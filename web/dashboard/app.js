@@ -656,6 +656,8 @@
             st === 'paused' ? btn('resume', 'Resume', 'btn-primary') : null,
             ACTIVE.has(st) || st === 'paused' ? btn('cancel', 'Cancel', 'btn-danger') : null,
             Object.assign(internal('#/triage?campaign=' + enc(c.id), 'Triage'), { className: 'btn btn-secondary', id: 'btn-triage' }),
+            // The server-rendered analysis views (per-task table, episode search, plots, compare).
+            h('a', { class: ['btn', 'btn-secondary'], id: 'btn-analysis', href: '/campaigns/' + encodeURIComponent(String(c.id)) + '/analysis' }, 'Analysis'),
             h('a', {
               class: ['btn', 'btn-secondary'],
               id: 'btn-export',

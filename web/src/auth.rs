@@ -107,7 +107,10 @@ fn need(access: Access, method: &Method, path: &str) -> Need {
     match (access, path) {
         // The dashboard's pages: a browser without a session is sent to sign in.
         (Access::Everything, p)
-            if p == "/" || p == "/training-runs" || p.starts_with("/training-runs/") =>
+            if p == "/"
+                || p == "/training-runs"
+                || p.starts_with("/training-runs/")
+                || crate::analysis::is_page(p) =>
         {
             Need::Page
         }

@@ -73,6 +73,10 @@ const TAKE_QUERIES: &[(Method, &str)] = &[
     (Method::GET, "/api/episodes"),
     (Method::GET, "/api/training-runs"),
     (Method::GET, "/api/triage"),
+    (Method::GET, "/api/campaigns/{id}/analysis"),
+    (Method::GET, "/api/campaigns/{id}/episodes"),
+    (Method::GET, "/api/campaigns/{id}/plots"),
+    (Method::GET, "/api/compare"),
 ];
 
 fn query_expected(parts: &Parts) -> Result<(), ApiError> {

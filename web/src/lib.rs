@@ -13,6 +13,7 @@
 //! `web` depends on `engine`, never the reverse.
 #![deny(missing_docs)]
 
+mod analysis;
 pub mod auth;
 mod campaigns;
 mod dashboard;
@@ -25,6 +26,7 @@ pub mod openapi;
 mod page;
 mod progress;
 mod scripts;
+mod plot;
 pub use inference::server as policy_server;
 mod session;
 mod tasks;
@@ -111,6 +113,10 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/api/campaigns/{id}/export", get(campaigns::export))
         .route("/api/campaigns/{id}/policies", get(campaigns::policies))
         .route("/api/campaigns/{id}/events", get(live::campaign_events))
+        .route("/api/campaigns/{id}/analysis", get(analysis::analysis_json))
+        .route("/api/campaigns/{id}/episodes", get(analysis::episodes_json))
+        .route("/api/campaigns/{id}/plots", get(analysis::plots_json))
+        .route("/api/compare", get(analysis::compare_json))
         .route(
             "/api/training-runs",
             post(training::create).get(training::list),
@@ -144,6 +150,12 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/training-runs", get(training::list_page))
         .route("/training-runs/{id}", get(training::run_page))
         .route("/training-runs/{id}/compare", get(training::compare_page))
+        .route("/assets/analysis.css", get(analysis::style))
+        .route("/campaigns/{id}/analysis", get(analysis::analysis_page))
+        .route("/campaigns/{id}/episodes", get(analysis::episodes_page))
+        .route("/campaigns/{id}/plots", get(analysis::plots_page))
+        .route("/compare", get(analysis::compare_page))
+        .route("/compare/episodes", get(analysis::pair_page))
         .route("/signin", get(session::page))
         .route("/assets/signin.js", get(session::script))
         .route("/metrics", get(live::metrics))

@@ -74,6 +74,19 @@ fn routes() -> Vec<Route> {
             ..r(Method::GET, "/api/campaigns/{id}/events", Scope::Read)
         },
         Route {
+            bad_id: not_uuid,
+            ..r(Method::GET, "/api/campaigns/{id}/analysis", Scope::Read)
+        },
+        Route {
+            bad_id: not_uuid,
+            ..r(Method::GET, "/api/campaigns/{id}/episodes", Scope::Read)
+        },
+        Route {
+            bad_id: not_uuid,
+            ..r(Method::GET, "/api/campaigns/{id}/plots", Scope::Read)
+        },
+        r(Method::GET, "/api/compare", Scope::Read),
+        Route {
             ..r(Method::GET, "/api/episodes", Scope::Read)
         },
         Route {

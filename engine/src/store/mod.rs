@@ -8,6 +8,7 @@
 //! The store owns the types it stores (episode records, the [`PolicyCard`]) and imports
 //! nothing from the layers above it: policies, the runner and the judge.
 
+pub mod analysis;
 mod blobs;
 mod campaigns;
 mod card;

@@ -3,21 +3,7 @@
 
 use std::fmt::Write;
 
-/// Text or an attribute value, escaped.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::plot::esc;
 
 /// A rate as a percentage, or a dash.
 pub fn pct(v: Option<f64>) -> String {

@@ -8,7 +8,6 @@ mod detail;
 mod events;
 mod html;
 mod pages;
-mod svg;
 
 pub use api::{cancel, create, get, list, pause, resume};
 pub use events::{metrics_text, run_events};

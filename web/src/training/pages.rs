@@ -14,11 +14,11 @@ use serde::Deserialize;
 use super::api::parse_id;
 use super::detail::{CurvePoint, RunDetail, detail};
 use super::html::{campaign_href, episode_href, esc, frame, pct};
-use super::svg::{Axes, Point, Series, plot};
 use crate::AppState;
 use crate::error::{ApiError, field};
 use crate::extract::ApiQuery;
 use crate::page::PageQuery;
+use crate::plot::{Axes, Point, Series, line};
 
 const SCRIPT: &str = include_str!("../../dashboard/training.js");
 const STYLE: &str = include_str!("../../dashboard/training.css");
@@ -141,11 +141,11 @@ fn plots(d: &RunDetail) -> String {
     };
     let by_iter = |p: &CurvePoint| f64::from(p.iteration);
     let mut o = String::from("<section class=\"plots\" id=\"curves\">");
-    o.push_str(&plot(
+    o.push_str(&line(
         &pct_axes("Success by iteration", "iteration"),
         &success(&by_iter),
     ));
-    o.push_str(&plot(
+    o.push_str(&line(
         &pct_axes(
             "Success by environment steps",
             "environment steps (cumulative)",
@@ -160,7 +160,7 @@ fn plots(d: &RunDetail) -> String {
         percent: false,
     };
     let num = |p: &CurvePoint, v: f64| format!("iteration {} · {v:.4}", p.iteration);
-    o.push_str(&plot(
+    o.push_str(&line(
         &plain("Loss", "loss"),
         &[Series {
             name: "update loss",
@@ -169,7 +169,7 @@ fn plots(d: &RunDetail) -> String {
         }],
     ));
     let h = |i: usize| move |p: &CurvePoint| p.horizon.map(|h| h[i]);
-    o.push_str(&plot(
+    o.push_str(&line(
         &plain("Horizon schedule", "steps"),
         &[
             Series {
@@ -189,7 +189,7 @@ fn plots(d: &RunDetail) -> String {
             },
         ],
     ));
-    o.push_str(&plot(
+    o.push_str(&line(
         &plain("Samples kept", "samples"),
         &[Series {
             name: "samples kept",

@@ -1,0 +1,151 @@
+//! Per-task aggregates of a campaign (success rate, unbiased pass@k, means, the most
+//! common end reason) and outcome breakdowns by a task attribute.
+
+use serde::Serialize;
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::filter::{Dimension, TaskScope, TaskSort};
+use crate::store::{Store, StoreError};
+
+/// One task across its rollouts in a campaign.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct TaskStats {
+    /// Task.
+    pub task_id: String,
+    /// Website.
+    pub site: String,
+    /// Difficulty.
+    pub difficulty: String,
+    /// Split.
+    pub split: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Episodes planned.
+    pub episodes: i64,
+    /// Episodes finished (judged or not).
+    pub finished: i64,
+    /// Episodes judged (finished with a success label).
+    pub judged: i64,
+    /// Judged successful.
+    pub successes: i64,
+    /// `successes / judged`; null before any was judged.
+    pub success_rate: Option<f64>,
+    /// Unbiased pass@k over the judged rollouts (Chen et al., 2021): the chance that at
+    /// least one of k rollouts drawn without replacement succeeds; null with fewer than k.
+    pub pass_at_k: Option<f64>,
+    /// Mean score over the scored episodes.
+    pub mean_score: Option<f64>,
+    /// Mean steps over the finished episodes.
+    pub mean_steps: Option<f64>,
+    /// The most common end reason (ties: the first alphabetically).
+    pub end_reason: Option<String>,
+}
+
+/// Outcomes of the episodes whose task has one value of a [`Dimension`].
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct BreakdownBucket {
+    /// The value (a site, a difficulty, a split or a tag).
+    pub key: String,
+    /// Tasks.
+    pub tasks: i64,
+    /// Episodes.
+    pub episodes: i64,
+    /// Judged episodes.
+    pub judged: i64,
+    /// Successful ones.
+    pub successes: i64,
+    /// `successes / judged`.
+    pub success_rate: Option<f64>,
+    /// Mean score.
+    pub mean_score: Option<f64>,
+    /// Mean steps over the finished episodes.
+    pub mean_steps: Option<f64>,
+}
+
+impl Store {
+    /// Each task of a campaign in `scope` across its rollouts, with pass@`k`.
+    pub async fn campaign_task_stats(
+        &self,
+        campaign: Uuid,
+        scope: &TaskScope,
+        k: i64,
+        sort: TaskSort,
+        descending: bool,
+    ) -> Result<Vec<TaskStats>, StoreError> {
+        let mut q = QueryBuilder::new(
+            "WITH per AS (
+               SELECT e.task_id, t.site, t.difficulty, t.split, t.tags,
+                 count(*) AS episodes,
+                 count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                 count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
+                 count(*) FILTER (WHERE e.success) AS successes,
+                 avg(e.score)::float8 AS mean_score,
+                 (avg(e.steps) FILTER (WHERE e.status = 'finished'))::float8 AS mean_steps,
+                 mode() WITHIN GROUP (ORDER BY e.end_reason) FILTER (WHERE e.end_reason IS NOT NULL) AS end_reason
+               FROM episodes e JOIN tasks t ON t.id = e.task_id
+               WHERE e.campaign_id = ",
+        );
+        q.push_bind(campaign);
+        scope.push(&mut q);
+        q.push(
+            " GROUP BY e.task_id, t.site, t.difficulty, t.split, t.tags)
+             SELECT per.*, successes::float8 / nullif(judged, 0) AS success_rate,
+               CASE WHEN judged < ",
+        )
+        .push_bind(k)
+        .push(" THEN NULL WHEN judged - successes < ")
+        .push_bind(k)
+        // 1 - C(n-c, k) / C(n, k) as a product, which never overflows.
+        .push(" THEN 1.0::float8 ELSE 1.0 - coalesce((SELECT exp(sum(ln(1.0 - ")
+        .push_bind(k as f64)
+        .push(
+            " / i))) FROM generate_series(judged - successes + 1, judged) AS i), 1.0)
+               END::float8 AS pass_at_k
+             FROM per ORDER BY ",
+        );
+        q.push(sort.column())
+            .push(if descending {
+                " DESC NULLS LAST"
+            } else {
+                " ASC NULLS LAST"
+            })
+            .push(", task_id");
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
+    }
+
+    /// A campaign's outcomes in `scope` by the value of one task attribute.
+    pub async fn campaign_breakdown_by(
+        &self,
+        campaign: Uuid,
+        scope: &TaskScope,
+        by: Dimension,
+    ) -> Result<Vec<BreakdownBucket>, StoreError> {
+        let (key, from) = match by {
+            Dimension::Site => ("t.site", ""),
+            Dimension::Difficulty => ("t.difficulty", ""),
+            Dimension::Split => ("t.split", ""),
+            Dimension::Tag => ("tag.key", " CROSS JOIN LATERAL unnest(t.tags) AS tag(key)"),
+        };
+        let mut q = QueryBuilder::new(format!(
+            "SELECT {key} AS key, count(DISTINCT e.task_id) AS tasks, count(*) AS episodes,
+               count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
+               count(*) FILTER (WHERE e.success) AS successes,
+               (count(*) FILTER (WHERE e.success))::float8
+                 / nullif(count(*) FILTER (WHERE e.success IS NOT NULL), 0) AS success_rate,
+               avg(e.score)::float8 AS mean_score,
+               (avg(e.steps) FILTER (WHERE e.status = 'finished'))::float8 AS mean_steps
+             FROM episodes e JOIN tasks t ON t.id = e.task_id{from}
+             WHERE e.campaign_id = "
+        ));
+        q.push_bind(campaign);
+        scope.push(&mut q);
+        q.push(" GROUP BY 1 ORDER BY ");
+        q.push(if by == Dimension::Difficulty {
+            "array_position(ARRAY['easy','medium','hard'], min(t.difficulty))"
+        } else {
+            "1"
+        });
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
+    }
+}
