@@ -302,3 +302,42 @@ async fn configs_that_cannot_run_are_refused_before_any_campaign(pool: PgPool) {
         .unwrap();
     assert_eq!(runs, 0, "nothing was stored");
 }
+
+/// A run's campaigns have ids derived from the run and their purpose, and creating one
+/// again under its id returns the existing campaign: a run resumed after dying between
+/// creating a campaign and recording it in its iteration leaves no orphan behind.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_campaign_created_again_under_its_derived_id_is_the_same_campaign(pool: PgPool) {
+    let (engine, _sites, _) =
+        common::engine_with_sites(pool.clone(), PolicyRegistry::builtin()).await;
+    let run = Uuid::new_v4();
+    let id = run::campaign_id(run, "iteration 1 rollouts at horizon 3");
+    assert_eq!(
+        id,
+        run::campaign_id(run, "iteration 1 rollouts at horizon 3")
+    );
+    assert_ne!(id, run::campaign_id(run, "iteration 1 evaluation"));
+    assert_ne!(
+        id,
+        run::campaign_id(Uuid::new_v4(), "iteration 1 rollouts at horizon 3")
+    );
+    let spec = || engine::CampaignSpec {
+        policy: Some("random".into()),
+        rollouts_per_task: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(engine.create_campaign_as(id, spec()).await.unwrap(), id);
+    let before = campaigns(&pool).await;
+    let episodes: i64 = sqlx::query_scalar("SELECT count(*) FROM episodes")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(episodes > 0);
+    assert_eq!(engine.create_campaign_as(id, spec()).await.unwrap(), id);
+    assert_eq!(campaigns(&pool).await, before, "no second campaign");
+    let again: i64 = sqlx::query_scalar("SELECT count(*) FROM episodes")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(again, episodes, "no second set of episodes");
+}

@@ -146,6 +146,21 @@ impl Engine {
     /// Validates a campaign request, plans its episodes (tasks × rollouts, each with its
     /// seed) and stores it as `queued`; the scheduler, if started, picks it up.
     pub async fn create_campaign(&self, spec: CampaignSpec) -> Result<Uuid, EngineError> {
+        self.create_campaign_as(Uuid::new_v4(), spec).await
+    }
+
+    /// Creates a campaign under `id`, or returns `id` if a campaign already has it (the
+    /// spec is then not looked at): a caller that derives the id from what the campaign is
+    /// for (a training run's iteration) can call this again after a crash without leaving
+    /// a second, orphaned campaign.
+    pub async fn create_campaign_as(
+        &self,
+        id: Uuid,
+        spec: CampaignSpec,
+    ) -> Result<Uuid, EngineError> {
+        if self.inner.store.get_campaign(id).await?.is_some() {
+            return Ok(id);
+        }
         let mut config = spec
             .validate(&self.policy_names())
             .map_err(EngineError::Invalid)?;
@@ -181,7 +196,6 @@ impl Engine {
                 });
             }
         }
-        let id = Uuid::new_v4();
         let json =
             serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
         self.inner

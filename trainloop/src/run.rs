@@ -390,7 +390,8 @@ async fn rollout(ctx: &Ctx<'_>, it: &IterationView) -> Result<(), RunError> {
                 ),
                 ..Default::default()
             };
-            campaigns.push(ctx.engine.create_campaign(spec).await?);
+            let id = campaign_id(ctx.run, &format!("iteration {idx} rollouts at horizon {h}"));
+            campaigns.push(ctx.engine.create_campaign_as(id, spec).await?);
         }
         store
             .update_iteration(
@@ -649,7 +650,8 @@ async fn evaluate(
         Some(id) => id,
         None => {
             let spec = eval_spec(&ctx.cfg, &policy_names(ctx.run).1, idx);
-            let id = ctx.engine.create_campaign(spec).await?;
+            let id = campaign_id(ctx.run, &format!("iteration {idx} evaluation"));
+            let id = ctx.engine.create_campaign_as(id, spec).await?;
             store
                 .update_iteration(
                     ctx.run,
@@ -678,6 +680,13 @@ async fn evaluate(
         )
         .await?;
     Ok(())
+}
+
+/// The id of the run's campaign for `purpose`: derived, not drawn, so that a run resumed
+/// after a crash between creating a campaign and recording it in its iteration finds that
+/// campaign again instead of creating a second one.
+pub fn campaign_id(run: Uuid, purpose: &str) -> Uuid {
+    Uuid::new_v5(&run, purpose.as_bytes())
 }
 
 /// The evaluation campaign of iteration `idx` for `policy`: the same held-out episodes
