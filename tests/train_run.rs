@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -193,7 +194,10 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("run.json");
     std::fs::write(&file, config(2).to_string()).unwrap();
+    // Its own process group, so that the kill takes its Chromium with it (a browser left
+    // running would outlive the test).
     let mut child = surfgym(&pool, &["train", "run", file.to_str().unwrap()])
+        .process_group(0)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -215,7 +219,11 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let pgid = i32::try_from(child.id()).unwrap();
+    assert!(pgid > 1);
+    // SAFETY: kill(2) with a negative pid other than -1 signals exactly the process group
+    // the run leads (spawned with `process_group(0)`).
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
     child.wait().unwrap();
     let before = campaigns(&pool).await;
 
