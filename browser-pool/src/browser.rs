@@ -9,6 +9,7 @@
 pub(crate) mod gate;
 pub(crate) mod launch;
 pub(crate) mod memory;
+pub(crate) mod profiles;
 pub(crate) mod standby;
 
 use std::sync::Arc;

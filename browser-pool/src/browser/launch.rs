@@ -80,8 +80,9 @@ impl Chromium {
         if !cfg.chromium.exists() {
             return Err(launch_err("no such file".into()));
         }
+        super::profiles::sweep_once();
         let profile = tempfile::Builder::new()
-            .prefix("surfgym-chromium-")
+            .prefix(super::profiles::PREFIX)
             .tempdir()
             .map_err(|e| launch_err(format!("cannot create a profile directory: {e}")))?;
         let mut builder = BrowserConfig::builder()

@@ -1,0 +1,119 @@
+//! Profile directories of browsers that died with their process. A pool removes its own
+//! profile when a browser closes, but a process killed outright (`kill -9`, an OOM kill)
+//! leaves the profile behind: several MB each, for as long as the machine lives. The
+//! first launch of a process removes such leftovers.
+
+use std::path::Path;
+use std::sync::Once;
+use std::time::{Duration, SystemTime};
+
+/// What every profile directory's name starts with.
+pub(crate) const PREFIX: &str = "surfgym-chromium-";
+
+/// A profile Chromium never locked is only taken for abandoned after this long: its
+/// launch may still be under way in another process.
+const UNLOCKED_GRACE: Duration = Duration::from_secs(3600);
+
+/// Removes abandoned profiles from the temporary directory, once per process.
+pub(crate) fn sweep_once() {
+    static SWEPT: Once = Once::new();
+    SWEPT.call_once(|| {
+        let removed = sweep(&std::env::temp_dir(), &hostname());
+        if removed > 0 {
+            tracing::info!(
+                removed,
+                "removed profile directories of browsers that died with their process"
+            );
+        }
+    });
+}
+
+/// Removes the profiles in `dir` whose browser is gone; returns how many. Chromium's
+/// `SingletonLock` (a symbolic link to `host-pid`) names the browser that owns a profile:
+/// one on this host whose process no longer exists is gone. Profiles of other hosts (a
+/// shared temporary directory) are left alone.
+pub(crate) fn sweep(dir: &Path, host: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        // Not following links: a link named like a profile is not ours to remove.
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let abandoned = match std::fs::read_link(path.join("SingletonLock")) {
+            Ok(target) => {
+                let target = target.to_string_lossy().into_owned();
+                match target.rsplit_once('-') {
+                    Some((h, pid)) if h == host => pid
+                        .parse::<u32>()
+                        .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()),
+                    _ => false,
+                }
+            }
+            Err(_) => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age > UNLOCKED_GRACE),
+        };
+        if abandoned && std::fs::remove_dir_all(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// This machine's name, as Chromium writes it into `SingletonLock`.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn profile(dir: &Path, name: &str, lock: Option<String>) -> std::path::PathBuf {
+        let p = dir.join(format!("{PREFIX}{name}"));
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("Local State"), "{}").unwrap();
+        if let Some(l) = lock {
+            symlink(l, p.join("SingletonLock")).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn only_profiles_of_dead_browsers_on_this_host_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A process that has exited: its pid names no process (until reused, which a
+        // test this short does not meet).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let alive = std::process::id();
+        let gone = profile(tmp.path(), "gone", Some(format!("box-{dead}")));
+        let live = profile(tmp.path(), "live", Some(format!("box-{alive}")));
+        let elsewhere = profile(tmp.path(), "other", Some(format!("other-box-{dead}")));
+        let fresh = profile(tmp.path(), "fresh", None);
+        let unrelated = tmp.path().join("not-ours");
+        std::fs::create_dir(&unrelated).unwrap();
+
+        assert_eq!(sweep(tmp.path(), "box"), 1);
+        assert!(!gone.exists(), "its browser is gone");
+        assert!(live.exists(), "its browser runs");
+        assert!(elsewhere.exists(), "another host's");
+        assert!(fresh.exists(), "not locked yet, and new");
+        assert!(unrelated.exists());
+    }
+}
