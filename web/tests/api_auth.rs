@@ -298,7 +298,12 @@ async fn every_route_beyond_loopback_needs_a_token_of_its_scope(pool: PgPool) {
             String::new(),
             Scope::Read,
         ),
-        (Method::GET, "/api/triage".into(), String::new(), Scope::Read),
+        (
+            Method::GET,
+            "/api/triage".into(),
+            String::new(),
+            Scope::Read,
+        ),
         (
             Method::GET,
             format!("/api/triage?campaign={campaign}"),

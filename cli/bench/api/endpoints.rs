@@ -89,7 +89,11 @@ const fn page(
 const SHELL: &[&str] = &["/", "/assets/app.js", "/assets/style.css"];
 
 /// The stylesheets a server-rendered page links to, fetched at once after its HTML.
-const CSS: &[&str] = &["/assets/style.css", "/assets/training.css", "/assets/analysis.css"];
+const CSS: &[&str] = &[
+    "/assets/style.css",
+    "/assets/training.css",
+    "/assets/analysis.css",
+];
 
 /// Everything `bench api` times, in table order. One line each (kept so by hand: a new
 /// endpoint is one more line).

@@ -169,10 +169,7 @@ mod tests {
             {"id": "e3", "task_id": "t2"}
         ]);
         let eps = eps.as_array().unwrap();
-        assert_eq!(
-            same_task(eps),
-            Some(("e2".to_string(), "e3".to_string()))
-        );
+        assert_eq!(same_task(eps), Some(("e2".to_string(), "e3".to_string())));
         assert_eq!(same_task(&eps[..2]), None);
     }
 
