@@ -270,6 +270,48 @@ async fn every_route_beyond_loopback_needs_a_token_of_its_scope(pool: PgPool) {
         ),
         (
             Method::GET,
+            "/api/campaigns/events".into(),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
+            format!("/api/campaigns/{campaign}/analysis"),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
+            format!("/api/campaigns/{campaign}/episodes"),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
+            format!("/api/campaigns/{campaign}/plots"),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
+            format!("/api/compare?a={campaign}&b={campaign}"),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
+            "/api/triage".into(),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
+            format!("/api/triage?campaign={campaign}"),
+            String::new(),
+            Scope::Read,
+        ),
+        (
+            Method::GET,
             "/api/episodes".into(),
             String::new(),
             Scope::Read,

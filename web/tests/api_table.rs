@@ -86,6 +86,8 @@ fn routes() -> Vec<Route> {
             ..r(Method::GET, "/api/campaigns/{id}/plots", Scope::Read)
         },
         r(Method::GET, "/api/compare", Scope::Read),
+        r(Method::GET, "/api/triage", Scope::Read),
+        r(Method::GET, "/api/campaigns/events", Scope::Read),
         Route {
             ..r(Method::GET, "/api/episodes", Scope::Read)
         },

@@ -25,6 +25,27 @@ fn items(v: &Value) -> &[Value] {
     v["items"].as_array().map(Vec::as_slice).unwrap_or(&[])
 }
 
+/// The longest word of `text` (letters only), as a search that matches what it came from.
+fn longest_word(text: &str) -> Option<String> {
+    text.split(|c: char| !c.is_alphabetic())
+        .max_by_key(|w| w.chars().count())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// Two episodes of one task among `eps`.
+fn same_task(eps: &[Value]) -> Option<(String, String)> {
+    for (i, a) in eps.iter().enumerate() {
+        let b = eps[i + 1..]
+            .iter()
+            .find(|b| b["task_id"].is_string() && b["task_id"] == a["task_id"]);
+        if let (Some(x), Some(y)) = (a["id"].as_str(), b.and_then(|b| b["id"].as_str())) {
+            return Some((x.to_string(), y.to_string()));
+        }
+    }
+    None
+}
+
 impl Targets {
     /// Looks the data up.
     pub async fn find(client: &reqwest::Client, base: &str) -> anyhow::Result<Targets> {
@@ -58,11 +79,24 @@ impl Targets {
             let eps = json(
                 client,
                 base,
-                &format!("/api/episodes?campaign={id}&status=finished&limit=1"),
+                &format!("/api/episodes?campaign={id}&status=finished&limit=100"),
             )
             .await?;
-            if let Some(e) = items(&eps).first().and_then(|e| e["id"].as_str()) {
-                t.insert("episode", e.to_string());
+            let eps = items(&eps);
+            if let Some(e) = eps.first() {
+                if let Some(id) = e["id"].as_str() {
+                    t.insert("episode", id.to_string());
+                }
+                if let Some(task) = e["task_id"].as_str() {
+                    let task = json(client, base, &format!("/api/tasks/{task}")).await?;
+                    if let Some(w) = task["instruction"].as_str().and_then(longest_word) {
+                        t.insert("word", w);
+                    }
+                }
+            }
+            if let Some((a, b)) = same_task(eps) {
+                t.insert("pair_a", a);
+                t.insert("pair_b", b);
             }
         }
         if let Some((_, id)) = campaigns.get(1) {
@@ -123,9 +157,27 @@ mod tests {
     }
 
     #[test]
+    fn a_search_word_and_a_pair_of_rollouts_come_from_the_data() {
+        assert_eq!(
+            longest_word("Find item 90 (synthetic task 90).").as_deref(),
+            Some("synthetic")
+        );
+        assert_eq!(longest_word("42 ..."), None);
+        let eps = serde_json::json!([
+            {"id": "e1", "task_id": "t1"},
+            {"id": "e2", "task_id": "t2"},
+            {"id": "e3", "task_id": "t2"}
+        ]);
+        let eps = eps.as_array().unwrap();
+        assert_eq!(same_task(eps), Some(("e2".to_string(), "e3".to_string())));
+        assert_eq!(same_task(&eps[..2]), None);
+    }
+
+    #[test]
     fn every_endpoint_names_only_known_placeholders() {
         let known = [
-            "campaign", "recent", "other", "episode", "task", "run", "deep", "deep_all",
+            "campaign", "recent", "other", "episode", "task", "run", "deep", "deep_all", "word",
+            "pair_a", "pair_b",
         ];
         let t = Targets(known.iter().map(|k| (*k, "x".to_string())).collect());
         for e in super::super::endpoints::ENDPOINTS {
