@@ -638,3 +638,26 @@ async fn judging_again_reads_the_pages_the_episode_visited(pool: PgPool) {
     let (_, _, visited) = store.judged_material(e.id).await.unwrap().unwrap();
     assert_eq!(visited, ["http://x/", "http://x/"], "the steps' URLs");
 }
+
+/// The store's connections run without Postgres' JIT: compiling a big campaign's
+/// aggregates took seconds where running them took well under one.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn the_store_connects_without_jit(pool: PgPool) {
+    let db: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let base = std::env::var("DATABASE_URL").unwrap();
+    let url = format!("{}/{db}", &base[..base.rfind('/').unwrap()]);
+    let store = Store::connect(&url).await.unwrap();
+    let jit: String = sqlx::query_scalar("SHOW jit")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(jit, "off");
+    let jit: String = sqlx::query_scalar("SHOW jit")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(jit, "on", "the server's default, which the store overrides");
+}

@@ -22,10 +22,11 @@ mod tasks;
 mod tokens;
 mod triage;
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub use blobs::{Blob, hash as blob_hash};
 pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode, PolicyUse};
@@ -115,15 +116,23 @@ fn mask(url: &str) -> String {
 impl Store {
     /// Connects and applies pending migrations.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        let failed = |source| StoreError::Connect {
+            url: mask(url),
+            source,
+        };
+        // No JIT compilation: the dashboard's aggregates over a big campaign cost enough
+        // to cross Postgres' JIT threshold, and compiling took seconds (5 of 8.5 for the
+        // latency plot at 100,000 episodes) where running took well under one
+        // (docs/benchmarks/dashboard-scale.md).
+        let options = PgConnectOptions::from_str(url)
+            .map_err(failed)?
+            .options([("jit", "off")]);
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(15))
-            .connect(url)
+            .connect_with(options)
             .await
-            .map_err(|source| StoreError::Connect {
-                url: mask(url),
-                source,
-            })?;
+            .map_err(failed)?;
         MIGRATOR.run(&pool).await?;
         Ok(Store { pool })
     }
