@@ -21,7 +21,6 @@ const TASKS: [&str; 2] = ["miniwob.click-dialog", "miniwob.focus-text"];
 use std::path::PathBuf;
 
 use engine::Engine;
-use engine::policy::PolicyRegistry;
 use engine::store::{EpisodeFilter, Store};
 use sqlx::PgPool;
 use trainloop::{RunConfig, run};
@@ -89,25 +88,15 @@ fn rate(o: &BTreeMap<(String, i64), Outcome>) -> f64 {
 async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out_seeds(
     pool: PgPool,
 ) {
-    let (sites, dir) = common::miniwob_sites().await;
-    let setup = common::new_engine(pool.clone(), PolicyRegistry::builtin());
-    setup
-        .register_miniwob(&dir, &sites.bases()["miniwob"])
-        .await
-        .unwrap();
-    let store = setup.store().clone();
-    let cfg = RunConfig::parse(&config().to_string()).unwrap();
-    let id = run::create(&store, &cfg).await.unwrap();
-    let view = store.get_run(id).await.unwrap().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let policies = run::prepare(&cfg, &view, root.path(), &dylib()).unwrap();
-    // The built-in policies (random among them) and the run's own: nothing that knows the
-    // solutions can feed the training data.
-    let mut registry = PolicyRegistry::builtin();
-    for p in policies.all() {
-        registry.register(p);
-    }
-    let engine = common::new_engine(pool.clone(), registry);
+    let common::TrainingRun {
+        engine,
+        policies,
+        id,
+        cfg,
+        sites: _sites,
+    } = common::training_run(&pool, &config(), root.path()).await;
+    let store = engine.store().clone();
     let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
         .await
         .unwrap();

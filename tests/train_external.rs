@@ -10,14 +10,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use browser_pool::PoolConfig;
-use engine::Engine;
 use engine::policy::PolicyRegistry;
 use engine::policy::onnx::{Device, GenParams, Model, expand_images};
-use engine::runner::RunnerConfig;
-use engine::store::{EpisodeFilter, Store};
+use engine::store::EpisodeFilter;
 use sqlx::PgPool;
-use trainloop::RunConfig;
 use trainloop::external::{self, ExternalTrainer, Outcome, Returns, TrainerChoice};
 use trainloop::{data, run};
 
@@ -92,28 +88,15 @@ fn base_tensor(name: &str) -> Vec<f32> {
 async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_next_version(
     pool: PgPool,
 ) {
-    let (sites, dir) = common::miniwob_sites().await;
-    let setup = common::new_engine(pool.clone(), PolicyRegistry::builtin());
-    setup
-        .register_miniwob(&dir, &sites.bases()["miniwob"])
-        .await
-        .unwrap();
-    let store = setup.store().clone();
-    let cfg = RunConfig::parse(&config().to_string()).unwrap();
-    let id = run::create(&store, &cfg).await.unwrap();
-    let view = store.get_run(id).await.unwrap().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let policies = run::prepare(&cfg, &view, root.path(), &dylib()).unwrap();
-    let mut registry = PolicyRegistry::builtin();
-    for p in policies.all() {
-        registry.register(p);
-    }
-    let engine = Engine::new(
-        Store::from_pool(pool.clone()),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        registry,
-    );
+    let common::TrainingRun {
+        engine,
+        policies,
+        id,
+        cfg,
+        sites: _sites,
+    } = common::training_run(&pool, &config(), root.path()).await;
+    let store = engine.store().clone();
     let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
         .await
         .unwrap();

@@ -13,13 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use browser_pool::PoolConfig;
-use engine::Engine;
 use engine::policy::PolicyRegistry;
-use engine::runner::RunnerConfig;
 use engine::store::{EpisodeFilter, Store};
 use sqlx::PgPool;
-use trainloop::RunConfig;
 use trainloop::run;
 use uuid::Uuid;
 
@@ -65,31 +61,15 @@ async fn success(store: &Store, campaign: Uuid) -> (usize, usize) {
 async fn a_short_run_trains_on_its_own_rollouts_and_evaluates_each_version_on_held_out_seeds(
     pool: PgPool,
 ) {
-    let (sites, dir) = common::miniwob_sites().await;
-    let setup = common::new_engine(pool.clone(), PolicyRegistry::builtin());
-    setup
-        .register_miniwob(&dir, &sites.bases()["miniwob"])
-        .await
-        .unwrap();
-    let store = setup.store().clone();
-    let cfg = RunConfig::parse(&config(2).to_string()).unwrap();
-    let id = run::create(&store, &cfg).await.unwrap();
-    let view = store.get_run(id).await.unwrap().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let policies = run::prepare(&cfg, &view, root.path(), &dylib()).unwrap();
-    // Only the built-in policies and the run's own: nothing that knows the solutions
-    // feeds the training data (the run names its own policies in every campaign).
-    let mut registry = PolicyRegistry::builtin();
-    for p in policies.all() {
-        registry.register(p);
-    }
-    let engine = Engine::new(
-        Store::from_pool(pool.clone()),
-        PoolConfig::new(PoolConfig::default_chromium()),
-        RunnerConfig::for_this_process(),
-        registry,
-    );
-
+    let common::TrainingRun {
+        engine,
+        policies,
+        id,
+        sites: _sites,
+        ..
+    } = common::training_run(&pool, &config(2), root.path()).await;
+    let store = engine.store().clone();
     let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
         .await
         .unwrap();

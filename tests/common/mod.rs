@@ -122,3 +122,47 @@ pub fn database_url(pool: &PgPool) -> String {
     };
     format!("{server}/{db}{query}")
 }
+
+/// A training run ready to execute (see [`training_run`]).
+pub struct TrainingRun {
+    /// Knows the built-in policies and the run's own, nothing else.
+    pub engine: Engine,
+    /// The run's sampling and greedy policies.
+    pub policies: trainloop::run::RunPolicies,
+    /// The stored run.
+    pub id: uuid::Uuid,
+    /// Its config.
+    pub cfg: trainloop::RunConfig,
+    /// MiniWoB++'s pages: keep them alive while the run executes.
+    pub sites: SitesServer,
+}
+
+/// A training run of `config` created in the test's database with MiniWoB++ registered,
+/// its versions under `root`. Its engine knows only the built-in policies and the run's
+/// own, so nothing that knows the solutions can feed the training data.
+pub async fn training_run(pool: &PgPool, config: &Value, root: &std::path::Path) -> TrainingRun {
+    let (sites, dir) = miniwob_sites().await;
+    let setup = new_engine(pool.clone(), PolicyRegistry::builtin());
+    setup
+        .register_miniwob(&dir, &sites.bases()["miniwob"])
+        .await
+        .unwrap();
+    let store = setup.store().clone();
+    let cfg = trainloop::RunConfig::parse(&config.to_string()).unwrap();
+    let id = trainloop::run::create(&store, &cfg).await.unwrap();
+    let view = store.get_run(id).await.unwrap().unwrap();
+    let dylib = engine::policy::onnx::find_ort_dylib(&data_dir())
+        .expect("ONNX Runtime: run ./scripts/setup-python.sh");
+    let policies = trainloop::run::prepare(&cfg, &view, root, &dylib).unwrap();
+    let mut registry = PolicyRegistry::builtin();
+    for p in policies.all() {
+        registry.register(p);
+    }
+    TrainingRun {
+        engine: new_engine(pool.clone(), registry),
+        policies,
+        id,
+        cfg,
+        sites,
+    }
+}
