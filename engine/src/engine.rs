@@ -146,7 +146,8 @@ impl Engine {
     /// Validates a campaign request, plans its episodes (tasks × rollouts, each with its
     /// seed) and stores it as `queued`; the scheduler, if started, picks it up.
     pub async fn create_campaign(&self, spec: CampaignSpec) -> Result<Uuid, EngineError> {
-        self.create_campaign_as(Uuid::new_v4(), spec).await
+        // A fresh id names no campaign yet: nothing to look up.
+        self.insert_campaign(Uuid::new_v4(), spec).await
     }
 
     /// Creates a campaign under `id`, or returns `id` if a campaign already has it (the
@@ -161,6 +162,10 @@ impl Engine {
         if self.inner.store.get_campaign(id).await?.is_some() {
             return Ok(id);
         }
+        self.insert_campaign(id, spec).await
+    }
+
+    async fn insert_campaign(&self, id: Uuid, spec: CampaignSpec) -> Result<Uuid, EngineError> {
         let mut config = spec
             .validate(&self.policy_names())
             .map_err(EngineError::Invalid)?;
