@@ -265,3 +265,103 @@ async fn counters_follow_every_episode_write(pool: PgPool) {
         assert_eq!(items.len() as i64, total.min(500), "{f:?}");
     }
 }
+
+/// Each phase's figures as `campaign_latency` gives them and as a fresh aggregate over
+/// the campaign's steps (and judged episodes) says they should be.
+async fn latency_matches_the_steps(store: &Store, campaign: Uuid) {
+    let fresh: Vec<(
+        String,
+        i64,
+        Option<f64>,
+        Option<f64>,
+        Option<f64>,
+        Option<i32>,
+    )> = sqlx::query_as(
+        "SELECT v.phase, count(*), avg(v.ms)::float8,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY v.ms),
+                percentile_cont(0.95) WITHIN GROUP (ORDER BY v.ms), max(v.ms)
+             FROM steps s JOIN episodes e ON e.id = s.episode_id
+             CROSS JOIN LATERAL (VALUES ('observe', s.observe_ms), ('policy', s.policy_ms),
+                ('act', s.act_ms)) AS v(phase, ms)
+             WHERE e.campaign_id = $1 GROUP BY 1
+             UNION ALL
+             SELECT 'judge', count(*), avg(judge_ms)::float8,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY judge_ms),
+                percentile_cont(0.95) WITHIN GROUP (ORDER BY judge_ms), max(judge_ms)
+             FROM episodes WHERE campaign_id = $1 AND judge_ms IS NOT NULL",
+    )
+    .bind(campaign)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let kept = store.campaign_latency(campaign).await.unwrap();
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() < 1e-9 * a.abs().max(1.0),
+        (a, b) => a == b,
+    };
+    for (phase, n, mean, p50, p95, max) in fresh.into_iter().filter(|r| r.1 > 0) {
+        let k = kept.iter().find(|k| k.phase == phase).unwrap();
+        assert_eq!(k.count, n, "{campaign} {phase}: samples");
+        assert_eq!(k.max_ms, max, "{campaign} {phase}: max");
+        assert!(
+            close(k.mean_ms, mean),
+            "{campaign} {phase}: mean {k:?} vs {mean:?}"
+        );
+        assert!(
+            close(k.p50_ms, p50),
+            "{campaign} {phase}: p50 {k:?} vs {p50:?}"
+        );
+        assert!(
+            close(k.p95_ms, p95),
+            "{campaign} {phase}: p95 {k:?} vs {p95:?}"
+        );
+        assert_eq!(
+            k.bins.iter().map(|b| b.count).sum::<i64>(),
+            n,
+            "{phase}: bins"
+        );
+    }
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn step_latency_counts_follow_step_writes_and_deletes(pool: PgPool) {
+    let store = Store::from_pool(pool);
+    store
+        .generate_history(&small(240, 6), |_| {})
+        .await
+        .unwrap();
+    let campaigns: Vec<(Uuid,)> =
+        sqlx::query_as("SELECT DISTINCT campaign_id FROM episodes WHERE steps > 0")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert!(campaigns.len() >= 3);
+    for (c,) in &campaigns {
+        latency_matches_the_steps(&store, *c).await;
+    }
+    // A step taken off by itself, and an episode deleted with its steps (a cascade, whose
+    // campaign only the episode still knows).
+    let (c, e): (Uuid, Uuid) = sqlx::query_as(
+        "SELECT e.campaign_id, e.id FROM episodes e WHERE e.steps > 1 ORDER BY e.id LIMIT 1",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    let before = store.campaign_latency(c).await.unwrap()[0].count;
+    sqlx::query("DELETE FROM steps WHERE episode_id = $1 AND idx = 0")
+        .bind(e)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.campaign_latency(c).await.unwrap()[0].count,
+        before - 1
+    );
+    latency_matches_the_steps(&store, c).await;
+    sqlx::query("DELETE FROM episodes WHERE id = $1")
+        .bind(e)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    latency_matches_the_steps(&store, c).await;
+}

@@ -6,6 +6,7 @@
 
 mod compare;
 mod filter;
+mod latency;
 mod plots;
 mod search;
 mod tasks;

@@ -1,11 +1,10 @@
-//! What a campaign's plots draw, aggregated by Postgres: outcomes over time, latency
-//! distributions per phase, and the steps-per-episode histogram.
+//! What a campaign's plots draw, aggregated by Postgres: outcomes over time and the
+//! steps-per-episode histogram (latency distributions per phase: `latency`).
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::filter::LatencyPhase;
 use crate::store::{Store, StoreError};
 
 /// Edges of the latency histogram's bins, ms (log-spaced: latencies span decades); the
@@ -74,13 +73,6 @@ pub struct StepsBin {
     pub successes: i64,
 }
 
-/// A phase's samples over a campaign, as one SQL relation `(phase, ms)`.
-const SAMPLES: &str = "SELECT v.phase, v.ms FROM episodes e JOIN steps s ON s.episode_id = e.id
-       CROSS JOIN LATERAL (VALUES ('observe', s.observe_ms), ('policy', s.policy_ms), ('act', s.act_ms)) AS v(phase, ms)
-     WHERE e.campaign_id = $1
-   UNION ALL
-   SELECT 'judge', e.judge_ms FROM episodes e WHERE e.campaign_id = $1 AND e.judge_ms IS NOT NULL";
-
 impl Store {
     /// A campaign's finished episodes in `buckets` equal slices of the time from its first
     /// to its last finish (none before one finished).
@@ -134,66 +126,6 @@ impl Store {
             out[i].successes += successes;
         }
         Ok(out)
-    }
-
-    /// How long each phase took over a campaign: summary and histogram.
-    pub async fn campaign_latency(
-        &self,
-        campaign: Uuid,
-    ) -> Result<Vec<LatencySummary>, StoreError> {
-        type Row = (String, i64, Option<f64>, Option<Vec<f64>>, Option<i32>);
-        let stats: Vec<Row> = sqlx::query_as(&format!(
-            "SELECT phase, count(*), avg(ms)::float8,
-               percentile_cont(ARRAY[0.25, 0.5, 0.75, 0.95]::float8[]) WITHIN GROUP (ORDER BY ms),
-               max(ms)
-             FROM ({SAMPLES}) AS p GROUP BY phase"
-        ))
-        .bind(campaign)
-        .fetch_all(&self.pool)
-        .await?;
-        let bins: Vec<(String, i32, i64)> = sqlx::query_as(&format!(
-            "SELECT phase, width_bucket(ms, $2::int4[]), count(*) FROM ({SAMPLES}) AS p GROUP BY 1, 2"
-        ))
-        .bind(campaign)
-        .bind(LATENCY_EDGES_MS.to_vec())
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(LatencyPhase::ALL
-            .iter()
-            .map(|(name, _)| {
-                let row = stats.iter().find(|r| r.0 == *name);
-                let q = |i: usize| {
-                    row.and_then(|r| r.3.as_ref())
-                        .and_then(|v| v.get(i).copied())
-                };
-                let mut hist: Vec<LatencyBin> = LATENCY_EDGES_MS
-                    .iter()
-                    .enumerate()
-                    .map(|(i, lo)| LatencyBin {
-                        lo_ms: *lo,
-                        hi_ms: LATENCY_EDGES_MS.get(i + 1).copied(),
-                        count: 0,
-                    })
-                    .collect();
-                // width_bucket: 1 for the first bin, 0 below the first edge (negative
-                // times never happen; counted in the first bin all the same).
-                for (_, b, n) in bins.iter().filter(|b| b.0 == *name) {
-                    let i = usize::try_from(*b - 1).unwrap_or(0).min(hist.len() - 1);
-                    hist[i].count += n;
-                }
-                LatencySummary {
-                    phase: name,
-                    count: row.map_or(0, |r| r.1),
-                    mean_ms: row.and_then(|r| r.2),
-                    p25_ms: q(0),
-                    p50_ms: q(1),
-                    p75_ms: q(2),
-                    p95_ms: q(3),
-                    max_ms: row.and_then(|r| r.4),
-                    bins: hist,
-                }
-            })
-            .collect())
     }
 
     /// A campaign's finished episodes by the steps they took.
