@@ -323,8 +323,41 @@ async fn latency_matches_the_steps(store: &Store, campaign: Uuid) {
     }
 }
 
+/// The fact counts and the steps with page events as the triggers keep them, and as
+/// fresh aggregates over verdicts and steps say they should be.
+async fn triage_tables_match(store: &Store) {
+    let (kept, fresh): (String, String) = sqlx::query_as(
+        "SELECT (SELECT coalesce(string_agg(concat_ws(' ', campaign_id, task_id, group_id, fact_id,
+                    failed, passed, unchecked), ',' ORDER BY campaign_id, task_id, group_id, fact_id), '')
+                 FROM campaign_fact_counts WHERE failed + passed + unchecked > 0),
+            (SELECT coalesce(string_agg(concat_ws(' ', c, t, g, f, a, b, n), ',' ORDER BY c, t, g, f), '')
+             FROM (SELECT e.campaign_id AS c, e.task_id AS t, v.group_id AS g, v.fact_id AS f,
+                     count(*) FILTER (WHERE v.passed = false) AS a,
+                     count(*) FILTER (WHERE v.passed) AS b,
+                     count(*) FILTER (WHERE v.passed IS NULL) AS n
+                   FROM verdicts v JOIN episodes e ON e.id = v.episode_id GROUP BY 1, 2, 3, 4) x)",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(!fresh.is_empty());
+    assert_eq!(kept, fresh, "fact counts drifted");
+    let (kept, fresh): (String, String) = sqlx::query_as(
+        "SELECT (SELECT coalesce(string_agg(concat_ws(' ', campaign_id, episode_id, idx), ','
+                    ORDER BY campaign_id, episode_id, idx), '') FROM campaign_event_steps),
+            (SELECT coalesce(string_agg(concat_ws(' ', e.campaign_id, s.episode_id, s.idx), ','
+                    ORDER BY e.campaign_id, s.episode_id, s.idx), '')
+             FROM steps s JOIN episodes e ON e.id = s.episode_id WHERE s.events <> '[]'::jsonb)",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(!fresh.is_empty(), "the history has no page events");
+    assert_eq!(kept, fresh, "steps with events drifted");
+}
+
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
-async fn step_latency_counts_follow_step_writes_and_deletes(pool: PgPool) {
+async fn pre_aggregates_follow_writes_and_deletes(pool: PgPool) {
     let store = Store::from_pool(pool);
     store
         .generate_history(&small(240, 6), |_| {})
@@ -339,6 +372,7 @@ async fn step_latency_counts_follow_step_writes_and_deletes(pool: PgPool) {
     for (c,) in &campaigns {
         latency_matches_the_steps(&store, *c).await;
     }
+    triage_tables_match(&store).await;
     // A step taken off by itself, and an episode deleted with its steps (a cascade, whose
     // campaign only the episode still knows).
     let (c, e): (Uuid, Uuid) = sqlx::query_as(
@@ -358,10 +392,25 @@ async fn step_latency_counts_follow_step_writes_and_deletes(pool: PgPool) {
         before - 1
     );
     latency_matches_the_steps(&store, c).await;
+    sqlx::query("DELETE FROM verdicts WHERE episode_id = $1 AND ord = 0")
+        .bind(e)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    triage_tables_match(&store).await;
     sqlx::query("DELETE FROM episodes WHERE id = $1")
         .bind(e)
         .execute(store.pool())
         .await
         .unwrap();
     latency_matches_the_steps(&store, c).await;
+    triage_tables_match(&store).await;
+    // Every step with events of one episode deleted: its episode's rows go with them.
+    sqlx::query(
+        "DELETE FROM steps WHERE episode_id = (SELECT episode_id FROM campaign_event_steps LIMIT 1)",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    triage_tables_match(&store).await;
 }

@@ -178,7 +178,8 @@ impl Store {
             .error_groups(campaign, "left(e.judge_error, 200)", "e.judge_error")
             .await?;
 
-        // One row per event: steps without events are skipped before unnesting.
+        // One row per event, from the steps that have any (`campaign_event_steps`, kept
+        // by the step trigger of migration 0021) rather than every step of the campaign.
         let mut q = QueryBuilder::new(
             "SELECT t.site, ev->>'kind' AS kind,
                 sum(CASE WHEN jsonb_typeof(ev->'count') = 'number' THEN (ev->>'count')::bigint ELSE 1 END)::bigint AS events,
@@ -189,36 +190,50 @@ impl Store {
         );
         q.push(TRIAGE_EXAMPLES.to_string()).push(
             "] AS examples
-             FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN tasks t ON t.id = e.task_id
+             FROM campaign_event_steps c
+                 JOIN steps s ON s.episode_id = c.episode_id AND s.idx = c.idx
+                 JOIN episodes e ON e.id = s.episode_id JOIN tasks t ON t.id = e.task_id
                  CROSS JOIN LATERAL jsonb_array_elements(s.events) ev
-             WHERE s.events <> '[]'::jsonb",
+             WHERE true",
         );
-        scope(&mut q, campaign);
+        if let Some(c) = campaign {
+            q.push(" AND c.campaign_id = ").push_bind(c);
+        }
         q.push(" GROUP BY t.site, ev->>'kind' ORDER BY 3 DESC, 1, 2 LIMIT ")
             .push_bind(TRIAGE_GROUPS);
         let page_events = q.build_query_as().fetch_all(&self.pool).await?;
 
+        // The counts from `campaign_fact_counts` (kept by triggers on verdicts, migration
+        // 0021); examples and descriptions looked up for the groups shown only.
         let mut q = QueryBuilder::new(
-            "SELECT e.task_id, v.group_id, v.fact_id,
-                (SELECT f->>'description' FROM tasks t, jsonb_array_elements(t.spec->'rubric'->'groups') g,
-                    jsonb_array_elements(g->'facts') f
-                 WHERE t.id = e.task_id AND f->>'id' = v.fact_id LIMIT 1) AS description,
-                count(*) FILTER (WHERE v.passed = false) AS failed,
-                count(*) FILTER (WHERE v.passed) AS passed,
-                count(*) FILTER (WHERE v.passed IS NULL) AS unchecked,
-                (array_agg(DISTINCT e.id) FILTER (WHERE v.passed = false))[1:",
+            "WITH f AS (
+               SELECT task_id, group_id, fact_id, sum(failed)::int8 AS failed,
+                 sum(passed)::int8 AS passed, sum(unchecked)::int8 AS unchecked
+               FROM campaign_fact_counts WHERE true",
         );
-        q.push(TRIAGE_EXAMPLES.to_string()).push(
-            "] AS examples
-             FROM verdicts v JOIN episodes e ON e.id = v.episode_id WHERE true",
+        if let Some(c) = campaign {
+            q.push(" AND campaign_id = ").push_bind(c);
+        }
+        q.push(
+            " GROUP BY 1, 2, 3 HAVING sum(failed) > 0 ORDER BY 4 DESC, 1, 3 LIMIT ",
+        )
+        .push_bind(TRIAGE_GROUPS)
+        .push(
+            ")
+             SELECT f.task_id, f.group_id, f.fact_id,
+                (SELECT g->>'description' FROM tasks t, jsonb_array_elements(t.spec->'rubric'->'groups') gr,
+                    jsonb_array_elements(gr->'facts') g
+                 WHERE t.id = f.task_id AND g->>'id' = f.fact_id LIMIT 1) AS description,
+                f.failed, f.passed, f.unchecked,
+                ARRAY(SELECT DISTINCT v.episode_id FROM episodes e
+                        JOIN verdicts v ON v.episode_id = e.id
+                      WHERE e.task_id = f.task_id AND v.group_id = f.group_id
+                        AND v.fact_id = f.fact_id AND v.passed = false",
         );
         scope(&mut q, campaign);
-        q.push(
-            " GROUP BY e.task_id, v.group_id, v.fact_id
-              HAVING count(*) FILTER (WHERE v.passed = false) > 0
-              ORDER BY 5 DESC, 1, 3 LIMIT ",
-        )
-        .push_bind(TRIAGE_GROUPS);
+        q.push(" ORDER BY 1 LIMIT ")
+            .push(TRIAGE_EXAMPLES.to_string())
+            .push(") AS examples FROM f ORDER BY f.failed DESC, f.task_id, f.fact_id");
         let facts = q.build_query_as().fetch_all(&self.pool).await?;
 
         Ok(Triage {

@@ -69,16 +69,6 @@ impl Store {
         &self,
         campaign: Uuid,
     ) -> Result<Vec<LatencySummary>, StoreError> {
-        // The mean as `avg` computes it over the samples (a numeric quotient), so that it
-        // is the same number to the last bit.
-        let stats: Vec<(String, i64, Option<f64>, Option<i32>)> = sqlx::query_as(&format!(
-            "SELECT phase, sum(n)::int8, (sum(ms::int8 * n)::numeric / sum(n)::numeric)::float8,
-               max(ms)
-             FROM ({COUNTS}) AS c GROUP BY phase"
-        ))
-        .bind(campaign)
-        .fetch_all(&self.pool)
-        .await?;
         let counts: Vec<(String, i32, i64)> = sqlx::query_as(&format!("{COUNTS} ORDER BY 1, 2"))
             .bind(campaign)
             .fetch_all(&self.pool)
@@ -86,23 +76,25 @@ impl Store {
         Ok(LatencyPhase::ALL
             .iter()
             .map(|(name, _)| {
-                let row = stats.iter().find(|r| r.0 == *name);
-                let total = row.map_or(0, |r| r.1);
                 let mine: Vec<(i32, i64)> = counts
                     .iter()
-                    .filter(|c| c.0 == *name)
+                    .filter(|c| c.0 == *name && c.2 > 0)
                     .map(|c| (c.1, c.2))
                     .collect();
+                let total: i64 = mine.iter().map(|c| c.1).sum();
+                // The sum is exact in an i64 and in an f64 (far below 2^53 ms), so the
+                // quotient is the correctly rounded mean, as `avg` gives it.
+                let sum: i64 = mine.iter().map(|(v, n)| i64::from(*v) * n).sum();
                 let q = |i: usize| percentile_cont(&mine, total, QUANTILES[i]);
                 LatencySummary {
                     phase: name,
                     count: total,
-                    mean_ms: row.and_then(|r| r.2),
+                    mean_ms: (total > 0).then(|| sum as f64 / total as f64),
                     p25_ms: q(0),
                     p50_ms: q(1),
                     p75_ms: q(2),
                     p95_ms: q(3),
-                    max_ms: row.and_then(|r| r.3),
+                    max_ms: mine.last().map(|c| c.0),
                     bins: histogram(&mine),
                 }
             })

@@ -73,23 +73,33 @@ impl Store {
         sort: TaskSort,
         descending: bool,
     ) -> Result<Vec<TaskStats>, StoreError> {
+        // Aggregated by task and end reason first, then by task: every aggregate hashes,
+        // where `mode()` (an ordered-set aggregate) sorted the campaign's episodes by five
+        // columns (80 ms of 400 for the largest campaign at 100,000 episodes).
         let mut q = QueryBuilder::new(
-            "WITH per AS (
-               SELECT e.task_id, t.site, t.difficulty, t.split, t.tags,
-                 count(*) AS episodes,
+            "WITH g AS (
+               SELECT e.task_id, e.end_reason, count(*) AS n,
                  count(*) FILTER (WHERE e.status = 'finished') AS finished,
                  count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
                  count(*) FILTER (WHERE e.success) AS successes,
-                 avg(e.score)::float8 AS mean_score,
-                 (avg(e.steps) FILTER (WHERE e.status = 'finished'))::float8 AS mean_steps,
-                 mode() WITHIN GROUP (ORDER BY e.end_reason) FILTER (WHERE e.end_reason IS NOT NULL) AS end_reason
+                 count(e.score) AS scored, sum(e.score::numeric) AS score_sum,
+                 sum(e.steps) FILTER (WHERE e.status = 'finished') AS steps_sum
                FROM episodes e JOIN tasks t ON t.id = e.task_id
                WHERE e.campaign_id = ",
         );
         q.push_bind(campaign);
         scope.push(&mut q);
         q.push(
-            " GROUP BY e.task_id, t.site, t.difficulty, t.split, t.tags)
+            " GROUP BY e.task_id, e.end_reason),
+             per AS (
+               SELECT g.task_id, t.site, t.difficulty, t.split, t.tags,
+                 sum(g.n)::int8 AS episodes, sum(g.finished)::int8 AS finished,
+                 sum(g.judged)::int8 AS judged, sum(g.successes)::int8 AS successes,
+                 (sum(g.score_sum) / nullif(sum(g.scored), 0))::float8 AS mean_score,
+                 (sum(g.steps_sum)::numeric / nullif(sum(g.finished), 0))::float8 AS mean_steps,
+                 (array_agg(g.end_reason ORDER BY g.n DESC, g.end_reason)
+                   FILTER (WHERE g.end_reason IS NOT NULL))[1] AS end_reason
+               FROM g JOIN tasks t ON t.id = g.task_id GROUP BY g.task_id, t.id)
              SELECT per.*, successes::float8 / nullif(judged, 0) AS success_rate,
                CASE WHEN judged < ",
         )
@@ -127,19 +137,31 @@ impl Store {
             Dimension::Split => ("t.split", ""),
             Dimension::Tag => ("tag.key", " CROSS JOIN LATERAL unnest(t.tags) AS tag(key)"),
         };
-        let mut q = QueryBuilder::new(format!(
-            "SELECT {key} AS key, count(DISTINCT e.task_id) AS tasks, count(*) AS episodes,
-               count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
-               count(*) FILTER (WHERE e.success) AS successes,
-               (count(*) FILTER (WHERE e.success))::float8
-                 / nullif(count(*) FILTER (WHERE e.success IS NOT NULL), 0) AS success_rate,
-               avg(e.score)::float8 AS mean_score,
-               (avg(e.steps) FILTER (WHERE e.status = 'finished'))::float8 AS mean_steps
-             FROM episodes e JOIN tasks t ON t.id = e.task_id{from}
-             WHERE e.campaign_id = "
-        ));
+        // Per task first (one hashed pass over the campaign's episodes), then by the
+        // attribute over at most one row per task: `count(DISTINCT task)` over the
+        // episodes sorted them, on disk for tags (260 ms at 100,000 episodes).
+        let mut q = QueryBuilder::new(
+            "WITH per AS (
+               SELECT e.task_id, count(*) AS episodes,
+                 count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
+                 count(*) FILTER (WHERE e.success) AS successes,
+                 count(e.score) AS scored, sum(e.score::numeric) AS score_sum,
+                 count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                 sum(e.steps) FILTER (WHERE e.status = 'finished') AS steps_sum
+               FROM episodes e JOIN tasks t ON t.id = e.task_id
+               WHERE e.campaign_id = ",
+        );
         q.push_bind(campaign);
         scope.push(&mut q);
+        q.push(format!(
+            " GROUP BY e.task_id)
+             SELECT {key} AS key, count(*) AS tasks, sum(p.episodes)::int8 AS episodes,
+               sum(p.judged)::int8 AS judged, sum(p.successes)::int8 AS successes,
+               sum(p.successes)::float8 / nullif(sum(p.judged), 0) AS success_rate,
+               (sum(p.score_sum) / nullif(sum(p.scored), 0))::float8 AS mean_score,
+               (sum(p.steps_sum)::numeric / nullif(sum(p.finished), 0))::float8 AS mean_steps
+             FROM per p JOIN tasks t ON t.id = p.task_id{from}"
+        ));
         q.push(" GROUP BY 1 ORDER BY ");
         q.push(if by == Dimension::Difficulty {
             "array_position(ARRAY['easy','medium','hard'], min(t.difficulty))"
