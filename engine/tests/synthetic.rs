@@ -343,17 +343,28 @@ async fn triage_tables_match(store: &Store) {
     assert!(!fresh.is_empty());
     assert_eq!(kept, fresh, "fact counts drifted");
     let (kept, fresh): (String, String) = sqlx::query_as(
-        "SELECT (SELECT coalesce(string_agg(concat_ws(' ', campaign_id, episode_id, idx), ','
-                    ORDER BY campaign_id, episode_id, idx), '') FROM campaign_event_steps),
-            (SELECT coalesce(string_agg(concat_ws(' ', e.campaign_id, s.episode_id, s.idx), ','
-                    ORDER BY e.campaign_id, s.episode_id, s.idx), '')
-             FROM steps s JOIN episodes e ON e.id = s.episode_id WHERE s.events <> '[]'::jsonb)",
+        "SELECT (SELECT coalesce(string_agg(concat_ws(' ', campaign_id, site, kind, events, steps,
+                    episodes, sample), ',' ORDER BY campaign_id, site, kind), '')
+                 FROM (SELECT campaign_id, site, kind, sum(events) AS events, count(*) AS steps,
+                         count(DISTINCT episode_id) AS episodes, min(sample) AS sample
+                       FROM campaign_page_events GROUP BY 1, 2, 3) k),
+            (SELECT coalesce(string_agg(concat_ws(' ', c, site, kind, events, steps, episodes,
+                    sample), ',' ORDER BY c, site, kind), '')
+             FROM (SELECT e.campaign_id AS c, t.site, ev->>'kind' AS kind,
+                     sum(coalesce((ev->>'count')::bigint, 1)) AS events,
+                     count(DISTINCT (s.episode_id, s.idx)) AS steps,
+                     count(DISTINCT s.episode_id) AS episodes,
+                     min(coalesce(ev->>'message', ev->>'url', ev->>'during')) AS sample
+                   FROM steps s JOIN episodes e ON e.id = s.episode_id
+                     JOIN tasks t ON t.id = e.task_id
+                     CROSS JOIN LATERAL jsonb_array_elements(s.events) ev
+                   GROUP BY 1, 2, 3) f)",
     )
     .fetch_one(store.pool())
     .await
     .unwrap();
     assert!(!fresh.is_empty(), "the history has no page events");
-    assert_eq!(kept, fresh, "steps with events drifted");
+    assert_eq!(kept, fresh, "page events drifted");
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
@@ -407,10 +418,58 @@ async fn pre_aggregates_follow_writes_and_deletes(pool: PgPool) {
     triage_tables_match(&store).await;
     // Every step with events of one episode deleted: its episode's rows go with them.
     sqlx::query(
-        "DELETE FROM steps WHERE episode_id = (SELECT episode_id FROM campaign_event_steps LIMIT 1)",
+        "DELETE FROM steps WHERE episode_id = (SELECT episode_id FROM campaign_page_events LIMIT 1)",
     )
     .execute(store.pool())
     .await
     .unwrap();
     triage_tables_match(&store).await;
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn breakdowns_added_up_from_tasks_are_those_postgres_counts(pool: PgPool) {
+    use engine::store::analysis::{Dimension, TaskScope, TaskSort, breakdown};
+    let store = Store::from_pool(pool);
+    store.generate_history(&small(300, 3), |_| {}).await.unwrap();
+    let campaign = store.list_campaigns(1, 0).await.unwrap().0[0].id;
+    let scopes = [
+        TaskScope::default(),
+        TaskScope {
+            split: Some("train".into()),
+            ..Default::default()
+        },
+    ];
+    for scope in &scopes {
+        let tasks = store
+            .campaign_task_stats(campaign, scope, 1, TaskSort::default(), false)
+            .await
+            .unwrap();
+        assert!(tasks.len() > 3);
+        for (name, d) in Dimension::ALL {
+            let sql = store
+                .campaign_breakdown_by(campaign, scope, d)
+                .await
+                .unwrap();
+            let summed = breakdown(&tasks, d);
+            assert!(!sql.is_empty(), "{name}");
+            assert_eq!(summed.len(), sql.len(), "{name}");
+            for (a, b) in summed.iter().zip(&sql) {
+                assert_eq!(
+                    (&a.key, a.tasks, a.episodes, a.judged, a.successes),
+                    (&b.key, b.tasks, b.episodes, b.judged, b.successes),
+                    "{name}"
+                );
+                for (x, y) in [
+                    (a.success_rate, b.success_rate),
+                    (a.mean_score, b.mean_score),
+                    (a.mean_steps, b.mean_steps),
+                ] {
+                    match (x, y) {
+                        (Some(x), Some(y)) => assert!((x - y).abs() < 1e-9, "{name} {x} {y}"),
+                        (x, y) => assert_eq!(x, y, "{name}"),
+                    }
+                }
+            }
+        }
+    }
 }

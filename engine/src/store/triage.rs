@@ -178,28 +178,20 @@ impl Store {
             .error_groups(campaign, "left(e.judge_error, 200)", "e.judge_error")
             .await?;
 
-        // One row per event, from the steps that have any (`campaign_event_steps`, kept
-        // by the step trigger of migration 0021) rather than every step of the campaign.
+        // From `campaign_page_events` (one row per step and kind, kept by the step
+        // trigger of migration 0021), not by unnesting every step of the campaign.
         let mut q = QueryBuilder::new(
-            "SELECT t.site, ev->>'kind' AS kind,
-                sum(CASE WHEN jsonb_typeof(ev->'count') = 'number' THEN (ev->>'count')::bigint ELSE 1 END)::bigint AS events,
-                count(DISTINCT (s.episode_id, s.idx)) AS steps,
-                count(DISTINCT s.episode_id) AS episodes,
-                (array_agg(coalesce(ev->>'message', ev->>'url', ev->>'during') ORDER BY e.finished_at DESC NULLS LAST))[1] AS sample,
-                (array_agg(DISTINCT s.episode_id))[1:",
+            "SELECT p.site, p.kind, sum(p.events)::int8 AS events, count(*) AS steps,
+                count(DISTINCT p.episode_id) AS episodes,
+                (array_agg(p.sample ORDER BY p.finished_at DESC NULLS LAST))[1] AS sample,
+                (array_agg(DISTINCT p.episode_id))[1:",
         );
-        q.push(TRIAGE_EXAMPLES.to_string()).push(
-            "] AS examples
-             FROM campaign_event_steps c
-                 JOIN steps s ON s.episode_id = c.episode_id AND s.idx = c.idx
-                 JOIN episodes e ON e.id = s.episode_id JOIN tasks t ON t.id = e.task_id
-                 CROSS JOIN LATERAL jsonb_array_elements(s.events) ev
-             WHERE true",
-        );
+        q.push(TRIAGE_EXAMPLES.to_string())
+            .push("] AS examples FROM campaign_page_events p WHERE true");
         if let Some(c) = campaign {
-            q.push(" AND c.campaign_id = ").push_bind(c);
+            q.push(" AND p.campaign_id = ").push_bind(c);
         }
-        q.push(" GROUP BY t.site, ev->>'kind' ORDER BY 3 DESC, 1, 2 LIMIT ")
+        q.push(" GROUP BY p.site, p.kind ORDER BY 3 DESC, 1, 2 LIMIT ")
             .push_bind(TRIAGE_GROUPS);
         let page_events = q.build_query_as().fetch_all(&self.pool).await?;
 

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use engine::store::analysis::{
     BreakdownBucket, CompareCounts, CompareRow, Dimension, LatencySummary, StepsBin, TaskStats,
-    TimeBucket,
+    TimeBucket, breakdown,
 };
 use engine::store::{CampaignView, EpisodeSummary};
 use serde::Serialize;
@@ -73,17 +73,17 @@ pub(super) async fn analysis_of(
     let tasks = store
         .campaign_task_stats(c.id, &t.scope, k, t.sort, t.descending)
         .await?;
-    let by = move |d| store.campaign_breakdown_by(c.id, &t.scope, d);
+    let by = |d| breakdown(&tasks, d);
     Ok(Analysis {
         campaign: c.id,
         k,
-        tasks,
         breakdown: Breakdowns {
-            site: by(Dimension::Site).await?,
-            difficulty: by(Dimension::Difficulty).await?,
-            split: by(Dimension::Split).await?,
-            tag: by(Dimension::Tag).await?,
+            site: by(Dimension::Site),
+            difficulty: by(Dimension::Difficulty),
+            split: by(Dimension::Split),
+            tag: by(Dimension::Tag),
         },
+        tasks,
     })
 }
 

@@ -40,6 +40,15 @@ pub struct TaskStats {
     pub mean_steps: Option<f64>,
     /// The most common end reason (ties: the first alphabetically).
     pub end_reason: Option<String>,
+    /// Scored episodes (for [`breakdown`], which adds tasks up; not in the API).
+    #[serde(skip)]
+    pub scored: i64,
+    /// Their scores' sum.
+    #[serde(skip)]
+    pub score_sum: Option<f64>,
+    /// The finished episodes' steps in all.
+    #[serde(skip)]
+    pub steps_sum: Option<i64>,
 }
 
 /// Outcomes of the episodes whose task has one value of a [`Dimension`].
@@ -98,7 +107,9 @@ impl Store {
                  (sum(g.score_sum) / nullif(sum(g.scored), 0))::float8 AS mean_score,
                  (sum(g.steps_sum)::numeric / nullif(sum(g.finished), 0))::float8 AS mean_steps,
                  (array_agg(g.end_reason ORDER BY g.n DESC, g.end_reason)
-                   FILTER (WHERE g.end_reason IS NOT NULL))[1] AS end_reason
+                   FILTER (WHERE g.end_reason IS NOT NULL))[1] AS end_reason,
+                 sum(g.scored)::int8 AS scored, sum(g.score_sum)::float8 AS score_sum,
+                 sum(g.steps_sum)::int8 AS steps_sum
                FROM g JOIN tasks t ON t.id = g.task_id GROUP BY g.task_id, t.id)
              SELECT per.*, successes::float8 / nullif(judged, 0) AS success_rate,
                CASE WHEN judged < ",
@@ -170,4 +181,66 @@ impl Store {
         });
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
+}
+
+/// A campaign's outcomes by the value of one task attribute, added up from its per-task
+/// rows ([`Store::campaign_task_stats`] in the same scope): one query for the analysis
+/// page instead of one per dimension. Difficulties in order (easy, medium, hard, then
+/// others), other keys alphabetically.
+pub fn breakdown(tasks: &[TaskStats], by: Dimension) -> Vec<BreakdownBucket> {
+    #[derive(Default)]
+    struct Sum {
+        tasks: i64,
+        episodes: i64,
+        judged: i64,
+        successes: i64,
+        scored: i64,
+        score_sum: f64,
+        finished: i64,
+        steps_sum: i64,
+    }
+    let mut sums: std::collections::BTreeMap<&str, Sum> = std::collections::BTreeMap::new();
+    for t in tasks {
+        let keys: Vec<&str> = match by {
+            Dimension::Site => vec![t.site.as_str()],
+            Dimension::Difficulty => vec![t.difficulty.as_str()],
+            Dimension::Split => vec![t.split.as_str()],
+            Dimension::Tag => t.tags.iter().map(String::as_str).collect(),
+        };
+        for k in keys {
+            let s = sums.entry(k).or_default();
+            s.tasks += 1;
+            s.episodes += t.episodes;
+            s.judged += t.judged;
+            s.successes += t.successes;
+            s.scored += t.scored;
+            s.score_sum += t.score_sum.unwrap_or(0.0);
+            s.finished += t.finished;
+            s.steps_sum += t.steps_sum.unwrap_or(0);
+        }
+    }
+    let ratio = |a: f64, b: i64| (b > 0).then(|| a / b as f64);
+    let mut out: Vec<BreakdownBucket> = sums
+        .into_iter()
+        .map(|(key, s)| BreakdownBucket {
+            key: key.to_string(),
+            tasks: s.tasks,
+            episodes: s.episodes,
+            judged: s.judged,
+            successes: s.successes,
+            success_rate: ratio(s.successes as f64, s.judged),
+            mean_score: ratio(s.score_sum, s.scored),
+            mean_steps: ratio(s.steps_sum as f64, s.finished),
+        })
+        .collect();
+    if by == Dimension::Difficulty {
+        let rank = |k: &str| {
+            ["easy", "medium", "hard"]
+                .iter()
+                .position(|d| *d == k)
+                .unwrap_or(3)
+        };
+        out.sort_by(|a, b| rank(&a.key).cmp(&rank(&b.key)).then(a.key.cmp(&b.key)));
+    }
+    out
 }
