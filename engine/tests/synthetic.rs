@@ -269,14 +269,16 @@ async fn counters_follow_every_episode_write(pool: PgPool) {
 /// Each phase's figures as `campaign_latency` gives them and as a fresh aggregate over
 /// the campaign's steps (and judged episodes) says they should be.
 async fn latency_matches_the_steps(store: &Store, campaign: Uuid) {
-    let fresh: Vec<(
+    // phase, samples, mean, p50, p95, max
+    type Fresh = (
         String,
         i64,
         Option<f64>,
         Option<f64>,
         Option<f64>,
         Option<i32>,
-    )> = sqlx::query_as(
+    );
+    let fresh: Vec<Fresh> = sqlx::query_as(
         "SELECT v.phase, count(*), avg(v.ms)::float8,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY v.ms),
                 percentile_cont(0.95) WITHIN GROUP (ORDER BY v.ms), max(v.ms)
@@ -430,7 +432,10 @@ async fn pre_aggregates_follow_writes_and_deletes(pool: PgPool) {
 async fn breakdowns_added_up_from_tasks_are_those_postgres_counts(pool: PgPool) {
     use engine::store::analysis::{Dimension, TaskScope, TaskSort, breakdown};
     let store = Store::from_pool(pool);
-    store.generate_history(&small(300, 3), |_| {}).await.unwrap();
+    store
+        .generate_history(&small(300, 3), |_| {})
+        .await
+        .unwrap();
     let campaign = store.list_campaigns(1, 0).await.unwrap().0[0].id;
     let scopes = [
         TaskScope::default(),
