@@ -1,12 +1,14 @@
 //! How many versions behind an update each of its samples is. A run's versions are
-//! numbered: the base model is 0, `v{i}` is i. An episode's version is read from its
-//! stored policy card (the model directory's fingerprint, or its name when the card has
-//! no fingerprint), so it does not matter which link the policy followed. The staleness of
-//! a step is (the version the update starts from) − (the version that produced its
-//! episode); with overlap, steps past the bound are dropped (`too_stale`), and so are
-//! steps whose version cannot be told (`unknown_version`), since their correction weight
-//! would be a guess. What is kept is counted by staleness in the iteration's report and
-//! the version's lineage.
+//! numbered: the base model is 0, `v{i}` (published by iteration i) is i. An episode's
+//! version is read from its stored policy card (the model directory's fingerprint, or its
+//! name when the card has no fingerprint), so it does not matter which link the policy
+//! followed. The staleness of a step is how many versions were published after the one
+//! that produced its episode, up to the one the update starts from: (the parent's index)
+//! − (the episode's), less the iterations in between that published nothing (their
+//! update selected no sample), which changed no weights. With overlap, steps past the
+//! bound are dropped (`too_stale`), and so are steps whose version cannot be told
+//! (`unknown_version`), since their correction weight would be a guess. What is kept is
+//! counted by staleness in the iteration's report and the version's lineage.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,8 +34,8 @@ pub const TOO_STALE: &str = "too_stale";
 /// Drop reason of steps whose version cannot be told.
 pub const UNKNOWN_VERSION: &str = "unknown_version";
 
-/// The run's versions up to `parent` (the base model and `dir/v1..v{parent}` that exist):
-/// what an update from `v{parent}` can have samples of.
+/// The run's versions up to `parent` (the base model and the published `dir/v1..v{parent}`),
+/// oldest first: what an update from `v{parent}` can have samples of.
 pub fn known(base: &Path, dir: &Path, parent: u32) -> Vec<Known> {
     let one = |index: u32, path: &Path| Known {
         index,
@@ -46,7 +48,7 @@ pub fn known(base: &Path, dir: &Path, parent: u32) -> Vec<Known> {
     let mut out = vec![one(0, base)];
     for i in 1..=parent {
         let v = dir.join(format!("v{i}"));
-        if v.is_dir() {
+        if v.join(training::version::LINEAGE).is_file() {
             out.push(one(i, &v));
         }
     }
@@ -82,8 +84,16 @@ pub fn version_of(card: Option<&PolicyCard>, known: &[Known]) -> Option<u32> {
     }
 }
 
+/// How many of the `known` versions came after version `from`, up to `parent`'s (None
+/// when either is not a known version, or `from` is newer, which cannot happen).
+pub fn behind(known: &[Known], from: u32, parent: u32) -> Option<u32> {
+    let rank = |v: u32| known.iter().position(|k| k.index == v);
+    let (from, parent) = (rank(from)?, rank(parent)?);
+    parent.checked_sub(from).map(|n| n as u32)
+}
+
 /// Each collected step's staleness against an update from version `parent` (None: its
-/// version cannot be told, or it is newer than the parent, which cannot happen).
+/// version cannot be told).
 pub fn of_steps(
     collected: &Collected,
     episodes: &[TraceEpisode],
@@ -94,7 +104,7 @@ pub fn of_steps(
         .at
         .iter()
         .map(|&(e, _)| {
-            version_of(episodes[e].policy.as_ref(), known).and_then(|v| parent.checked_sub(v))
+            version_of(episodes[e].policy.as_ref(), known).and_then(|v| behind(known, v, parent))
         })
         .collect()
 }
@@ -187,6 +197,18 @@ mod tests {
             None,
             "ambiguous"
         );
+    }
+
+    #[test]
+    fn staleness_counts_the_versions_published_in_between() {
+        let k = versions();
+        assert_eq!(behind(&k, 0, 2), Some(2));
+        assert_eq!(behind(&k, 2, 2), Some(0));
+        assert_eq!(behind(&k, 2, 1), None, "newer than the parent");
+        // Iteration 1 selected nothing: v2 was trained from the base model, one update on.
+        let gap: Vec<Known> = k.into_iter().filter(|v| v.index != 1).collect();
+        assert_eq!(behind(&gap, 0, 2), Some(1));
+        assert_eq!(behind(&gap, 1, 2), None, "never published");
     }
 
     fn meta(i: usize) -> StepMeta {
