@@ -213,6 +213,14 @@ async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(p
         its.iter().map(|it| &it.report).collect::<Vec<_>>()
     );
 
+    // The greedy policy follows its own link, which no update moves: the sampling
+    // policy's link moved back to the base model leaves it on v3.
+    let v3 = std::fs::canonicalize(dir.join("v3")).unwrap();
+    engine::policy::onnx::version_link::promote(&cfg.model, &dir.join("current")).unwrap();
+    let sampling = policies.sample.catch_up().await.unwrap();
+    assert_eq!(sampling, std::fs::canonicalize(&cfg.model).unwrap());
+    assert_eq!(policies.greedy.catch_up().await.unwrap(), v3);
+
     // Each evaluation ran its own iteration's version, even with the next one published
     // meanwhile.
     for it in &its {
