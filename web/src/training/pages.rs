@@ -526,3 +526,33 @@ pub async fn compare_page(
     o.push_str("</tbody></table>");
     Ok(Html(frame(&format!("{} · compare", d.run.name), None, &o)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_overlapped_run_shows_its_bound_and_each_update_its_samples_staleness() {
+        let mut run = engine::store::RunView {
+            id: uuid::Uuid::nil(),
+            name: "r".into(),
+            config: serde_json::json!({"overlap": {"max_staleness": 2}}),
+            state: "running".into(),
+            version: None,
+            error: None,
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+        };
+        assert!(overlap(&run).contains(">overlap: 2<"), "{}", overlap(&run));
+        run.config = serde_json::json!({});
+        assert_eq!(overlap(&run), "", "a synchronous run says nothing");
+        let mut it = engine::store::IterationView::default();
+        assert_eq!(staleness(&it), "");
+        it.report = Some(serde_json::json!({"staleness": {"0": 10, "1": 6}}));
+        assert!(
+            staleness(&it).contains("(staleness 0: 10, 1: 6)"),
+            "{}",
+            staleness(&it)
+        );
+    }
+}
