@@ -118,6 +118,16 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
         ),
         ("model", json!(untrainable), "model"),
         ("sneaky", json!(1), "sneaky"),
+        (
+            "overlap",
+            json!({"max_staleness": 0}),
+            "overlap.max_staleness",
+        ),
+        (
+            "overlap",
+            json!({"max_staleness": -1}),
+            "overlap.max_staleness",
+        ),
     ];
     for (key, value, want) in cases {
         let mut c = config();

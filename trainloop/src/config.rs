@@ -77,6 +77,20 @@ pub struct RunConfig {
     /// (`{"kind": "external", "command": [...], ...}`, see [`crate::external`]).
     #[serde(default, skip_serializing_if = "TrainerChoice::is_builtin")]
     pub trainer: TrainerChoice,
+    /// Overlapped training: the next iteration's rollouts start while the trainer works,
+    /// at most `max_staleness` versions behind the version each update starts from
+    /// ([`crate::schedule`]). Absent: the synchronous loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<Overlap>,
+}
+
+/// Overlapped training's bound (see [`RunConfig::overlap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overlap {
+    /// How many versions an update's samples may lag behind the version it starts from;
+    /// older samples are dropped (`too_stale`). At least 1 (0 is the synchronous loop).
+    pub max_staleness: u32,
 }
 
 /// Where a run is evaluated.
@@ -230,7 +244,17 @@ impl RunConfig {
         if let TrainerChoice::External(t) = &self.trainer {
             t.validate()?;
         }
+        if let Some(o) = self.overlap
+            && o.max_staleness == 0
+        {
+            return Err("overlap.max_staleness: must be at least 1 (0 is the synchronous loop: leave `overlap` out for it)".into());
+        }
         Ok(())
+    }
+
+    /// The staleness bound: `Some(n)` with overlap, `None` for the synchronous loop.
+    pub fn max_staleness(&self) -> Option<u32> {
+        self.overlap.map(|o| o.max_staleness)
     }
 
     /// The objective of iteration `i` (from 1).
@@ -291,11 +315,28 @@ mod tests {
         );
         assert_eq!(c.objective_at(1), training::Objective::Grpo);
         assert_eq!(c.policy.constrained.as_deref(), Some("action"));
+        assert_eq!(c.max_staleness(), None, "no overlap unless asked");
+        let mut v = good();
+        v["overlap"] = serde_json::json!({"max_staleness": 2});
+        let o = RunConfig::parse(&v.to_string()).unwrap();
+        assert_eq!(o.max_staleness(), Some(2));
+        // A synchronous run's stored config is as it was before overlap existed.
+        assert!(serde_json::to_value(&c).unwrap().get("overlap").is_none());
     }
 
     #[test]
     fn bad_configs_name_the_field() {
-        let cases: [(&str, serde_json::Value, &str); 9] = [
+        let cases: [(&str, serde_json::Value, &str); 11] = [
+            (
+                "overlap",
+                serde_json::json!({"max_staleness": 0}),
+                "overlap.max_staleness: must be at least 1 (0 is the synchronous loop",
+            ),
+            (
+                "overlap",
+                serde_json::json!({"max_staleness": 1, "eager": true}),
+                "unknown field `eager`",
+            ),
             ("train", serde_json::json!({}), "train: names no tasks"),
             (
                 "held_out",

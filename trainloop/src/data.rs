@@ -104,6 +104,9 @@ pub async fn samples(
             }
         }
         progress();
+        // Replaying runs the model's frozen parts on this task: let the rollouts and the
+        // evaluation that overlapped training runs beside the update take their turn.
+        tokio::task::yield_now().await;
     }
     out
 }

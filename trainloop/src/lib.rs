@@ -16,6 +16,8 @@ pub mod executor;
 pub mod external;
 mod plan;
 pub mod run;
+pub mod schedule;
+pub mod staleness;
 
 pub use config::RunConfig;
 pub use curriculum::Curriculum;

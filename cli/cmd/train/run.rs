@@ -147,13 +147,15 @@ fn pct(v: Option<f64>) -> String {
 
 fn line(it: &IterationView) -> String {
     format!(
-        "iteration {:>2}: train {:>6}  held-out {:>6}  samples {:>4}  loss {:>8}  env steps {:>5}",
+        "iteration {:>2}: train {:>6}  held-out {:>6}  samples {:>4}  loss {:>8}  env steps {:>5}  wall {:>7}",
         it.idx,
         pct(it.train_success),
         pct(it.eval_success),
         it.samples.map_or("-".into(), |s| s.to_string()),
         it.loss.map_or("-".into(), |l| format!("{l:.4}")),
         it.env_steps.map_or("-".into(), |s| s.to_string()),
+        it.wall_ms
+            .map_or("-".into(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
     )
 }
 

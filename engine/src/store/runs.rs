@@ -68,6 +68,9 @@ pub struct IterationView {
     pub train_ms: Option<i64>,
     /// Wall time of the evaluation, ms.
     pub eval_ms: Option<i64>,
+    /// Wall time of the whole iteration, from its row's start (its first phase) to its
+    /// last phase's end, ms; with overlapped training it is less than the phases' sum.
+    pub wall_ms: Option<i64>,
     /// The update's report.
     pub report: Option<serde_json::Value>,
     /// Started.
@@ -116,7 +119,7 @@ pub struct IterationUpdate {
 const RUN: &str =
     "SELECT id, name, config, state, version, error, created_at, updated_at FROM training_runs";
 const ITERATION: &str = "SELECT idx, phase, horizons, rollout_campaigns, eval_campaign, parent_version, version,
-    samples, dropped, loss, train_success, eval_success, env_steps, rollout_ms, judge_ms, train_ms, eval_ms, report,
+    samples, dropped, loss, train_success, eval_success, env_steps, rollout_ms, judge_ms, train_ms, eval_ms, wall_ms, report,
     started_at, finished_at FROM training_iterations";
 
 impl Store {
@@ -254,6 +257,9 @@ impl Store {
                 eval_ms = COALESCE($16, eval_ms),
                 report = COALESCE($17, report),
                 finished_at = CASE WHEN $18 THEN now() ELSE finished_at END,
+                wall_ms = CASE WHEN $18
+                    THEN (extract(epoch FROM now() - started_at) * 1000)::bigint
+                    ELSE wall_ms END,
                 judge_ms = COALESCE($19, judge_ms)
              WHERE run_id = $1 AND idx = $2",
         )

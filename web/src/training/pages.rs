@@ -205,7 +205,7 @@ fn iterations_table(d: &RunDetail) -> String {
     let mut o = String::from(
         "<table class=\"table\" id=\"iterations\"><thead><tr><th>Iteration</th><th>Phase</th>\
          <th>Horizons</th><th>Train</th><th>Held-out</th><th>Samples</th><th>Dropped</th>\
-         <th>Loss</th><th>Env steps</th><th title=\"judging happens during the rollouts: its time is part of theirs\">Time (rollout (judge) / train / eval)</th><th>Campaigns</th>\
+         <th>Loss</th><th>Env steps</th><th title=\"judging happens during the rollouts: its time is part of theirs; wall: first phase start to last phase end (overlapped iterations share the clock)\">Time (rollout (judge) / train / eval · wall)</th><th>Campaigns</th>\
          </tr></thead><tbody>",
     );
     for (it, p) in d.iterations.iter().zip(&d.curve) {
@@ -234,8 +234,8 @@ fn iterations_table(d: &RunDetail) -> String {
         let _ = write!(
             o,
             "<tr data-iteration=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"train\">{}</td>\
-             <td class=\"held-out\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{} ({}) / {} / {}</td><td>{}</td></tr>",
+             <td class=\"held-out\">{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{} ({}) / {} / {} · {}</td><td>{}</td></tr>",
             it.idx,
             it.idx,
             esc(&it.phase),
@@ -243,6 +243,7 @@ fn iterations_table(d: &RunDetail) -> String {
             pct(it.train_success),
             pct(it.eval_success),
             it.samples.map_or("–".into(), |s| s.to_string()),
+            staleness(it),
             esc(&dropped),
             it.loss.map_or("–".into(), |l| format!("{l:.4}")),
             it.env_steps.map_or("–".into(), |s| s.to_string()),
@@ -250,6 +251,7 @@ fn iterations_table(d: &RunDetail) -> String {
             secs(it.judge_ms),
             secs(it.train_ms),
             secs(it.eval_ms),
+            secs(it.wall_ms),
             links
         );
     }
@@ -313,6 +315,33 @@ fn controls(r: &engine::store::RunView) -> String {
     o
 }
 
+/// " · overlap: N" for an overlapped run (its staleness bound), nothing for a synchronous one.
+fn overlap(r: &engine::store::RunView) -> String {
+    r.config["overlap"]["max_staleness"]
+        .as_u64()
+        .map_or_else(String::new, |n| {
+            format!(" · <span id=\"run-overlap\" title=\"the next iteration's rollouts run while the trainer works, at most {n} version(s) behind\">overlap: {n}</span>")
+        })
+}
+
+/// An update's kept samples by staleness ("0: 10, 1: 6"), when recorded.
+fn staleness(it: &engine::store::IterationView) -> String {
+    let Some(h) = it
+        .report
+        .as_ref()
+        .and_then(|r| r.get("staleness"))
+        .and_then(|h| h.as_object())
+        .filter(|h| !h.is_empty())
+    else {
+        return String::new();
+    };
+    let parts: Vec<String> = h.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!(
+        " <span class=\"staleness\" title=\"kept samples by staleness (versions behind the update's parent)\">(staleness {})</span>",
+        esc(&parts.join(", "))
+    )
+}
+
 /// The body of a run's page (also what the live script swaps in).
 fn run_body(d: &RunDetail) -> String {
     let r = &d.run;
@@ -321,11 +350,12 @@ fn run_body(d: &RunDetail) -> String {
         o,
         "<p class=\"crumbs\"><a href=\"/training-runs\">Training runs</a></p>\
          <h1 id=\"run-name\">{}</h1><p class=\"meta\"><span id=\"run-state\" class=\"state state-{}\">{}</span> \
-         · version <code>{}</code> · created {}</p>",
+         · version <code>{}</code>{} · created {}</p>",
         esc(&r.name),
         esc(&r.state),
         esc(&r.state),
         esc(r.version.as_deref().unwrap_or("base model")),
+        overlap(r),
         r.created_at.format("%Y-%m-%d %H:%M UTC")
     );
     if let Some(e) = &r.error {
@@ -495,4 +525,34 @@ pub async fn compare_page(
     }
     o.push_str("</tbody></table>");
     Ok(Html(frame(&format!("{} · compare", d.run.name), None, &o)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_overlapped_run_shows_its_bound_and_each_update_its_samples_staleness() {
+        let mut run = engine::store::RunView {
+            id: uuid::Uuid::nil(),
+            name: "r".into(),
+            config: serde_json::json!({"overlap": {"max_staleness": 2}}),
+            state: "running".into(),
+            version: None,
+            error: None,
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+        };
+        assert!(overlap(&run).contains(">overlap: 2<"), "{}", overlap(&run));
+        run.config = serde_json::json!({});
+        assert_eq!(overlap(&run), "", "a synchronous run says nothing");
+        let mut it = engine::store::IterationView::default();
+        assert_eq!(staleness(&it), "");
+        it.report = Some(serde_json::json!({"staleness": {"0": 10, "1": 6}}));
+        assert!(
+            staleness(&it).contains("(staleness 0: 10, 1: 6)"),
+            "{}",
+            staleness(&it)
+        );
+    }
 }

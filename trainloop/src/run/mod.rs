@@ -1,0 +1,454 @@
+//! One training run, iteration by iteration: horizons from the curriculum, rollout
+//! campaigns of the newest version on the training tasks (groups of rollouts at
+//! temperature 1), judged, selected, one update, a published and promoted version, then a
+//! greedy evaluation campaign of that version on the held-out tasks at a fixed horizon
+//! and the iteration's figures. Iteration 0 evaluates the untrained model.
+//!
+//! Which phases run when is [`crate::schedule`]'s decision: one after the other (the
+//! synchronous loop), or with `overlap` the next iteration's rollouts beside the update
+//! and the evaluation, within the staleness bound. The phases are in [`rollout`],
+//! [`train`] and [`eval`]; this module drives them, at most one of each kind at a time.
+//!
+//! Every phase ends with one write to the store, and every phase can be redone: a run
+//! killed at any point resumes every phase that was in flight (each iteration's row says
+//! which phase it is in, so two or three iterations can be in flight). Campaigns resume
+//! through the durable queue; an update interrupted before its version was published is
+//! redone from the last published version, and one published but not recorded is taken
+//! as it is (versions are published atomically and never overwritten), so no update is
+//! ever applied twice.
+//!
+//! Two version links live in the run's directory: `current`, which the sampling policy
+//! follows (moved by each update as soon as its version is recorded, so rollouts pick a
+//! new version up at their next episode, each episode keeping the version it started
+//! on), and `eval`, which the greedy policy follows (moved only by an evaluation, to its
+//! iteration's version, so an evaluation runs exactly that version whatever is published
+//! meanwhile).
+
+mod eval;
+mod rollout;
+mod train;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use engine::policy::follow::Following;
+use engine::policy::onnx::grammar::Constraint;
+use engine::policy::onnx::version_link::promote;
+use engine::policy::onnx::{self, OnnxOptions};
+use engine::policy::{BatchLimits, Policy};
+use engine::store::{IterationView, RunView, Store};
+use engine::{CampaignSpec, Engine};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use training::{TrainConfig, Trainer};
+use uuid::Uuid;
+
+use crate::RunError;
+use crate::config::{HeldOut, RunConfig};
+use crate::schedule::{self, Phase, Stage};
+
+/// What a run reports while it works.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A phase of an iteration began.
+    Phase {
+        /// Iteration.
+        iteration: u32,
+        /// rollout, train or eval.
+        phase: &'static str,
+    },
+    /// A campaign is about to run (a rollout or an evaluation).
+    Campaign {
+        /// Iteration.
+        iteration: u32,
+        /// The campaign.
+        id: Uuid,
+    },
+    /// The update made an optimiser step.
+    Step {
+        /// Iteration.
+        iteration: u32,
+        /// Steps done.
+        done: usize,
+        /// Steps in all.
+        total: usize,
+        /// That step's loss.
+        loss: f64,
+    },
+    /// An iteration finished.
+    Done(Box<IterationView>),
+}
+
+/// The run's two policies: sampling for rollouts (following the run's `current` link),
+/// greedy for evaluations (following its `eval` link).
+pub struct RunPolicies {
+    /// Temperature 1.
+    pub sample: Arc<Following>,
+    /// Greedy.
+    pub greedy: Arc<Following>,
+}
+
+impl RunPolicies {
+    /// Both, for the engine's registry.
+    pub fn all(&self) -> [Arc<dyn Policy>; 2] {
+        [self.sample.clone(), self.greedy.clone()]
+    }
+}
+
+/// Where a run keeps its versions and its version link.
+pub fn run_dir(root: &Path, run: Uuid) -> PathBuf {
+    root.join(run.to_string())
+}
+
+/// The names the run's policies are registered under (stable across restarts, so a
+/// resumed run's campaigns find them).
+pub fn policy_names(run: Uuid) -> (String, String) {
+    let short = &run.simple().to_string()[..8];
+    (format!("run-{short}-sample"), format!("run-{short}-greedy"))
+}
+
+/// The link the sampling policy follows: the newest recorded version.
+const CURRENT: &str = "current";
+/// The link the greedy policy follows: the version under evaluation.
+const EVAL: &str = "eval";
+
+/// Prepares a run's directory, points its version links at the newest recorded version
+/// (the base model when none was published yet) and loads its two policies. Register
+/// them ([`RunPolicies::all`]) before building the engine that runs it. (An evaluation
+/// moves the `eval` link to its own iteration's version before it starts.)
+pub fn prepare(
+    cfg: &RunConfig,
+    view: &RunView,
+    root: &Path,
+    dylib: &Path,
+) -> Result<RunPolicies, RunError> {
+    let dir = run_dir(root, view.id);
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::io(&dir, e))?;
+    let current = view
+        .version
+        .as_ref()
+        .map_or(cfg.model.clone(), PathBuf::from);
+    let (link, eval_link) = (dir.join(CURRENT), dir.join(EVAL));
+    for l in [&link, &eval_link] {
+        promote(&current, l).map_err(|e| RunError::io(l, e))?;
+    }
+    let (sample_name, greedy_name) = policy_names(view.id);
+    let limits = BatchLimits {
+        max_batch: 8,
+        max_wait: Duration::from_millis(10),
+    };
+    let options = |link: &Path, temperature: f32| {
+        let mut o = OnnxOptions::new(link, dylib);
+        o.generation.temperature = temperature;
+        o.generation.max_new_tokens = cfg.policy.max_new_tokens as usize;
+        o.answer_prefix = cfg.policy.answer_prefix.clone();
+        o.constrained = match cfg.policy.constrained.as_deref() {
+            Some("reasoned") => Some(Constraint::Reasoned),
+            Some(_) => Some(Constraint::Action),
+            None => None,
+        };
+        o
+    };
+    let follow = |name: &str, link: &Path, t: f32| {
+        onnx::following(name, link, options(link, t), limits)
+            .map(Arc::new)
+            .map_err(|e| RunError::Config(format!("model: {e}")))
+    };
+    Ok(RunPolicies {
+        sample: follow(&sample_name, &link, 1.0)?,
+        greedy: follow(&greedy_name, &eval_link, 0.0)?,
+    })
+}
+
+/// Checks what needs the store and the model, before anything runs: the training and
+/// held-out tasks exist (and differ), and the trainer can train the model.
+pub async fn check(store: &Store, cfg: &RunConfig) -> Result<(), RunError> {
+    let train = store.load_tasks(&cfg.train).await?;
+    if train.is_empty() {
+        return Err(RunError::Config(
+            "train: no registered task matches the filter".into(),
+        ));
+    }
+    if let HeldOut::Tasks(f) = &cfg.held_out {
+        let held = store.load_tasks(f).await?;
+        if held.is_empty() {
+            return Err(RunError::Config(
+                "held_out.tasks: no registered task matches the filter (a split with no held-out tasks)".into(),
+            ));
+        }
+        let train_ids: std::collections::HashSet<&str> =
+            train.iter().map(|t| t.id.as_str()).collect();
+        if let Some(t) = held.iter().find(|t| train_ids.contains(t.id.as_str())) {
+            return Err(RunError::Config(format!(
+                "held_out.tasks: task {} is also a training task (held-out tasks must not be trained on; use \"held_out\": \"seeds\" for the same tasks on other seeds)",
+                t.id
+            )));
+        }
+    }
+    let model = cfg.model.clone();
+    tokio::task::spawn_blocking(move || {
+        Trainer::load(&model, TrainConfig::default(), &candle_core::Device::Cpu).map(|_| ())
+    })
+    .await
+    .map_err(|e| RunError::Config(format!("model: {e}")))?
+    .map_err(|e| RunError::Config(format!("model: the trainer cannot train it: {e}")))?;
+    Ok(())
+}
+
+/// Creates a run (after [`check`]).
+pub async fn create(store: &Store, cfg: &RunConfig) -> Result<Uuid, RunError> {
+    cfg.validate().map_err(RunError::Config)?;
+    check(store, cfg).await?;
+    let id = Uuid::new_v4();
+    let value = serde_json::to_value(cfg).map_err(|e| RunError::Config(e.to_string()))?;
+    store.create_run(id, &cfg.name, &value).await?;
+    Ok(id)
+}
+
+/// Everything a phase needs.
+struct Ctx<'a> {
+    engine: &'a Engine,
+    policies: &'a RunPolicies,
+    cfg: RunConfig,
+    run: Uuid,
+    dir: PathBuf,
+    dylib: PathBuf,
+    events: &'a (dyn Fn(Event) + Send + Sync),
+}
+
+/// Runs (or resumes) a run to its end.
+pub async fn execute(
+    engine: &Engine,
+    policies: &RunPolicies,
+    run: Uuid,
+    root: &Path,
+    dylib: &Path,
+    events: &(dyn Fn(Event) + Send + Sync),
+) -> Result<RunView, RunError> {
+    let store = engine.store();
+    let view = store.get_run(run).await?.ok_or(RunError::NoRun(run))?;
+    if matches!(view.state.as_str(), "completed" | "cancelled") {
+        return Ok(view);
+    }
+    let cfg: RunConfig =
+        serde_json::from_value(view.config.clone()).map_err(|e| RunError::Config(e.to_string()))?;
+    store.set_run_state(run, "running", None).await?;
+    let ctx = Ctx {
+        engine,
+        policies,
+        cfg,
+        run,
+        dir: run_dir(root, run),
+        dylib: dylib.to_path_buf(),
+        events,
+    };
+    match drive(&ctx).await {
+        Ok(true) => store.set_run_state(run, "completed", None).await?,
+        Ok(false) => {}
+        Err(e) => {
+            // A run cancelled (its campaigns with it) or paused meanwhile stopped as asked.
+            if let Some(v) = store.get_run(run).await?
+                && matches!(v.state.as_str(), "cancelled" | "paused")
+            {
+                return Ok(v);
+            }
+            store
+                .set_run_state(run, "failed", Some(&e.to_string()))
+                .await?;
+            return Err(e);
+        }
+    }
+    store.get_run(run).await?.ok_or(RunError::NoRun(run))
+}
+
+type Running<'a> = FuturesUnordered<BoxFuture<'a, ((u32, Phase), Result<(), RunError>)>>;
+
+/// Starts every phase the schedule allows, again each time one ends, until the run is
+/// done (true), halted (false) or a phase failed. A failure or a halt starts nothing new
+/// but lets the phases in flight end (each ends with its write, so nothing is cut short).
+async fn drive(ctx: &Ctx<'_>) -> Result<bool, RunError> {
+    let store = ctx.engine.store();
+    let mut running: Running<'_> = FuturesUnordered::new();
+    let mut in_flight: Vec<(u32, Phase)> = Vec::new();
+    let mut failure: Option<RunError> = None;
+    loop {
+        if failure.is_none() && !halted(ctx).await? {
+            let stages = stages(&store.run_iterations(ctx.run).await?, ctx.cfg.iterations);
+            if stages.iter().all(|s| *s == Stage::Done) {
+                return Ok(true);
+            }
+            for (idx, phase) in schedule::ready(&stages, &in_flight, ctx.cfg.max_staleness()) {
+                (ctx.events)(Event::Phase {
+                    iteration: idx,
+                    phase: phase.name(),
+                });
+                in_flight.push((idx, phase));
+                running.push(Box::pin(async move {
+                    ((idx, phase), run_phase(ctx, idx, phase).await)
+                }));
+            }
+        }
+        let Some((ended, result)) = running.next().await else {
+            break;
+        };
+        in_flight.retain(|p| *p != ended);
+        match result {
+            Err(e) => {
+                tracing::error!(iteration = ended.0, phase = ended.1.name(), error = %e, "phase failed");
+                failure.get_or_insert(e);
+            }
+            Ok(()) if ended.1 == Phase::Eval => {
+                let it = reload(store, ctx.run, ended.0 as i32).await?;
+                (ctx.events)(Event::Done(Box::new(it)));
+            }
+            Ok(()) => {}
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if halted(ctx).await? {
+        return Ok(false);
+    }
+    // Nothing in flight and nothing may start, yet not done: the schedule cannot say so
+    // for a consistent store; say what the store holds instead of spinning.
+    let stages = stages(&store.run_iterations(ctx.run).await?, ctx.cfg.iterations);
+    if stages.iter().all(|s| *s == Stage::Done) {
+        return Ok(true);
+    }
+    Err(RunError::Config(format!(
+        "the run's iterations are in phases no phase can follow: {stages:?}"
+    )))
+}
+
+/// Each iteration's stage, 0..=iterations.
+fn stages(its: &[IterationView], iterations: u32) -> Vec<Stage> {
+    (0..=iterations as i32)
+        .map(|i| {
+            its.iter()
+                .find(|it| it.idx == i)
+                .map_or(Stage::NotStarted, |it| Stage::parse(&it.phase))
+        })
+        .collect()
+}
+
+async fn run_phase(ctx: &Ctx<'_>, idx: u32, phase: Phase) -> Result<(), RunError> {
+    match phase {
+        Phase::Rollout => rollout::run(ctx, idx).await,
+        Phase::Train => train::run(ctx, idx).await,
+        Phase::Eval => eval::run(ctx, idx).await,
+    }
+}
+
+/// The version the run is at now (the newest recorded).
+async fn current_version(ctx: &Ctx<'_>) -> Result<PathBuf, RunError> {
+    let v = ctx
+        .engine
+        .store()
+        .get_run(ctx.run)
+        .await?
+        .ok_or(RunError::NoRun(ctx.run))?;
+    Ok(v.version.map_or(ctx.cfg.model.clone(), PathBuf::from))
+}
+
+/// Points the run's `link` at `version` and waits until `policy` serves it.
+async fn serve(
+    ctx: &Ctx<'_>,
+    link: &str,
+    version: &Path,
+    policy: &Following,
+) -> Result<(), RunError> {
+    let link = ctx.dir.join(link);
+    promote(version, &link).map_err(|e| RunError::io(&link, e))?;
+    catch_up(policy).await
+}
+
+/// Waits until `policy` serves what its link names.
+async fn catch_up(policy: &Following) -> Result<(), RunError> {
+    policy
+        .catch_up()
+        .await
+        .map_err(|r| RunError::Config(format!("version {}: {}", r.dir.display(), r.why)))?;
+    Ok(())
+}
+
+/// Whether the run was paused or cancelled (through the API): checked before phases
+/// start, so a phase is never cut short by a pause.
+async fn halted(ctx: &Ctx<'_>) -> Result<bool, RunError> {
+    let v = ctx.engine.store().get_run(ctx.run).await?;
+    Ok(v.is_some_and(|v| matches!(v.state.as_str(), "paused" | "cancelled")))
+}
+
+async fn reload(store: &Store, run: Uuid, i: i32) -> Result<IterationView, RunError> {
+    store
+        .run_iterations(run)
+        .await?
+        .into_iter()
+        .find(|it| it.idx == i)
+        .ok_or(RunError::NoRun(run))
+}
+
+async fn run_campaign(ctx: &Ctx<'_>, idx: u32, id: Uuid) -> Result<(), RunError> {
+    (ctx.events)(Event::Campaign { iteration: idx, id });
+    let status = ctx.engine.run_campaign(id).await?;
+    if status != "completed" {
+        return Err(RunError::Config(format!(
+            "campaign {id} ended {status}, not completed"
+        )));
+    }
+    Ok(())
+}
+
+/// Milliseconds since the Unix epoch, as phase times are recorded.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Records in `report` when `phase` started and ended (`phases.<phase>.start_ms` and
+/// `end_ms`, Unix ms): with overlap, the phases of neighbouring iterations interleave,
+/// and these say how.
+fn stamp(report: &mut serde_json::Value, phase: Phase, start_ms: i64) {
+    if !report.is_object() {
+        *report = serde_json::json!({});
+    }
+    report["phases"][phase.name()] = serde_json::json!({"start_ms": start_ms, "end_ms": now_ms()});
+}
+
+/// The id of the run's campaign for `purpose`: derived, not drawn, so that a run resumed
+/// after a crash between creating a campaign and recording it in its iteration finds that
+/// campaign again instead of creating a second one.
+pub fn campaign_id(run: Uuid, purpose: &str) -> Uuid {
+    Uuid::new_v5(&run, purpose.as_bytes())
+}
+
+/// The evaluation campaign of iteration `idx` for `policy`: the same held-out episodes
+/// (tasks, seeds, horizon) in every iteration, and for any other policy compared with the
+/// run (e.g. `random`).
+pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
+    let tasks = match &cfg.held_out {
+        HeldOut::Seeds => cfg.train.clone(),
+        HeldOut::Tasks(f) => f.clone(),
+    };
+    CampaignSpec {
+        name: Some(format!(
+            "{} · iteration {idx} · held-out evaluation",
+            cfg.name
+        )),
+        policy: Some(policy.to_string()),
+        tasks: Some(tasks),
+        rollouts_per_task: Some(cfg.eval_rollouts),
+        max_steps: Some(cfg.eval_horizon),
+        answer_checks: Some(cfg.eval_answer_checks),
+        // One seed for every evaluation, never a training seed's.
+        seed: Some(EVAL_SEED ^ cfg.seed),
+        ..Default::default()
+    }
+}
+
+/// Seed of every evaluation campaign (xor the run's seed): far from the rollouts', which
+/// mix the iteration into the high bits.
+const EVAL_SEED: u64 = 0x5EED_E7A1_0000_0001;

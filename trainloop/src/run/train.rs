@@ -1,0 +1,236 @@
+//! The update phase: the iteration's rollouts (and, for filtered behaviour cloning, the
+//! replay window's) judged, selected and trained on from the newest published version,
+//! which with overlap is the previous iteration's (the schedule starts update j after
+//! update j − 1). Each step's staleness (versions behind that parent) is read from its
+//! episode's policy card; with overlap, GRPO drops steps past the bound and the update's
+//! decoupled-PPO weights correct the rest (their behaviour log-probabilities are the
+//! recorded ones, see [`crate::data::samples`]). Filtered behaviour cloning keeps its
+//! replay window whatever its age: it has no importance weights to correct with.
+//!
+//! The published version is recorded, then the `current` link moves to it, so rollouts
+//! in flight start their next episodes on it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use engine::policy::onnx::version_link::promote;
+use engine::policy::onnx::{Device, Model};
+use engine::store::{IterationUpdate, IterationView};
+use engine::traces::{self, Blobs, Replayer};
+use rand::SeedableRng;
+use training::select::{FbcFilter, select_fbc, select_grpo};
+use training::{AdamWConfig, Objective, TrainConfig, Trainer};
+
+use super::{CURRENT, Ctx, Event, current_version, now_ms, reload, stamp};
+use crate::external::{self, TrainerChoice};
+use crate::schedule::Phase;
+use crate::{RunError, data, staleness};
+
+/// The index of a version directory of the run (`dir/v{i}` → i); anything else is the
+/// base model (0).
+fn index_of(version: &Path, dir: &Path) -> u32 {
+    if version.parent() != Some(dir) {
+        return 0;
+    }
+    version
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix('v'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
+    let store = ctx.engine.store();
+    let (start_ms, started) = (now_ms(), Instant::now());
+    let before = store.run_iterations(ctx.run).await?;
+    let it: IterationView = reload(store, ctx.run, idx as i32).await?;
+    let parent = current_version(ctx).await?;
+    let out = ctx.dir.join(format!("v{idx}"));
+    let objective = ctx.cfg.objective_at(idx);
+    let mut report = it.report.clone().unwrap_or_else(|| serde_json::json!({}));
+    let mut update = IterationUpdate {
+        phase: Some("eval"),
+        parent_version: Some(parent.display().to_string()),
+        ..Default::default()
+    };
+    let published = out.join(training::version::LINEAGE).is_file();
+    if published {
+        // Published before the process stopped, not recorded: taken as it is.
+        update.version = Some(out.display().to_string());
+    } else {
+        // FBC replays the last four iterations (WebGym's window); GRPO is on-policy.
+        let mut campaigns = Vec::new();
+        if objective == Objective::Fbc {
+            for b in before
+                .iter()
+                .filter(|b| b.idx > 0 && b.idx + 4 > it.idx && b.idx < it.idx)
+            {
+                campaigns.extend(b.rollout_campaigns.iter().copied());
+            }
+        }
+        campaigns.extend(it.rollout_campaigns.iter().copied());
+        let episodes = traces::from_campaigns(store, &campaigns).await?;
+        let mut collected = data::collect(&episodes, false);
+        let parent_index = index_of(&parent, &ctx.dir);
+        let (base, dir) = (ctx.cfg.model.clone(), ctx.dir.clone());
+        let known =
+            tokio::task::spawn_blocking(move || staleness::known(&base, &dir, parent_index))
+                .await
+                .map_err(|e| RunError::Config(format!("fingerprinting versions: {e}")))?;
+        let of_steps = staleness::of_steps(&collected, &episodes, &known, parent_index);
+        let (too_stale, of_steps) = match (ctx.cfg.max_staleness(), objective) {
+            (Some(n), Objective::Grpo) => {
+                let (mut gone, left) = staleness::drop_stale(&mut collected, of_steps, n);
+                for why in [staleness::TOO_STALE, staleness::UNKNOWN_VERSION] {
+                    gone.entry(why).or_default();
+                }
+                (gone, left)
+            }
+            _ => (BTreeMap::new(), of_steps),
+        };
+        let selection = match objective {
+            Objective::Fbc => {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(ctx.cfg.seed ^ u64::from(idx));
+                select_fbc(&collected.metas, &FbcFilter::default(), &mut rng)
+            }
+            Objective::Grpo => select_grpo(&collected.metas, ctx.cfg.grpo_k),
+        };
+        let mut dropped = serde_json::to_value(&selection.dropped).unwrap_or_default();
+        for (why, n) in &too_stale {
+            dropped[*why] = (*n).into();
+        }
+        update.dropped = Some(dropped.clone());
+        let histogram = staleness::histogram(&of_steps, &selection.kept);
+        report["staleness"] = serde_json::to_value(&histogram).unwrap_or_default();
+        if selection.kept.is_empty() {
+            update.samples = Some(0);
+            tracing::info!(iteration = idx, "nothing selected; the version stays");
+        } else if let TrainerChoice::External(trainer) = &ctx.cfg.trainer {
+            let job = external::Job {
+                store,
+                trainer,
+                run: ctx.run,
+                iteration: idx,
+                objective: objective.to_string(),
+                episodes: &episodes,
+                at: &collected.at,
+                kept: &selection.kept,
+                parent: &parent,
+                out: &out,
+                work: &external::work_dir(&ctx.dir, idx),
+                dylib: &ctx.dylib,
+                lineage: serde_json::json!({
+                    "run": ctx.run, "iteration": idx, "campaigns": campaigns,
+                    "objective": objective.to_string(), "dropped": dropped,
+                    "not_trainable": collected.skipped, "staleness": histogram,
+                }),
+            };
+            match external::update(job, &mut collected.skipped).await? {
+                external::Outcome::Nothing => update.samples = Some(0),
+                external::Outcome::Version { samples, report: r } => {
+                    update.samples = Some(samples as i32);
+                    update.version = Some(out.display().to_string());
+                    // The trainer's own figure, when its report gives one, is the curve's.
+                    let own = &r["trainer_report"];
+                    update.loss = own["train_loss"].as_f64().or(own["loss"].as_f64());
+                    report["external"] = r;
+                }
+                external::Outcome::ServedModel { name, .. } => {
+                    return Err(RunError::Config(format!(
+                        "trainer.returns: the external trainer returned the served model {name:?}, but this run's policy is the ONNX policy"
+                    )));
+                }
+            }
+        } else {
+            let model = Model::load(&parent, &ctx.dylib, Device::Cpu, 2)
+                .map_err(|e| RunError::Config(format!("{}: {e}", parent.display())))?;
+            let mut replayer = Replayer::new(model, Blobs::Store(store.clone()));
+            let samples = data::samples(
+                &mut replayer,
+                &episodes,
+                &collected.at,
+                &selection.kept,
+                &mut collected.skipped,
+                || {},
+            )
+            .await;
+            let cfg = TrainConfig {
+                objective,
+                optimizer: AdamWConfig {
+                    lr: ctx.cfg.lr,
+                    ..AdamWConfig::default()
+                },
+                micro_batch: ctx.cfg.micro_batch as usize,
+                epochs: ctx.cfg.epochs as usize,
+                seed: ctx.cfg.seed ^ u64::from(idx),
+                ..TrainConfig::default()
+            };
+            let lineage = serde_json::json!({
+                "run": ctx.run, "iteration": idx, "campaigns": campaigns,
+                "objective": objective.to_string(), "samples": samples.len(),
+                "dropped": dropped, "not_trainable": collected.skipped,
+                "staleness": histogram,
+            });
+            let (from, to, n) = (parent.clone(), out.clone(), samples.len());
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let job =
+                tokio::task::spawn_blocking(move || -> Result<training::UpdateReport, RunError> {
+                    let mut trainer = Trainer::load(&from, cfg, &candle_core::Device::Cpu)?;
+                    let r = trainer.update(&samples, &mut |done, total, loss| {
+                        let _ = tx.send((done, total, loss));
+                    })?;
+                    let mut lineage = lineage;
+                    lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
+                    trainer.publish(&to, lineage)?;
+                    Ok(r)
+                });
+            while let Some((done, total, loss)) = rx.recv().await {
+                (ctx.events)(Event::Step {
+                    iteration: idx,
+                    done,
+                    total,
+                    loss,
+                });
+            }
+            let r = job
+                .await
+                .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
+            update.samples = Some(n as i32);
+            update.loss = Some(r.last_loss);
+            update.version = Some(out.display().to_string());
+            report["update"] = serde_json::json!({
+                "first_loss": r.first_loss, "last_loss": r.last_loss, "steps": r.steps,
+                "tokens": r.tokens, "samples_per_s": r.samples_per_s, "grpo": r.grpo,
+            });
+        }
+    }
+    if let Some(v) = &update.version {
+        store.set_run_version(ctx.run, v).await?;
+        // Recorded first: a run stopped in between points the link at the recorded
+        // version when it restarts (`prepare`).
+        let link = ctx.dir.join(CURRENT);
+        promote(Path::new(v), &link).map_err(|e| RunError::io(&link, e))?;
+    }
+    report["objective"] = objective.to_string().into();
+    stamp(&mut report, Phase::Train, start_ms);
+    update.report = Some(report);
+    update.train_ms = Some(started.elapsed().as_millis() as i64);
+    store.update_iteration(ctx.run, it.idx, update).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_numbered_by_their_directory_in_the_run() {
+        let dir = Path::new("/runs/r");
+        assert_eq!(index_of(&dir.join("v3"), dir), 3);
+        assert_eq!(index_of(Path::new("/models/tiny-text"), dir), 0);
+        // A base model that is another run's version is still this run's version 0.
+        assert_eq!(index_of(Path::new("/runs/other/v7"), dir), 0);
+    }
+}

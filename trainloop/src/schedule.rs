@@ -1,0 +1,206 @@
+//! Which phases of a run may start now, from the iterations' recorded phases and the
+//! phases running now. Pure: the loop (`run`) reads the store, asks, starts what it is
+//! told, and asks again whenever a phase ends.
+//!
+//! The synchronous loop runs every phase in order: iteration j starts when j − 1 is done.
+//! With overlap (a staleness bound N ≥ 1) iteration j's rollouts start as soon as j − 1's
+//! rollouts are done and version v{j−1−N} is published (iteration j − 1 − N trained), so
+//! with N = 1 they run while iteration j − 1 trains and evaluates. Every rollout episode
+//! is then produced by v{j−1−N} or newer, and update j starts from v{j−1}: its samples
+//! are at most N versions old. In both modes update j waits for rollout j and update
+//! j − 1 (it starts from the newest published version), evaluation j waits for update j
+//! and evaluation j − 1 (an iteration that published nothing repeats the previous
+//! figure), and at most one rollout, one update and one evaluation run at a time.
+//! Iteration 0 is only the untrained model's evaluation.
+
+/// A phase of an iteration, in the order an iteration runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Rollout campaigns of the newest version, judged.
+    Rollout,
+    /// The update, publishing the iteration's version.
+    Train,
+    /// The greedy evaluation of the iteration's version.
+    Eval,
+}
+
+impl Phase {
+    /// As events and the store name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Rollout => "rollout",
+            Phase::Train => "train",
+            Phase::Eval => "eval",
+        }
+    }
+}
+
+/// Where an iteration stands in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// No row yet.
+    NotStarted,
+    /// The phase it is in (done up to it; this one to run or to resume).
+    At(Phase),
+    /// Every phase done.
+    Done,
+}
+
+impl Stage {
+    /// The stored phase (`rollout`, `train`, `eval`, `done`; the table allows no other).
+    pub fn parse(phase: &str) -> Stage {
+        match phase {
+            "rollout" => Stage::At(Phase::Rollout),
+            "train" => Stage::At(Phase::Train),
+            "eval" => Stage::At(Phase::Eval),
+            "done" => Stage::Done,
+            _ => Stage::NotStarted,
+        }
+    }
+}
+
+/// Whether `phase` of iteration `idx` is over. Iteration 0 has no rollout nor update;
+/// iterations before 0 are over.
+fn over(stages: &[Stage], idx: i64, phase: Phase) -> bool {
+    if idx < 0 || (idx == 0 && phase != Phase::Eval) {
+        return true;
+    }
+    match stages.get(idx as usize) {
+        Some(Stage::Done) => true,
+        Some(Stage::At(p)) => *p > phase,
+        Some(Stage::NotStarted) | None => false,
+    }
+}
+
+/// The phases that may start now, in iteration order: `stages[i]` is iteration i's
+/// (0..=iterations), `running` the phases in flight, `max_staleness` the overlap bound
+/// (None: the synchronous loop).
+pub fn ready(
+    stages: &[Stage],
+    running: &[(u32, Phase)],
+    max_staleness: Option<u32>,
+) -> Vec<(u32, Phase)> {
+    let busy = |p: Phase| running.iter().any(|(_, q)| *q == p);
+    let mut out = Vec::new();
+    for (i, stage) in stages.iter().enumerate() {
+        let j = i as i64;
+        let idx = i as u32;
+        if running.iter().any(|(r, _)| *r == idx) {
+            continue;
+        }
+        let next = match stage {
+            Stage::Done => continue,
+            Stage::NotStarted if i == 0 => Phase::Eval,
+            Stage::NotStarted => Phase::Rollout,
+            Stage::At(p) => *p,
+        };
+        let may = match next {
+            Phase::Rollout => {
+                !busy(Phase::Rollout)
+                    && match max_staleness {
+                        None => over(stages, j - 1, Phase::Eval),
+                        Some(n) => {
+                            over(stages, j - 1, Phase::Rollout)
+                                && over(stages, j - 1 - i64::from(n), Phase::Train)
+                        }
+                    }
+            }
+            Phase::Train => !busy(Phase::Train) && over(stages, j - 1, Phase::Train),
+            Phase::Eval => !busy(Phase::Eval) && over(stages, j - 1, Phase::Eval),
+        };
+        if may {
+            out.push((idx, next));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Phase::{Eval, Rollout, Train};
+    use super::Stage::{At, Done, NotStarted};
+    use super::*;
+
+    const SYNC: Option<u32> = None;
+
+    #[test]
+    fn the_synchronous_loop_runs_one_phase_at_a_time_in_order() {
+        let fresh = [NotStarted; 4];
+        assert_eq!(ready(&fresh, &[], SYNC), [(0, Eval)]);
+        assert_eq!(ready(&fresh, &[(0, Eval)], SYNC), []);
+        let mut s = [Done, NotStarted, NotStarted, NotStarted];
+        assert_eq!(ready(&s, &[], SYNC), [(1, Rollout)]);
+        s[1] = At(Train);
+        assert_eq!(ready(&s, &[], SYNC), [(1, Train)], "nothing beside it");
+        s[1] = At(Eval);
+        assert_eq!(ready(&s, &[], SYNC), [(1, Eval)], "iteration 2 waits");
+        s[1] = Done;
+        assert_eq!(ready(&s, &[], SYNC), [(2, Rollout)]);
+        assert_eq!(ready(&[Done; 4], &[], SYNC), []);
+    }
+
+    #[test]
+    fn a_resumed_synchronous_run_redoes_the_phase_it_was_in() {
+        // Killed in iteration 2's update: the update is redone, nothing else starts.
+        let s = [Done, Done, At(Train), NotStarted];
+        assert_eq!(ready(&s, &[], SYNC), [(2, Train)]);
+        assert_eq!(ready(&s, &[(2, Train)], SYNC), []);
+        // Killed in the untrained model's evaluation.
+        assert_eq!(ready(&[At(Eval), NotStarted], &[], SYNC), [(0, Eval)]);
+    }
+
+    #[test]
+    fn with_staleness_one_the_next_rollouts_run_while_the_trainer_works() {
+        let n = Some(1);
+        // The untrained model's evaluation and the first rollouts go together.
+        let fresh = [NotStarted; 4];
+        assert_eq!(ready(&fresh, &[], n), [(0, Eval), (1, Rollout)]);
+        assert_eq!(ready(&fresh, &[(0, Eval)], n), [(1, Rollout)]);
+        assert_eq!(ready(&fresh, &[(0, Eval), (1, Rollout)], n), []);
+        // Rollout 1 done: update 1 and rollout 2 (v0 = the base model is published).
+        let s = [At(Eval), At(Train), NotStarted, NotStarted];
+        assert_eq!(ready(&s, &[(0, Eval)], n), [(1, Train), (2, Rollout)]);
+        // Rollout 2 done while update 1 runs: update 2 waits for update 1, and rollout 3
+        // for v1 (one version behind update 3's v2 at most).
+        let s = [Done, At(Train), At(Train), NotStarted];
+        assert_eq!(ready(&s, &[(1, Train)], n), []);
+        // Update 1 published v1: evaluation 1, update 2 and rollout 3 all start.
+        let s = [Done, At(Eval), At(Train), NotStarted];
+        assert_eq!(ready(&s, &[], n), [(1, Eval), (2, Train), (3, Rollout)]);
+        // Evaluation 2 waits for evaluation 1; one evaluation at a time.
+        let s = [Done, At(Eval), At(Eval), At(Train)];
+        assert_eq!(ready(&s, &[(1, Eval)], n), [(3, Train)]);
+        assert_eq!(ready(&s, &[(1, Eval), (3, Train)], n), []);
+    }
+
+    #[test]
+    fn the_bound_holds_the_rollouts_back() {
+        // N = 1: rollout 3 needs v1; N = 2 lets it start on v0 (two versions behind
+        // update 3's parent v2 at most).
+        let s = [Done, At(Train), At(Train), NotStarted, NotStarted];
+        assert_eq!(ready(&s, &[], Some(1)), [(1, Train)]);
+        assert_eq!(ready(&s, &[], Some(2)), [(1, Train), (3, Rollout)]);
+        // N = 2 with three iterations rolled out and none trained: rollout 4 needs v1.
+        let s = [Done, At(Train), At(Train), At(Train), NotStarted];
+        assert_eq!(ready(&s, &[(1, Train)], Some(2)), []);
+        let s = [Done, At(Eval), At(Train), At(Train), NotStarted];
+        assert_eq!(
+            ready(&s, &[], Some(2)),
+            [(1, Eval), (2, Train), (4, Rollout)]
+        );
+    }
+
+    #[test]
+    fn a_resumed_overlapped_run_restarts_every_phase_in_flight() {
+        // Killed with evaluation 1, update 2 and rollouts 3 in flight: all three resume.
+        let s = [Done, At(Eval), At(Train), At(Rollout)];
+        assert_eq!(
+            ready(&s, &[], Some(1)),
+            [(1, Eval), (2, Train), (3, Rollout)]
+        );
+        // Killed in rollouts 2 before update 1 ended: both resume, rollout 3 waits.
+        let s = [Done, At(Train), At(Rollout), NotStarted];
+        assert_eq!(ready(&s, &[], Some(1)), [(1, Train), (2, Rollout)]);
+        assert_eq!(Stage::parse("eval"), At(Eval));
+    }
+}
