@@ -30,6 +30,13 @@ pub struct AuditSpec {
     /// holding to the end: it is false after fewer (0 is the do-nothing agent).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub holds_after: BTreeMap<String, usize>,
+    /// Fact id → the strict prefixes of the reference solution (numbers of steps played,
+    /// 0 to its length − 1) after which the fact holds; it is false after every other
+    /// strict prefix. For a fact that holds, stops holding and holds again along the way
+    /// (`holds_after` says "from step n on" only), e.g. an element's absence, true on the
+    /// pages that never show it and false on the one that shows it before it is removed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub holds_on: BTreeMap<String, Vec<usize>>,
     /// Perturbations of the reference solution with their declared effect.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perturbations: Vec<PerturbationSpec>,
@@ -78,6 +85,8 @@ pub struct Audit {
     pub accept: Vec<AcceptSpec>,
     /// Fact id → steps after which it holds.
     pub holds_after: BTreeMap<String, usize>,
+    /// Fact id → the strict prefixes after which it holds (false after the others).
+    pub holds_on: BTreeMap<String, Vec<usize>>,
     /// Perturbations.
     pub perturbations: Vec<Perturbation>,
 }
@@ -134,6 +143,7 @@ impl Audit {
         AuditSpec {
             accept: self.accept.clone(),
             holds_after: self.holds_after.clone(),
+            holds_on: self.holds_on.clone(),
             perturbations: self
                 .perturbations
                 .iter()
@@ -208,6 +218,31 @@ pub fn validate(
                     solution.len()
                 ),
             );
+        }
+    }
+    for (f, ks) in &spec.holds_on {
+        let at = format!("audit.holds_on.{f}");
+        if !known(f) {
+            err(at.clone(), format!("no fact `{f}` in the rubric"));
+        }
+        if spec.holds_after.contains_key(f) {
+            err(
+                at.clone(),
+                "the fact is also in `holds_after`: declare it in one of them".into(),
+            );
+        }
+        if let Some(k) = ks.iter().find(|k| **k >= solution.len()) {
+            err(
+                at.clone(),
+                format!(
+                    "{k} is not a strict prefix of the reference solution's {} steps (0 to {})",
+                    solution.len(),
+                    solution.len().saturating_sub(1)
+                ),
+            );
+        }
+        if ks.windows(2).any(|w| w[0] >= w[1]) {
+            err(at, "list the prefixes in increasing order, each once".into());
         }
     }
     let mut perturbations = Vec::new();
@@ -295,6 +330,7 @@ pub fn validate(
     Audit {
         accept: spec.accept.clone(),
         holds_after: spec.holds_after.clone(),
+        holds_on: spec.holds_on.clone(),
         perturbations,
     }
 }

@@ -146,3 +146,34 @@ fn every_bundled_task_declares_its_labels_validly() {
         );
     }
 }
+
+#[test]
+fn facts_that_flip_are_declared_prefix_by_prefix() {
+    let t = task(json!({"holds_after": {"qty": 1}, "holds_on": {"cart": [0, 3]}})).unwrap();
+    assert_eq!(
+        t.audit.holds_on,
+        BTreeMap::from([("cart".to_string(), vec![0, 3])])
+    );
+    let again = Task::try_from(t.to_spec()).unwrap();
+    assert_eq!(again.audit, t.audit);
+    // Unknown fact, a fact in both maps, a prefix past the solution (4 steps: 0 to 3),
+    // prefixes out of order.
+    assert_eq!(
+        fields(task(json!({"holds_on": {"nope": [1]}}))),
+        ["audit.holds_on.nope"]
+    );
+    assert_eq!(
+        fields(task(
+            json!({"holds_after": {"cart": 3}, "holds_on": {"cart": [1]}})
+        )),
+        ["audit.holds_on.cart"]
+    );
+    assert_eq!(
+        fields(task(json!({"holds_on": {"cart": [1, 4]}}))),
+        ["audit.holds_on.cart"]
+    );
+    assert_eq!(
+        fields(task(json!({"holds_on": {"cart": [2, 1]}}))),
+        ["audit.holds_on.cart"]
+    );
+}

@@ -194,7 +194,7 @@ pub fn document() -> Value {
                 "reference_answer": {"type": "string"},
                 "setup": {"type": "object", "description": "`{\"type\": \"actions\", \"actions\": [\"goto(...)\", ...]}` prepares the episode's fresh browser context before its start page opens (1-50 actions, not steps of the episode; a failing one is a `setup` infrastructure failure); `{\"type\": \"miniwob\"}` starts a seeded MiniWoB++ episode"},
                 "screen": r("Screen"),
-                "audit": {"type": "object", "description": "what `surfgym tasks audit` accepts of its findings (`accept`: finding, fact, reason) and the declared labels of the reference solution's prefixes (`holds_after`) and perturbations (docs/judges.md)"}
+                "audit": {"type": "object", "description": "what `surfgym tasks audit` accepts of its findings (`accept`: finding, fact, reason) and the declared labels of the reference solution's prefixes (`holds_after`, `holds_on`) and perturbations (docs/judges.md)"}
             }), &["instruction", "start_url", "rubric"]),
             "Task": obj(json!({"id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string"},
                 "difficulty": {"type": "string"}, "split": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}, "spec": r("TaskSpec"),

@@ -6,7 +6,8 @@
 //!   labelled so only for the tasks the solver solves.
 //! - A strict prefix of it (0 steps: the do-nothing agent): when the solution ends with an
 //!   answer, no answer was given, so every answer check fails; a fact the task declares in
-//!   `audit.holds_after` holds exactly from its step on; MiniWoB++'s reward is not yet
+//!   `audit.holds_after` holds exactly from its step on, one in `audit.holds_on` exactly
+//!   on the prefixes listed there (a fact that flips); MiniWoB++'s reward is not yet
 //!   given (the runner stops at the episode's end, so no earlier step had ended it).
 //! - A perturbation: the facts it declares failing fail, those it declares holding hold.
 //!   The generic `wrong-answer` (answer replaced, page untouched) fails every answer check
@@ -68,7 +69,12 @@ pub fn labelled(ex: &Exploration) -> Vec<LabelledEpisode> {
                 match check {
                     Check::Answer(_) if ex.answers() => Some(false),
                     Check::MiniWob => Some(false),
-                    _ => task.audit.holds_after.get(*fact).map(|m| k >= *m),
+                    _ => task
+                        .audit
+                        .holds_after
+                        .get(*fact)
+                        .map(|m| k >= *m)
+                        .or_else(|| task.audit.holds_on.get(*fact).map(|ks| ks.contains(&k))),
                 }
             };
             if let Some(l) = label {
