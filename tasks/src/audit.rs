@@ -242,7 +242,10 @@ pub fn validate(
             );
         }
         if ks.windows(2).any(|w| w[0] >= w[1]) {
-            err(at, "list the prefixes in increasing order, each once".into());
+            err(
+                at,
+                "list the prefixes in increasing order, each once".into(),
+            );
         }
     }
     let mut perturbations = Vec::new();

@@ -65,18 +65,17 @@ pub async fn run(
         program: program.clone(),
         source,
     })?;
+    let mut group = Group(child.id());
     let (out_path, err_path) = (logs.join(STDOUT), logs.join(STDERR));
     let out = tokio::spawn(pump(child.stdout.take(), out_path.clone(), false));
     let err = tokio::spawn(pump(child.stderr.take(), err_path.clone(), true));
     let status = match tokio::time::timeout(trainer.timeout(), child.wait()).await {
-        Ok(status) => status.map_err(|e| ExternalError::io(Path::new(&program), e))?,
+        Ok(status) => {
+            group.0 = None;
+            status.map_err(|e| ExternalError::io(Path::new(&program), e))?
+        }
         Err(_) => {
-            if let Some(pid) = child.id() {
-                // SAFETY: killpg only sends a signal; the group is the child's own.
-                unsafe {
-                    libc::killpg(pid as libc::pid_t, libc::SIGKILL);
-                }
-            }
+            group.kill();
             let _ = child.wait().await;
             tracing::warn!(program = %program, seconds = trainer.timeout_s, "external trainer timed out");
             return Err(ExternalError::Timeout {
@@ -112,6 +111,30 @@ pub async fn run(
         stdout: out_path,
         stderr: err_path,
     })
+}
+
+/// The command's process group while it runs. Killed whole when the command times out,
+/// and when this is dropped before the command ended: a cancelled run drops the future
+/// that runs the command, and `kill_on_drop` alone would kill only the direct child,
+/// leaving what it started (a launcher's workers, a GPU job) running.
+struct Group(Option<u32>);
+
+impl Group {
+    fn kill(&mut self) {
+        if let Some(pid) = self.0.take() {
+            // SAFETY: killpg only sends a signal; the group is the child's own (spawned
+            // with `process_group(0)`, so its id is the child's pid).
+            unsafe {
+                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// Copies a pipe to `path` and to the log, line by line; returns its last lines.
@@ -226,6 +249,15 @@ mod tests {
         );
     }
 
+    /// Neither dead nor a zombie nobody reaped (a container's init may not).
+    fn running(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    }
+
     #[tokio::test]
     async fn a_command_past_its_timeout_is_killed_with_what_it_started() {
         let tmp = tempfile::tempdir().unwrap();
@@ -248,12 +280,32 @@ mod tests {
             .parse()
             .unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
-        // Dead, or a zombie nobody reaped (a container's init may not).
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| !r.trim_start().starts_with('Z'))
-        });
-        assert!(!alive, "the trainer's own child {pid} outlived the timeout");
+        assert!(
+            !running(pid),
+            "the trainer's own child {pid} outlived the timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_command_is_killed_with_what_it_started() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pid_file = tmp.path().join("pid");
+        let script = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+        let t = trainer(&script, 600);
+        let d = dirs(tmp.path());
+        // A cancelled run drops the future that runs the command.
+        let cut =
+            tokio::time::timeout(Duration::from_millis(1500), run(&t, &d, &[], tmp.path())).await;
+        assert!(cut.is_err(), "the command should still have been running");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !running(pid),
+            "the trainer's own child {pid} outlived the cancel"
+        );
     }
 }
