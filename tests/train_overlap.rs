@@ -92,22 +92,6 @@ async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(p
     assert_eq!(its.len(), 4);
     assert!(its.iter().all(|it| it.phase == "done"));
 
-    // The timeline, for whoever reads the log (docs/training.md shows one).
-    let t0 = phase_ms(&its[0], "eval", "start_ms").min(phase_ms(&its[1], "rollout", "start_ms"));
-    for it in &its {
-        for phase in ["rollout", "train", "eval"] {
-            if let Some(p) = it.report.as_ref().and_then(|r| r["phases"].get(phase)) {
-                let at = |k: &str| (p[k].as_i64().unwrap_or(t0) - t0) as f64 / 1000.0;
-                eprintln!(
-                    "iteration {} {phase:<7} {:>6.1}s → {:>6.1}s",
-                    it.idx,
-                    at("start_ms"),
-                    at("end_ms")
-                );
-            }
-        }
-    }
-
     // v1..v3, each published once, by its own iteration, from the one before.
     let dir = run::run_dir(root.path(), id);
     let base = name(&cfg.model);
