@@ -6,7 +6,8 @@
 mod common;
 
 use browser_pool::Screen;
-use common::{engine, wiki_easy};
+use common::{engine, engine_observing, wiki_easy};
+use engine::runner::RunnerConfig;
 use engine::store::{EpisodeFilter, EpisodeSummary, TaskFilter};
 use engine::{CampaignSpec, Engine};
 use sqlx::PgPool;
@@ -157,6 +158,69 @@ async fn run_scripted(engine: &Engine, filter: TaskFilter) -> Vec<EpisodeSummary
         .await
         .unwrap()
         .0
+}
+
+/// The steps of an episode whose browsers read the accessibility tree (`--ax-tree`) store
+/// the tree the policy was shown, its numbered elements marked as in the element list; the
+/// steps of one whose browsers do not store none.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_step_stores_the_accessibility_tree_when_the_browsers_read_it(pool: PgPool) {
+    let one_task = || TaskFilter {
+        ids: vec!["wiki-aster-length".into()],
+        ..Default::default()
+    };
+    let (on, _sites) = engine_observing(
+        pool.clone(),
+        vec![],
+        RunnerConfig::for_this_process(),
+        |c| c.accessibility_tree = true,
+    )
+    .await;
+    let eps = run_scripted(&on, one_task()).await;
+    assert_eq!(eps.len(), 1);
+    let detail = on.store().get_episode(eps[0].id).await.unwrap().unwrap();
+    assert!(detail.steps.len() >= 2, "{} steps", detail.steps.len());
+    for step in &detail.steps {
+        let tree = step
+            .core
+            .ax_tree
+            .as_deref()
+            .expect("recorded with the tree on");
+        // Every numbered element the policy was shown is in the tree under its number.
+        let elements = step.core.elements.as_array().unwrap();
+        assert!(!elements.is_empty());
+        for e in elements {
+            let n = e["id"].as_u64().unwrap();
+            assert!(
+                tree.contains(&format!("[{n}] ")),
+                "step {}: [{n}] in {tree}",
+                step.idx
+            );
+        }
+    }
+    // The wiki's search box: its number in the list the policy was shown, its role, its
+    // accessible name.
+    let first = &detail.steps[0];
+    let search = first.core.elements.as_array().unwrap().iter();
+    let search = search
+        .filter(|e| e["label"] == "Search Openpedia")
+        .map(|e| e["id"].as_u64().unwrap())
+        .next()
+        .expect("the home page lists its search box");
+    let line = format!("[{search}] searchbox \"Search Openpedia\"");
+    let tree = first.core.ax_tree.as_deref().unwrap();
+    assert!(tree.contains(&line), "{line} in {tree}");
+    on.shutdown().await;
+
+    let (off, _sites) = engine(pool, vec![]).await;
+    let eps = run_scripted(&off, one_task()).await;
+    let detail = off.store().get_episode(eps[0].id).await.unwrap().unwrap();
+    assert!(!detail.steps.is_empty());
+    assert!(
+        detail.steps.iter().all(|s| s.core.ax_tree.is_none()),
+        "not read: null"
+    );
+    off.shutdown().await;
 }
 
 /// A page the agent passed through without an observation landing on it (a client-side

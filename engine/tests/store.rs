@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use engine::export::ExportFilter;
 use engine::store::{
-    Blob, EndReason, EpisodeRecord, PlannedEpisode, StepCore, StepRecord, Store, VerdictOutcome,
-    VerdictRecord, blob_hash,
+    AX_TREE_LIMIT, Blob, EndReason, EpisodeRecord, PlannedEpisode, StepCore, StepRecord, Store,
+    VerdictOutcome, VerdictRecord, blob_hash,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -50,6 +50,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
             elements: json!([]),
             events: json!([{"kind": "download", "url": "http://x/f.zip", "filename": "f.zip"}]),
             tabs: json!([{"number": 1, "url": "http://x/", "title": "t", "active": true}]),
+            ax_tree: None,
             action: "click(1)".into(),
             thought: None,
             raw_output: None,
@@ -361,6 +362,7 @@ async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool)
     rec.steps[1].core.tabs = json!([{"title": "t\0"}]);
     rec.steps[1].core.events = json!([{"kind": "dialog", "message": "m\0"}]);
     rec.steps[1].core.prompt = Some("[1] a\0b".into());
+    rec.steps[1].core.ax_tree = Some("[1] button \"a\0b\"".into());
     rec.final_answer = Some("x\0".into());
     assert!(store.finish_episode("A", &rec).await.unwrap());
     let d = store.get_episode(a.id).await.unwrap().unwrap();
@@ -373,12 +375,41 @@ async fn nul_characters_from_pages_and_models_are_stored_not_fatal(pool: PgPool)
     assert_eq!(d.steps[1].core.tabs, json!([{"title": "t\u{FFFD}"}]));
     assert_eq!(d.steps[1].core.events[0]["message"], "m\u{FFFD}");
     assert_eq!(d.steps[1].core.prompt.as_deref(), Some("[1] a\u{FFFD}b"));
+    assert_eq!(
+        d.steps[1].core.ax_tree.as_deref(),
+        Some("[1] button \"a\u{FFFD}b\"")
+    );
     assert_eq!(d.summary.final_answer.as_deref(), Some("x\u{FFFD}"));
     assert_eq!(
         blob_count(&store).await,
         1,
         "screenshots stored with the cleaned record"
     );
+}
+
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_step_keeps_its_accessibility_tree_bounded_in_size(pool: PgPool) {
+    let (store, c) = setup(pool, 1).await;
+    let a = store.claim_episode(c, "A", LEASE).await.unwrap().unwrap();
+    let mut rec = record(a.id, 3);
+    rec.steps[0].core.ax_tree = Some("[3] button \"Buy\"".into());
+    // A hostile page's tree: far past the bound, multi-byte characters across it.
+    rec.steps[1].core.ax_tree = Some(format!("[1] link \"{}\"", "é".repeat(AX_TREE_LIMIT)));
+    assert!(store.finish_episode("A", &rec).await.unwrap());
+    let d = store.get_episode(a.id).await.unwrap().unwrap();
+    assert_eq!(
+        d.steps[0].core.ax_tree.as_deref(),
+        Some("[3] button \"Buy\"")
+    );
+    let big = d.steps[1].core.ax_tree.as_deref().unwrap();
+    assert!(big.starts_with("[1] link \"éé"));
+    assert!(big.len() < AX_TREE_LIMIT + 100, "{}", big.len());
+    assert!(
+        big.ends_with(&format!("of {} bytes stored]", AX_TREE_LIMIT * 2 + 11)),
+        "{}",
+        &big[big.len() - 80..]
+    );
+    assert_eq!(d.steps[2].core.ax_tree, None, "not recorded: null");
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]

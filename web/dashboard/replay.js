@@ -321,7 +321,7 @@
           s.logprob != null ? field('Log-prob', h('span', { class: 'mono' }, Number(s.logprob).toFixed(3))) : null,
           field('Policy call', SG.replay.policyCall(s, steps, i)),
           field('Accessibility', h('details', { class: 'raw', open: true, id: 'a11y-details' },
-            h('summary', null, `Elements the policy could address (${Array.isArray(s.elements) ? s.elements.length : 0})`),
+            h('summary', null, SG.replay.a11ySummary(s)),
             SG.replay.a11yTree(s, overlay))),
         ]);
       }

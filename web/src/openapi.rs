@@ -11,6 +11,26 @@ fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
+/// A replay step's schema (apart: the whole document in one `json!` passes its recursion
+/// limit).
+fn step_schema() -> Value {
+    obj(
+        json!({"idx": {"type": "integer"}, "url": {"type": "string"}, "title": {"type": "string"}, "screenshot": {"type": ["string", "null"]},
+                "elements": {"type": "array"},
+                "events": {"type": "array", "description": "What the page did on its own since the previous step: {kind: dialog|tab_opened|tab_closed|download|blocked|script_stopped|navigation_stopped, ...}"},
+                "tabs": {"type": "array", "description": "Open tabs: {number, url, title, active}"},
+                "ax_tree": {"type": ["string", "null"], "description": "Chromium's accessibility tree as the policy was shown it (one node a line, numbered elements as [N] role \"name\"), when the browsers read it (accessibility_tree, --ax-tree); at most 64 KiB, then a truncation line; null otherwise"},
+                "action": {"type": "string"}, "thought": {"type": ["string", "null"]}, "raw_output": {"type": ["string", "null"]},
+                "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},
+                "logprob": {"type": ["number", "null"]},
+                "token_logprobs": {"type": ["array", "null"], "items": {"type": "number"}, "description": "log-probability of each generated token of raw_output, when the policy reported them"},
+                "token_ids": {"type": ["array", "null"], "items": {"type": "integer"}, "description": "the generated tokens' ids in the policy model's vocabulary, paired with token_logprobs, when the policy reported them (ONNX policies; HTTP servers that honour return_tokens_as_token_ids)"},
+                "prompt": {"type": ["string", "null"], "description": "the text a model policy was given (ONNX: the rendered chat template, one placeholder per image; HTTP: the user message's text)"},
+                "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
+        &["idx", "url", "action"],
+    )
+}
+
 fn page_of(name: &str) -> Value {
     obj(
         json!({"items": {"type": "array", "items": r(name)}, "total": {"type": "integer"}, "limit": {"type": "integer"}, "offset": {"type": "integer"}}),
@@ -240,18 +260,7 @@ pub fn document() -> Value {
                 "final_answer": {"type": ["string", "null"]}, "step_count": {"type": "integer"}, "attempts": {"type": "integer"}, "last_error": {"type": ["string", "null"]}, "judge_error": {"type": ["string", "null"], "description": "the rubric could not be evaluated (a selector the browser rejects, a script that does not parse): no success, no score"},
                 "duration_ms": {"type": ["integer", "null"]}, "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]}}),
                 &["id", "campaign_id", "task_id", "status", "step_count"]),
-            "Step": obj(json!({"idx": {"type": "integer"}, "url": {"type": "string"}, "title": {"type": "string"}, "screenshot": {"type": ["string", "null"]},
-                "elements": {"type": "array"},
-                "events": {"type": "array", "description": "What the page did on its own since the previous step: {kind: dialog|tab_opened|tab_closed|download|blocked|script_stopped|navigation_stopped, ...}"},
-                "tabs": {"type": "array", "description": "Open tabs: {number, url, title, active}"},
-                "action": {"type": "string"}, "thought": {"type": ["string", "null"]}, "raw_output": {"type": ["string", "null"]},
-                "action_error": {"type": ["string", "null"]}, "click_x": {"type": ["number", "null"]}, "click_y": {"type": ["number", "null"]},
-                "logprob": {"type": ["number", "null"]},
-                "token_logprobs": {"type": ["array", "null"], "items": {"type": "number"}, "description": "log-probability of each generated token of raw_output, when the policy reported them"},
-                "token_ids": {"type": ["array", "null"], "items": {"type": "integer"}, "description": "the generated tokens' ids in the policy model's vocabulary, paired with token_logprobs, when the policy reported them (ONNX policies; HTTP servers that honour return_tokens_as_token_ids)"},
-                "prompt": {"type": ["string", "null"], "description": "the text a model policy was given (ONNX: the rendered chat template, one placeholder per image; HTTP: the user message's text)"},
-                "observe_ms": {"type": "integer"}, "policy_ms": {"type": "integer"}, "act_ms": {"type": "integer"}}),
-                &["idx", "url", "action"]),
+            "Step": step_schema(),
             "Verdict": obj(json!({"judge": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]},
                 "passed": {"type": ["boolean", "null"], "description": "null: not checked (binary judging stopped early)"}, "evidence": {"type": "string"}, "reason": {"type": "string"}}), &["judge", "fact_id", "passed"]),
             "EpisodeDetail": {"allOf": [r("EpisodeSummary"), obj(json!({"instruction": {"type": "string"}, "final_url": {"type": ["string", "null"]},

@@ -262,6 +262,7 @@ fn finished(id: uuid::Uuid, success: bool) -> engine::store::EpisodeRecord {
                 elements: json!([]),
                 events: json!([]),
                 tabs: json!([]),
+                ax_tree: None,
                 action: "answer(\"12.50\")".into(),
                 thought: None,
                 raw_output: Some("answer(\"12.50\")".into()),

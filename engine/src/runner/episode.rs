@@ -357,6 +357,7 @@ impl Episode {
                 events: serde_json::to_value(std::mem::take(&mut self.early_events))
                     .unwrap_or_default(),
                 tabs: serde_json::to_value(&obs.tabs).unwrap_or_default(),
+                ax_tree: obs.ax_tree.clone(),
                 action: String::new(),
                 thought: decision.thought.clone(),
                 raw_output: Some(decision.raw_output.clone()),

@@ -32,9 +32,9 @@ pub use blobs::{Blob, hash as blob_hash};
 pub use campaigns::{BreakdownRow, CampaignCounts, CampaignView, PlannedEpisode, PolicyUse};
 pub use card::{PolicyCard, Sampling};
 pub use episodes::{
-    ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeRecord,
-    EpisodeSummary, JUDGE_ERROR, JUDGED, StepCore, StepRecord, StepView, VerdictOutcome,
-    VerdictRecord, VerdictView,
+    AX_TREE_LIMIT, ClaimedEpisode, EndReason, EpisodeDetail, EpisodeFilter, EpisodeKey,
+    EpisodeRecord, EpisodeSummary, JUDGE_ERROR, JUDGED, StepCore, StepRecord, StepView,
+    VerdictOutcome, VerdictRecord, VerdictView,
 };
 pub use run_leases::RunFigures;
 pub use runs::{IterationUpdate, IterationView, RunView};

@@ -69,6 +69,7 @@ pub(super) fn needs_cleaning(r: &EpisodeRecord) -> bool {
                 || nul_opt(&s.core.raw_output)
                 || nul_opt(&s.core.action_error)
                 || nul_opt(&s.core.prompt)
+                || nul_opt(&s.core.ax_tree)
                 || has_nul_json(&s.core.elements)
                 || has_nul_json(&s.core.events)
                 || has_nul_json(&s.core.tabs)
@@ -124,6 +125,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         clean_opt(&mut s.core.raw_output);
         clean_opt(&mut s.core.action_error);
         clean_opt(&mut s.core.prompt);
+        clean_opt(&mut s.core.ax_tree);
         clean_json(&mut s.core.elements);
         clean_json(&mut s.core.events);
         clean_json(&mut s.core.tabs);

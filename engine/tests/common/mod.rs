@@ -108,6 +108,17 @@ pub async fn engine_with(
     extra: Vec<Arc<dyn Policy>>,
     runner: RunnerConfig,
 ) -> (Engine, SitesServer) {
+    engine_observing(pool, extra, runner, |_| {}).await
+}
+
+/// [`engine_with`] with its browsers' configuration changed by `browsers` (what an
+/// observation holds: the accessibility tree, set-of-marks).
+pub async fn engine_observing(
+    pool: PgPool,
+    extra: Vec<Arc<dyn Policy>>,
+    runner: RunnerConfig,
+    browsers: impl FnOnce(&mut PoolConfig),
+) -> (Engine, SitesServer) {
     let sites = sites().await;
     let mut policies = PolicyRegistry::builtin();
     for p in extra {
@@ -115,6 +126,7 @@ pub async fn engine_with(
     }
     let mut cfg = PoolConfig::new(PoolConfig::default_chromium());
     cfg.contexts_per_browser = 2;
+    browsers(&mut cfg);
     let engine = Engine::new(Store::from_pool(pool), cfg, runner, policies);
     let report = engine.register_bundled(sites.bases()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);

@@ -114,6 +114,7 @@ fn record(id: Uuid, o: Outcome) -> EpisodeRecord {
             elements: json!([]),
             events: json!([]),
             tabs: json!([]),
+            ax_tree: None,
             action: if i + 1 == o.steps {
                 format!("answer({:?})", o.answer)
             } else {

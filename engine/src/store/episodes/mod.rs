@@ -2,12 +2,14 @@
 //! replay read models ([`read`]). A step is written as a [`StepRecord`] and read back as a
 //! [`StepView`]; both carry the same [`StepCore`].
 
+mod ax_tree;
 mod lease;
 mod read;
 mod write;
 
 use serde::Serialize;
 
+pub use ax_tree::{AX_TREE_LIMIT, bounded as bounded_ax_tree};
 pub use lease::ClaimedEpisode;
 pub use read::{
     EpisodeDetail, EpisodeFilter, EpisodeKey, EpisodeSummary, JUDGE_ERROR, JUDGED, StepView,
@@ -32,6 +34,10 @@ pub struct StepCore {
     pub events: serde_json::Value,
     /// Open tabs at observation time (`browser_pool::TabInfo` as JSON).
     pub tabs: serde_json::Value,
+    /// Chromium's accessibility tree as the policy was shown it (text, one node a line,
+    /// numbered elements as `[N] role "name"`), when the browser config recorded it
+    /// (`accessibility_tree`, CLI `--ax-tree`); stored at most [`AX_TREE_LIMIT`] bytes.
+    pub ax_tree: Option<String>,
     /// Canonical action line (or the raw output when it did not parse).
     pub action: String,
     /// The policy's reasoning.

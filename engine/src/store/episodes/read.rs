@@ -311,7 +311,8 @@ impl Store {
         .await?;
         let steps = sqlx::query_as(
             "SELECT idx, url, title, screenshot, elements, events, tabs, action, thought, raw_output, action_error,
-                click_x, click_y, logprob, token_logprobs, token_ids, prompt, observe_ms, policy_ms, act_ms
+                click_x, click_y, logprob, token_logprobs, token_ids, prompt, observe_ms, policy_ms, act_ms,
+                ax_tree
              FROM steps WHERE episode_id = $1 ORDER BY idx",
         )
         .bind(id)
@@ -476,6 +477,7 @@ mod tests {
                 elements: serde_json::json!([]),
                 events: serde_json::json!([]),
                 tabs: serde_json::json!([]),
+                ax_tree: Some("[1] button \"Go\"".into()),
                 action: "stop()".into(),
                 thought: None,
                 raw_output: None,
@@ -502,6 +504,7 @@ mod tests {
             "elements",
             "events",
             "tabs",
+            "ax_tree",
             "action",
             "thought",
             "raw_output",

@@ -209,7 +209,7 @@ impl Store {
             let mut q = QueryBuilder::new(
                 "INSERT INTO steps (episode_id, idx, url, title, screenshot, elements, action, thought, raw_output,
                     action_error, click_x, click_y, logprob, token_logprobs, observe_ms, policy_ms, act_ms,
-                    events, tabs, prompt, token_ids) ",
+                    events, tabs, prompt, token_ids, ax_tree) ",
             );
             q.push_values(rec.steps.iter().enumerate(), |mut b, (i, s)| {
                 b.push_bind(rec.id)
@@ -232,7 +232,8 @@ impl Store {
                     .push_bind(&s.core.events)
                     .push_bind(&s.core.tabs)
                     .push_bind(&s.core.prompt)
-                    .push_bind(ids_column(&s.token_ids));
+                    .push_bind(ids_column(&s.token_ids))
+                    .push_bind(s.core.ax_tree.as_deref().map(super::bounded_ax_tree));
             });
             q.build().execute(&mut *tx).await?;
         }
