@@ -3,6 +3,7 @@
 //! drive, and episodes run on the pool directly without the runner (`episode`).
 
 mod api;
+mod curriculum;
 mod env;
 mod episode;
 mod history;
@@ -40,6 +41,9 @@ pub enum BenchCommand {
     Soak(soak::SoakArgs),
     /// Training throughput of the built-in trainer (tokens and samples per second).
     Train(train::TrainArgs),
+    /// Curriculum vs fixed short and long horizons and a warm start, at equal
+    /// environment steps: learning curves on held-out seeds or tasks.
+    Curriculum(curriculum::CurriculumArgs),
     /// Writes a synthetic history (campaigns, episodes, steps, verdicts, all marked
     /// `synthetic`) into the database, for `bench api`.
     History(history::HistoryArgs),
@@ -57,6 +61,7 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::Workers(a) => workers::run(common, a).await,
         BenchCommand::Soak(a) => soak::run(common, a).await,
         BenchCommand::Train(a) => train::run(common, a).await,
+        BenchCommand::Curriculum(a) => curriculum::run(common, a).await,
         BenchCommand::History(a) => history::run(common, a).await,
         BenchCommand::Api(a) => api::run(common, a).await,
     }

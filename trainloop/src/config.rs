@@ -82,6 +82,12 @@ pub struct RunConfig {
     /// ([`crate::schedule`]). Absent: the synchronous loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlap: Option<Overlap>,
+    /// An environment-step budget: once the iterations' recorded `env_steps` reach it,
+    /// no new rollout phase starts; the iterations already rolled out are trained and
+    /// evaluated and the run completes (compares variants at equal environment steps).
+    /// Absent: the run stops after `iterations`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_env_steps: Option<u64>,
 }
 
 /// Overlapped training's bound (see [`RunConfig::overlap`]).
@@ -244,6 +250,9 @@ impl RunConfig {
         if let TrainerChoice::External(t) = &self.trainer {
             t.validate()?;
         }
+        if self.max_env_steps == Some(0) {
+            return Err("max_env_steps: must be at least 1 (leave it out for no budget)".into());
+        }
         if let Some(o) = self.overlap
             && o.max_staleness == 0
         {
@@ -322,11 +331,29 @@ mod tests {
         assert_eq!(o.max_staleness(), Some(2));
         // A synchronous run's stored config is as it was before overlap existed.
         assert!(serde_json::to_value(&c).unwrap().get("overlap").is_none());
+        assert!(
+            serde_json::to_value(&c)
+                .unwrap()
+                .get("max_env_steps")
+                .is_none()
+        );
+        let mut v = good();
+        v["max_env_steps"] = serde_json::json!(500);
+        assert_eq!(
+            RunConfig::parse(&v.to_string()).unwrap().max_env_steps,
+            Some(500)
+        );
     }
 
     #[test]
     fn bad_configs_name_the_field() {
-        let cases: [(&str, serde_json::Value, &str); 11] = [
+        let cases: [(&str, serde_json::Value, &str); 13] = [
+            (
+                "max_env_steps",
+                serde_json::json!(0),
+                "max_env_steps: must be at least 1",
+            ),
+            ("max_env_steps", serde_json::json!(-5), "expected u64"),
             (
                 "overlap",
                 serde_json::json!({"max_staleness": 0}),

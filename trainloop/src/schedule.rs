@@ -12,6 +12,12 @@
 //! and evaluation j − 1 (an iteration that published nothing repeats the previous
 //! figure), and at most one rollout, one update and one evaluation run at a time.
 //! Iteration 0 is only the untrained model's evaluation.
+//!
+//! An environment-step budget (`max_env_steps`) stops the run early: once the
+//! iterations' recorded `env_steps` reach it no rollout phase starts, the phases of
+//! iterations already rolled out (or rolling out) end as usual, and the run is over when
+//! nothing that started is left ([`finished`]). Variants compared at equal environment
+//! steps thus stop at the same cost whatever their horizons.
 
 /// A phase of an iteration, in the order an iteration runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,13 +78,45 @@ fn over(stages: &[Stage], idx: i64, phase: Phase) -> bool {
     }
 }
 
+/// A run's environment-step budget: the steps its iterations' rollouts recorded so far
+/// and the most it may take (None: no budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Budget {
+    /// Sum of the recorded iterations' `env_steps`.
+    pub spent: u64,
+    /// `max_env_steps`.
+    pub max: Option<u64>,
+}
+
+impl Budget {
+    /// Whether no new rollout phase may start.
+    pub fn exhausted(self) -> bool {
+        self.max.is_some_and(|m| self.spent >= m)
+    }
+}
+
+/// Whether the run is over: every iteration done, or the budget spent and every
+/// iteration that started done (the untrained model's evaluation included).
+pub fn finished(stages: &[Stage], running: &[(u32, Phase)], budget: Budget) -> bool {
+    if stages.iter().all(|s| *s == Stage::Done) {
+        return true;
+    }
+    budget.exhausted()
+        && running.is_empty()
+        && stages.first() == Some(&Stage::Done)
+        && stages
+            .iter()
+            .all(|s| matches!(s, Stage::Done | Stage::NotStarted))
+}
+
 /// The phases that may start now, in iteration order: `stages[i]` is iteration i's
 /// (0..=iterations), `running` the phases in flight, `max_staleness` the overlap bound
-/// (None: the synchronous loop).
+/// (None: the synchronous loop), `budget` the environment steps spent and allowed.
 pub fn ready(
     stages: &[Stage],
     running: &[(u32, Phase)],
     max_staleness: Option<u32>,
+    budget: Budget,
 ) -> Vec<(u32, Phase)> {
     let busy = |p: Phase| running.iter().any(|(_, q)| *q == p);
     let mut out = Vec::new();
@@ -96,7 +134,9 @@ pub fn ready(
         };
         let may = match next {
             Phase::Rollout => {
-                !busy(Phase::Rollout)
+                // A resumed rollout (At(Rollout)) was started within the budget: it ends.
+                (*stage != Stage::NotStarted || !budget.exhausted())
+                    && !busy(Phase::Rollout)
                     && match max_staleness {
                         None => over(stages, j - 1, Phase::Eval),
                         Some(n) => {
@@ -122,31 +162,39 @@ mod tests {
     use super::*;
 
     const SYNC: Option<u32> = None;
+    const NONE: Budget = Budget {
+        spent: 0,
+        max: None,
+    };
 
     #[test]
     fn the_synchronous_loop_runs_one_phase_at_a_time_in_order() {
         let fresh = [NotStarted; 4];
-        assert_eq!(ready(&fresh, &[], SYNC), [(0, Eval)]);
-        assert_eq!(ready(&fresh, &[(0, Eval)], SYNC), []);
+        assert_eq!(ready(&fresh, &[], SYNC, NONE), [(0, Eval)]);
+        assert_eq!(ready(&fresh, &[(0, Eval)], SYNC, NONE), []);
         let mut s = [Done, NotStarted, NotStarted, NotStarted];
-        assert_eq!(ready(&s, &[], SYNC), [(1, Rollout)]);
+        assert_eq!(ready(&s, &[], SYNC, NONE), [(1, Rollout)]);
         s[1] = At(Train);
-        assert_eq!(ready(&s, &[], SYNC), [(1, Train)], "nothing beside it");
+        assert_eq!(
+            ready(&s, &[], SYNC, NONE),
+            [(1, Train)],
+            "nothing beside it"
+        );
         s[1] = At(Eval);
-        assert_eq!(ready(&s, &[], SYNC), [(1, Eval)], "iteration 2 waits");
+        assert_eq!(ready(&s, &[], SYNC, NONE), [(1, Eval)], "iteration 2 waits");
         s[1] = Done;
-        assert_eq!(ready(&s, &[], SYNC), [(2, Rollout)]);
-        assert_eq!(ready(&[Done; 4], &[], SYNC), []);
+        assert_eq!(ready(&s, &[], SYNC, NONE), [(2, Rollout)]);
+        assert_eq!(ready(&[Done; 4], &[], SYNC, NONE), []);
     }
 
     #[test]
     fn a_resumed_synchronous_run_redoes_the_phase_it_was_in() {
         // Killed in iteration 2's update: the update is redone, nothing else starts.
         let s = [Done, Done, At(Train), NotStarted];
-        assert_eq!(ready(&s, &[], SYNC), [(2, Train)]);
-        assert_eq!(ready(&s, &[(2, Train)], SYNC), []);
+        assert_eq!(ready(&s, &[], SYNC, NONE), [(2, Train)]);
+        assert_eq!(ready(&s, &[(2, Train)], SYNC, NONE), []);
         // Killed in the untrained model's evaluation.
-        assert_eq!(ready(&[At(Eval), NotStarted], &[], SYNC), [(0, Eval)]);
+        assert_eq!(ready(&[At(Eval), NotStarted], &[], SYNC, NONE), [(0, Eval)]);
     }
 
     #[test]
@@ -154,23 +202,26 @@ mod tests {
         let n = Some(1);
         // The untrained model's evaluation and the first rollouts go together.
         let fresh = [NotStarted; 4];
-        assert_eq!(ready(&fresh, &[], n), [(0, Eval), (1, Rollout)]);
-        assert_eq!(ready(&fresh, &[(0, Eval)], n), [(1, Rollout)]);
-        assert_eq!(ready(&fresh, &[(0, Eval), (1, Rollout)], n), []);
+        assert_eq!(ready(&fresh, &[], n, NONE), [(0, Eval), (1, Rollout)]);
+        assert_eq!(ready(&fresh, &[(0, Eval)], n, NONE), [(1, Rollout)]);
+        assert_eq!(ready(&fresh, &[(0, Eval), (1, Rollout)], n, NONE), []);
         // Rollout 1 done: update 1 and rollout 2 (v0 = the base model is published).
         let s = [At(Eval), At(Train), NotStarted, NotStarted];
-        assert_eq!(ready(&s, &[(0, Eval)], n), [(1, Train), (2, Rollout)]);
+        assert_eq!(ready(&s, &[(0, Eval)], n, NONE), [(1, Train), (2, Rollout)]);
         // Rollout 2 done while update 1 runs: update 2 waits for update 1, and rollout 3
         // for v1 (one version behind update 3's v2 at most).
         let s = [Done, At(Train), At(Train), NotStarted];
-        assert_eq!(ready(&s, &[(1, Train)], n), []);
+        assert_eq!(ready(&s, &[(1, Train)], n, NONE), []);
         // Update 1 published v1: evaluation 1, update 2 and rollout 3 all start.
         let s = [Done, At(Eval), At(Train), NotStarted];
-        assert_eq!(ready(&s, &[], n), [(1, Eval), (2, Train), (3, Rollout)]);
+        assert_eq!(
+            ready(&s, &[], n, NONE),
+            [(1, Eval), (2, Train), (3, Rollout)]
+        );
         // Evaluation 2 waits for evaluation 1; one evaluation at a time.
         let s = [Done, At(Eval), At(Eval), At(Train)];
-        assert_eq!(ready(&s, &[(1, Eval)], n), [(3, Train)]);
-        assert_eq!(ready(&s, &[(1, Eval), (3, Train)], n), []);
+        assert_eq!(ready(&s, &[(1, Eval)], n, NONE), [(3, Train)]);
+        assert_eq!(ready(&s, &[(1, Eval), (3, Train)], n, NONE), []);
     }
 
     #[test]
@@ -178,14 +229,14 @@ mod tests {
         // N = 1: rollout 3 needs v1; N = 2 lets it start on v0 (two versions behind
         // update 3's parent v2 at most).
         let s = [Done, At(Train), At(Train), NotStarted, NotStarted];
-        assert_eq!(ready(&s, &[], Some(1)), [(1, Train)]);
-        assert_eq!(ready(&s, &[], Some(2)), [(1, Train), (3, Rollout)]);
+        assert_eq!(ready(&s, &[], Some(1), NONE), [(1, Train)]);
+        assert_eq!(ready(&s, &[], Some(2), NONE), [(1, Train), (3, Rollout)]);
         // N = 2 with three iterations rolled out and none trained: rollout 4 needs v1.
         let s = [Done, At(Train), At(Train), At(Train), NotStarted];
-        assert_eq!(ready(&s, &[(1, Train)], Some(2)), []);
+        assert_eq!(ready(&s, &[(1, Train)], Some(2), NONE), []);
         let s = [Done, At(Eval), At(Train), At(Train), NotStarted];
         assert_eq!(
-            ready(&s, &[], Some(2)),
+            ready(&s, &[], Some(2), NONE),
             [(1, Eval), (2, Train), (4, Rollout)]
         );
     }
@@ -195,12 +246,67 @@ mod tests {
         // Killed with evaluation 1, update 2 and rollouts 3 in flight: all three resume.
         let s = [Done, At(Eval), At(Train), At(Rollout)];
         assert_eq!(
-            ready(&s, &[], Some(1)),
+            ready(&s, &[], Some(1), NONE),
             [(1, Eval), (2, Train), (3, Rollout)]
         );
         // Killed in rollouts 2 before update 1 ended: both resume, rollout 3 waits.
         let s = [Done, At(Train), At(Rollout), NotStarted];
-        assert_eq!(ready(&s, &[], Some(1)), [(1, Train), (2, Rollout)]);
+        assert_eq!(ready(&s, &[], Some(1), NONE), [(1, Train), (2, Rollout)]);
         assert_eq!(Stage::parse("eval"), At(Eval));
+    }
+
+    #[test]
+    fn a_spent_budget_starts_no_rollout_but_ends_what_started() {
+        let spent = Budget {
+            spent: 120,
+            max: Some(100),
+        };
+        let left = Budget {
+            spent: 99,
+            max: Some(100),
+        };
+        // Synchronous: iteration 1 done with 120 steps; iteration 2 does not start.
+        let s = [Done, Done, NotStarted, NotStarted];
+        assert_eq!(ready(&s, &[], SYNC, left), [(2, Rollout)]);
+        assert_eq!(ready(&s, &[], SYNC, spent), []);
+        assert!(finished(&s, &[], spent));
+        assert!(!finished(&s, &[], left));
+        // Its update and evaluation still run; the run is not over before they end.
+        let s = [Done, At(Train), NotStarted];
+        assert_eq!(ready(&s, &[], SYNC, spent), [(1, Train)]);
+        assert!(!finished(&s, &[], spent));
+        let s = [Done, At(Eval), NotStarted];
+        assert_eq!(ready(&s, &[], SYNC, spent), [(1, Eval)]);
+        // Overlap: rollout 3 is held back, update 2 and evaluation 1 go on.
+        let s = [Done, At(Eval), At(Train), NotStarted];
+        assert_eq!(ready(&s, &[], Some(1), spent), [(1, Eval), (2, Train)]);
+        assert!(!finished(&s, &[], spent));
+        // A rollout in flight when the budget ran out ends; the run waits for it.
+        let s = [Done, Done, At(Rollout), NotStarted];
+        assert!(!finished(&s, &[(2, Rollout)], spent));
+        // A resumed run redoes an interrupted rollout (it started within the budget).
+        assert_eq!(ready(&s, &[], SYNC, spent), [(2, Rollout)]);
+        // The untrained model is always evaluated, budget or not.
+        let fresh = [NotStarted; 3];
+        assert_eq!(
+            ready(
+                &fresh,
+                &[],
+                SYNC,
+                Budget {
+                    spent: 0,
+                    max: Some(0)
+                }
+            ),
+            [(0, Eval)]
+        );
+        assert!(!finished(&fresh, &[], spent));
+        assert!(
+            !Budget {
+                spent: 5,
+                max: None
+            }
+            .exhausted()
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! policy version the ONNX policy loads like any model directory.
 
 mod run;
-mod step;
+pub(crate) mod step;
 
 use std::process::ExitCode;
 

@@ -275,11 +275,13 @@ async fn drive(ctx: &Ctx<'_>) -> Result<bool, RunError> {
     let mut failure: Option<RunError> = None;
     loop {
         if failure.is_none() && !halted(ctx).await? {
-            let stages = stages(&store.run_iterations(ctx.run).await?, ctx.cfg.iterations);
-            if stages.iter().all(|s| *s == Stage::Done) {
+            let its = store.run_iterations(ctx.run).await?;
+            let (stages, budget) = (stages(&its, ctx.cfg.iterations), budget(&its, &ctx.cfg));
+            if schedule::finished(&stages, &in_flight, budget) {
                 return Ok(true);
             }
-            for (idx, phase) in schedule::ready(&stages, &in_flight, ctx.cfg.max_staleness()) {
+            let ready = schedule::ready(&stages, &in_flight, ctx.cfg.max_staleness(), budget);
+            for (idx, phase) in ready {
                 (ctx.events)(Event::Phase {
                     iteration: idx,
                     phase: phase.name(),
@@ -314,8 +316,9 @@ async fn drive(ctx: &Ctx<'_>) -> Result<bool, RunError> {
     }
     // Nothing in flight and nothing may start, yet not done: the schedule cannot say so
     // for a consistent store; say what the store holds instead of spinning.
-    let stages = stages(&store.run_iterations(ctx.run).await?, ctx.cfg.iterations);
-    if stages.iter().all(|s| *s == Stage::Done) {
+    let its = store.run_iterations(ctx.run).await?;
+    let stages = stages(&its, ctx.cfg.iterations);
+    if schedule::finished(&stages, &[], budget(&its, &ctx.cfg)) {
         return Ok(true);
     }
     Err(RunError::Config(format!(
@@ -332,6 +335,18 @@ fn stages(its: &[IterationView], iterations: u32) -> Vec<Stage> {
                 .map_or(Stage::NotStarted, |it| Stage::parse(&it.phase))
         })
         .collect()
+}
+
+/// The environment steps the run's rollouts recorded, against its budget.
+fn budget(its: &[IterationView], cfg: &RunConfig) -> schedule::Budget {
+    schedule::Budget {
+        spent: its
+            .iter()
+            .filter_map(|it| it.env_steps)
+            .map(|s| s.max(0) as u64)
+            .sum(),
+        max: cfg.max_env_steps,
+    }
 }
 
 async fn run_phase(ctx: &Ctx<'_>, idx: u32, phase: Phase) -> Result<(), RunError> {
