@@ -371,6 +371,29 @@ async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool:
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("line 2"), "{err}");
     assert!(!tmp.path().join("v3").exists());
+    // A scripted campaign's steps carry no prompt nor token ids: refused, saying so.
+    let scripted = campaign(&engine, "scripted", 1).await.to_string();
+    let out = surfgym(
+        &pool,
+        &[
+            "train",
+            "step",
+            "--campaign",
+            &scripted,
+            "--model",
+            &base_s,
+            "--out",
+            tmp.path().join("v4").to_str().unwrap(),
+            "--objective",
+            "fbc",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("can be trained on") && err.contains("onnx policy"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("v4").exists());
 }
 
 /// `serve-policy` started on a version link serves each promoted version from the next

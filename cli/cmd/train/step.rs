@@ -218,7 +218,10 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         &serde_json::from_value(dropped.clone())?,
     );
     if selection.kept.is_empty() {
-        bail!("{}", nothing_selected(objective, &episodes));
+        bail!(
+            "{}",
+            nothing_selected(objective, &episodes, collected.metas.len())
+        );
     }
 
     // The frozen parts (embeddings, vision encoder) in ONNX Runtime.
@@ -347,9 +350,15 @@ fn print_counts(what: &str, counts: &std::collections::BTreeMap<String, usize>) 
     }
 }
 
-/// What to do when the selection kept nothing.
-fn nothing_selected(objective: Objective, episodes: &[TraceEpisode]) -> String {
+/// What to do when the selection kept nothing (`trainable`: steps a trainer could replay).
+fn nothing_selected(objective: Objective, episodes: &[TraceEpisode], trainable: usize) -> String {
     let successes = episodes.iter().filter(|e| e.success == Some(true)).count();
+    let steps: usize = episodes.iter().map(|e| e.steps.len()).sum();
+    if trainable == 0 && steps > 0 {
+        return format!(
+            "no step selected: none of the {steps} recorded steps can be trained on (see \"not trainable\" above): a trainer replays the onnx policy's own steps, with the prompt and token ids it recorded, so episodes of the scripted, random or HTTP policies cannot be trained on yet; train on a campaign of the onnx policy"
+        );
+    }
     match objective {
         Objective::Fbc if successes == 0 => format!(
             "no step selected: none of the {} episodes succeeded (behaviour cloning learns from successes; try --objective grpo, more rollouts, or a warm start)",
