@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Tasks whose right element does not depend on the seed.
 const TASKS: [&str; 2] = ["miniwob.click-dialog", "miniwob.focus-text"];
-use std::path::PathBuf;
 
 use engine::Engine;
 use engine::store::{EpisodeFilter, Store};
@@ -46,11 +45,6 @@ fn config() -> serde_json::Value {
         "policy": {"constrained": "action", "max_new_tokens": 16},
         "seed": 3
     })
-}
-
-fn dylib() -> PathBuf {
-    engine::policy::onnx::find_ort_dylib(&common::data_dir())
-        .expect("ONNX Runtime: run ./scripts/setup-python.sh")
 }
 
 /// One held-out episode as the evaluation saw it.
@@ -89,18 +83,16 @@ async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out
     pool: PgPool,
 ) {
     let root = tempfile::tempdir().unwrap();
+    let run = common::training_run(&pool, &config(), root.path()).await;
+    run.execute_to_end(root.path()).await;
     let common::TrainingRun {
         engine,
-        policies,
         id,
         cfg,
         sites: _sites,
-    } = common::training_run(&pool, &config(), root.path()).await;
+        ..
+    } = run;
     let store = engine.store().clone();
-    let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
-        .await
-        .unwrap();
-    assert_eq!(done.state, "completed");
     let its = store.run_iterations(id).await.unwrap();
     for it in &its[1..] {
         for c in &it.rollout_campaigns {

@@ -7,7 +7,6 @@ mod common;
 
 use serde_json::Value;
 use sqlx::PgPool;
-use trainloop::run;
 
 const BUDGET: i64 = 9;
 
@@ -33,20 +32,16 @@ fn config() -> Value {
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn a_spent_budget_ends_the_run_after_the_iteration_in_flight(pool: PgPool) {
     let root = tempfile::tempdir().unwrap();
+    let run = common::training_run(&pool, &config(), root.path()).await;
+    run.execute_to_end(root.path()).await;
     let common::TrainingRun {
         engine,
-        policies,
         id,
         cfg,
         sites: _sites,
-    } = common::training_run(&pool, &config(), root.path()).await;
+        ..
+    } = run;
     assert_eq!(cfg.max_env_steps, Some(BUDGET as u64));
-    let dylib = engine::policy::onnx::find_ort_dylib(&common::data_dir())
-        .expect("ONNX Runtime: run ./scripts/setup-python.sh");
-    let done = run::execute(&engine, &policies, id, root.path(), &dylib, &|_| {})
-        .await
-        .unwrap();
-    assert_eq!(done.state, "completed", "{:?}", done.error);
     let mut its = engine.store().run_iterations(id).await.unwrap();
     its.sort_by_key(|it| it.idx);
     assert!(

@@ -89,18 +89,16 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
     pool: PgPool,
 ) {
     let root = tempfile::tempdir().unwrap();
+    let run = common::training_run(&pool, &config(), root.path()).await;
+    run.execute_to_end(root.path()).await;
     let common::TrainingRun {
         engine,
-        policies,
         id,
         cfg,
         sites: _sites,
-    } = common::training_run(&pool, &config(), root.path()).await;
+        ..
+    } = run;
     let store = engine.store().clone();
-    let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
-        .await
-        .unwrap();
-    assert_eq!(done.state, "completed", "{:?}", done.error);
     let its = store.run_iterations(id).await.unwrap();
     let it = &its[1];
     let samples = it.samples.unwrap() as usize;

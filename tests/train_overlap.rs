@@ -41,11 +41,6 @@ fn config() -> Value {
     })
 }
 
-fn dylib() -> PathBuf {
-    engine::policy::onnx::find_ort_dylib(&common::data_dir())
-        .expect("ONNX Runtime: run ./scripts/setup-python.sh")
-}
-
 /// The model directory's name each episode of `campaign` ran (its policy card's).
 async fn models(store: &Store, campaign: Uuid) -> Vec<String> {
     let eps = engine::traces::from_campaigns(store, &[campaign])
@@ -75,19 +70,17 @@ fn name(path: &Path) -> String {
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
 async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(pool: PgPool) {
     let root = tempfile::tempdir().unwrap();
+    let run = common::training_run(&pool, &config(), root.path()).await;
+    let done = run.execute_to_end(root.path()).await;
     let common::TrainingRun {
         engine,
         policies,
         id,
         cfg,
         sites: _sites,
-    } = common::training_run(&pool, &config(), root.path()).await;
+    } = run;
     assert_eq!(cfg.max_staleness(), Some(1));
     let store = engine.store().clone();
-    let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
-        .await
-        .unwrap();
-    assert_eq!(done.state, "completed", "{:?}", done.error);
     let its = store.run_iterations(id).await.unwrap();
     assert_eq!(its.len(), 4);
     assert!(its.iter().all(|it| it.phase == "done"));

@@ -43,11 +43,6 @@ fn config(iterations: u32) -> serde_json::Value {
     })
 }
 
-fn dylib() -> PathBuf {
-    engine::policy::onnx::find_ort_dylib(&common::data_dir())
-        .expect("ONNX Runtime: run ./scripts/setup-python.sh")
-}
-
 async fn success(store: &Store, campaign: Uuid) -> (usize, usize) {
     let (eps, _) = store
         .list_episodes(&EpisodeFilter::campaign(campaign), 1000, 0)
@@ -62,18 +57,15 @@ async fn a_short_run_trains_on_its_own_rollouts_and_evaluates_each_version_on_he
     pool: PgPool,
 ) {
     let root = tempfile::tempdir().unwrap();
+    let run = common::training_run(&pool, &config(2), root.path()).await;
+    let done = run.execute_to_end(root.path()).await;
     let common::TrainingRun {
         engine,
-        policies,
         id,
         sites: _sites,
         ..
-    } = common::training_run(&pool, &config(2), root.path()).await;
+    } = run;
     let store = engine.store().clone();
-    let done = run::execute(&engine, &policies, id, root.path(), &dylib(), &|_| {})
-        .await
-        .unwrap();
-    assert_eq!(done.state, "completed");
     let its = store.run_iterations(id).await.unwrap();
     assert_eq!(
         its.len(),

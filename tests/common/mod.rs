@@ -123,6 +123,12 @@ pub fn database_url(pool: &PgPool) -> String {
     format!("{server}/{db}{query}")
 }
 
+/// ONNX Runtime's library, as `scripts/setup-python.sh` installs it.
+pub fn ort_dylib() -> std::path::PathBuf {
+    engine::policy::onnx::find_ort_dylib(&data_dir())
+        .expect("ONNX Runtime: run ./scripts/setup-python.sh")
+}
+
 /// A training run ready to execute (see [`training_run`]).
 pub struct TrainingRun {
     /// Knows the built-in policies and the run's own, nothing else.
@@ -135,6 +141,24 @@ pub struct TrainingRun {
     pub cfg: trainloop::RunConfig,
     /// MiniWoB++'s pages: keep them alive while the run executes.
     pub sites: SitesServer,
+}
+
+impl TrainingRun {
+    /// Executes the run to its end (no progress events) and checks that it completed.
+    pub async fn execute_to_end(&self, root: &std::path::Path) -> engine::store::RunView {
+        let done = trainloop::run::execute(
+            &self.engine,
+            &self.policies,
+            self.id,
+            root,
+            &ort_dylib(),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(done.state, "completed", "{:?}", done.error);
+        done
+    }
 }
 
 /// A training run of `config` created in the test's database with MiniWoB++ registered,
@@ -151,9 +175,7 @@ pub async fn training_run(pool: &PgPool, config: &Value, root: &std::path::Path)
     let cfg = trainloop::RunConfig::parse(&config.to_string()).unwrap();
     let id = trainloop::run::create(&store, &cfg).await.unwrap();
     let view = store.get_run(id).await.unwrap().unwrap();
-    let dylib = engine::policy::onnx::find_ort_dylib(&data_dir())
-        .expect("ONNX Runtime: run ./scripts/setup-python.sh");
-    let policies = trainloop::run::prepare(&cfg, &view, root, &dylib).unwrap();
+    let policies = trainloop::run::prepare(&cfg, &view, root, &ort_dylib()).unwrap();
     let mut registry = PolicyRegistry::builtin();
     for p in policies.all() {
         registry.register(p);
