@@ -21,7 +21,7 @@ use trainloop::run::{self, Event};
 use crate::args::Common;
 use crate::cmd::train::step::{StepArgs, step};
 use crate::progress;
-use crate::setup::{Env, engine_with, environment, finish};
+use crate::setup::{Env, environment, finish};
 
 /// Which tasks.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -387,10 +387,8 @@ async fn one_run(
         .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     println!("training run {id} ({name})");
     let view = store.get_run(id).await?.context("the run vanished")?;
-    let dylib = common.models.onnx_options(common, cfg.model.clone())?.dylib;
-    let root = common.data_dir.join("runs");
-    let policies = run::prepare(&cfg, &view, &root, &dylib)?;
-    let engine = engine_with(common, &env.db, policies.all().to_vec())?;
+    let (policies, engine, root, dylib) =
+        crate::cmd::train::run::prepared(common, env, &cfg, &view)?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let render_store = store.clone();
     let render = tokio::spawn(async move {

@@ -2,7 +2,7 @@
 //! (filtered behaviour cloning or GRPO) from stored campaigns or an export, published as a
 //! policy version the ONNX policy loads like any model directory.
 
-mod run;
+pub(crate) mod run;
 pub(crate) mod step;
 
 use std::process::ExitCode;

@@ -71,6 +71,22 @@ pub async fn resume(common: &Common, a: ResumeArgs) -> anyhow::Result<ExitCode> 
     go(common, env, id).await
 }
 
+/// A run's two policies loaded from its version link, an engine that knows them, and where
+/// the run keeps its versions (`DATA_DIR/runs`), with ONNX Runtime's library: what
+/// `train run`, `train resume` and `bench curriculum` execute a run with.
+pub(crate) fn prepared(
+    common: &Common,
+    env: &crate::setup::Env,
+    cfg: &RunConfig,
+    view: &engine::store::RunView,
+) -> anyhow::Result<(run::RunPolicies, engine::Engine, PathBuf, PathBuf)> {
+    let dylib = common.models.onnx_options(common, cfg.model.clone())?.dylib;
+    let root = common.data_dir.join("runs");
+    let policies = run::prepare(cfg, view, &root, &dylib)?;
+    let engine = engine_with(common, &env.db, policies.all().to_vec())?;
+    Ok((policies, engine, root, dylib))
+}
+
 fn parse_id(s: &str) -> anyhow::Result<Uuid> {
     Uuid::parse_str(s).with_context(|| format!("{s}: not a training run id (`surfgym train list`)"))
 }
@@ -82,10 +98,7 @@ async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result
         .await?
         .with_context(|| format!("no training run {id} (`surfgym train list`)"))?;
     let cfg: RunConfig = serde_json::from_value(view.config.clone())?;
-    let dylib = common.models.onnx_options(common, cfg.model.clone())?.dylib;
-    let root = common.data_dir.join("runs");
-    let policies = run::prepare(&cfg, &view, &root, &dylib)?;
-    let engine = engine_with(common, &env.db, policies.all().to_vec())?;
+    let (policies, engine, root, dylib) = prepared(common, &env, &cfg, &view)?;
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let render_store = store.clone();
