@@ -21,7 +21,7 @@ use trainloop::run::{self, Event};
 use crate::args::Common;
 use crate::cmd::train::step::{StepArgs, step};
 use crate::progress;
-use crate::setup::{Env, environment, finish};
+use crate::setup::{Env, engine_with, environment, finish};
 
 /// Which tasks.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,6 +41,13 @@ pub struct CurriculumArgs {
     /// Only the first N training tasks of the suite (default: all).
     #[arg(long)]
     tasks: Option<usize>,
+    /// Only these training tasks of the suite (repeat; default: all). With `--tasks`, the
+    /// first N of them.
+    #[arg(long = "task", value_name = "ID")]
+    only: Vec<String>,
+    /// Passes of the warm start's behaviour-cloning update over its demonstrations.
+    #[arg(long, default_value_t = 4)]
+    warm_epochs: usize,
     /// Environment steps every variant may take (its runs' `max_env_steps`; a warm
     /// start's scripted episodes count toward it).
     #[arg(long)]
@@ -109,8 +116,15 @@ pub async fn run(common: &Common, a: CurriculumArgs) -> anyhow::Result<ExitCode>
     if a.rollouts_per_task < 2 {
         bail!("--rollouts-per-task: must be at least 2 (a group compares rollouts)");
     }
-    if a.eval_rollouts == 0 || a.iterations == 0 || a.short == 0 || a.long == 0 {
-        bail!("--eval-rollouts, --iterations, --short and --long: must be at least 1");
+    if a.eval_rollouts == 0
+        || a.iterations == 0
+        || a.short == 0
+        || a.long == 0
+        || a.warm_epochs == 0
+    {
+        bail!(
+            "--eval-rollouts, --iterations, --short, --long and --warm-epochs: must be at least 1"
+        );
     }
     let model = a
         .model
@@ -168,6 +182,7 @@ async fn suite(
                     "--suite miniwob: no MiniWoB++ task is registered (./scripts/setup-python.sh installs MiniWoB++)"
                 );
             }
+            keep_only(&mut ids, &a.only)?;
             ids.truncate(a.tasks.unwrap_or(usize::MAX));
             Ok((
                 ids,
@@ -191,6 +206,7 @@ async fn suite(
             if train.is_empty() || test.is_empty() {
                 bail!("--suite bundled: no bundled task in the train or the test split");
             }
+            keep_only(&mut train, &a.only)?;
             train.truncate(a.tasks.unwrap_or(usize::MAX));
             let n = test.len();
             Ok((
@@ -200,6 +216,18 @@ async fn suite(
             ))
         }
     }
+}
+
+/// `--task`: the suite's training tasks named there, every one of them a training task.
+fn keep_only(ids: &mut Vec<String>, only: &[String]) -> anyhow::Result<()> {
+    if only.is_empty() {
+        return Ok(());
+    }
+    if let Some(t) = only.iter().find(|t| !ids.contains(t)) {
+        bail!("--task {t}: not a training task of this suite (see `surfgym tasks list`)");
+    }
+    ids.retain(|id| only.contains(id));
+    Ok(())
 }
 
 async fn variants(
@@ -257,16 +285,29 @@ async fn variants(
         curves.push(one_run(common, env, name, cfg, 0, Instant::now()).await?);
     }
 
-    // The warm start: scripted episodes on the training tasks, one FBC update on them.
+    // The warm start: the teacher's episodes on the training tasks, each step recorded as
+    // the base model would have written it, then one FBC update on them.
     println!("\n== warm+tti");
     let started = Instant::now();
-    let policy = match a.suite {
+    let teacher = match a.suite {
         Suite::Miniwob => "miniwob-solver",
         Suite::Bundled => "scripted",
     };
+    let policy = format!("demonstrated-{teacher}");
+    let tti = RunConfig::parse(&base("warm+tti", serde_json::json!({"kind": "tti"})).to_string())
+        .map_err(|e| anyhow::anyhow!("warm+tti: {e}"))?;
+    let dylib = common
+        .models
+        .onnx_options(common, model.to_path_buf())?
+        .dylib;
+    let teacher_policy = engine::policy::PolicyRegistry::builtin()
+        .get(teacher)
+        .with_context(|| format!("no built-in policy {teacher}"))?;
+    let demo = run::demonstrator(&tti, &policy, teacher_policy, &dylib)?;
+    let demo_engine = engine_with(common, &env.db, vec![demo])?;
     let spec = CampaignSpec {
         name: Some(format!("bench curriculum · warm start ({policy})")),
-        policy: Some(policy.into()),
+        policy: Some(policy.clone()),
         tasks: Some(TaskFilter {
             ids: train.clone(),
             ..Default::default()
@@ -276,11 +317,12 @@ async fn variants(
         seed: Some(a.seed ^ 0x3A53_0000),
         ..Default::default()
     };
-    let campaign = env.engine.create_campaign(spec).await?;
-    let runner = env.engine.clone();
+    let campaign = demo_engine.create_campaign(spec).await?;
+    let runner = demo_engine.clone();
     let watch = tokio::spawn(async move { runner.run_campaign(campaign).await });
     let _ = progress::watch(&store, &[campaign]).await;
     let status = watch.await??;
+    demo_engine.shutdown().await;
     let v = store
         .get_campaign(campaign)
         .await?
@@ -311,11 +353,13 @@ async fn variants(
         "fbc".into(),
         "--seed".into(),
         a.seed.to_string(),
+        "--epochs".into(),
+        a.warm_epochs.to_string(),
     ];
     let step_args = StepCli::try_parse_from(argv)?.a;
-    // Today only the ONNX policy's own steps (prompt and tokens recorded) can be trained
-    // on, so scripted traces may select nothing: the variant is then reported as not run
-    // rather than ending the benchmark.
+    // A teacher whose actions the model cannot write (or a warm-up that failed every
+    // episode) selects nothing: the variant is then reported as not run rather than
+    // ending the benchmark.
     if let Err(e) = step(common, step_args).await {
         println!("warm+tti not run: the warm start's FBC update failed: {e:#}");
         curves.push(Curve {

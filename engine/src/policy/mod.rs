@@ -4,6 +4,7 @@
 mod agent_like;
 mod batcher;
 mod card;
+mod demonstrated;
 pub mod follow;
 pub mod http;
 pub mod miniwob;
@@ -24,6 +25,7 @@ use tasks::Task;
 pub use agent_like::AgentLike;
 pub use batcher::{BatchBackend, BatchLimits, Batched, CloseReason, take_batch};
 pub use card::{PolicyCard, Sampling, fingerprint};
+pub use demonstrated::{Demonstrated, Written};
 pub use random::RandomPolicy;
 pub use scripted::ScriptedPolicy;
 pub use simulated::{LatencyModel, SimulatedLatency};

@@ -35,8 +35,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use engine::policy::follow::Following;
 use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::version_link::promote;
-use engine::policy::onnx::{self, OnnxOptions};
-use engine::policy::{BatchLimits, Policy};
+use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
+use engine::policy::{BatchLimits, Demonstrated, Policy};
 use engine::store::{IterationView, RunView, Store};
 use engine::{CampaignSpec, Engine};
 use futures::StreamExt;
@@ -139,20 +139,8 @@ pub fn prepare(
         max_batch: 8,
         max_wait: Duration::from_millis(10),
     };
-    let options = |link: &Path, temperature: f32| {
-        let mut o = OnnxOptions::new(link, dylib);
-        o.generation.temperature = temperature;
-        o.generation.max_new_tokens = cfg.policy.max_new_tokens as usize;
-        o.answer_prefix = cfg.policy.answer_prefix.clone();
-        o.constrained = match cfg.policy.constrained.as_deref() {
-            Some("reasoned") => Some(Constraint::Reasoned),
-            Some(_) => Some(Constraint::Action),
-            None => None,
-        };
-        o
-    };
     let follow = |name: &str, link: &Path, t: f32| {
-        onnx::following(name, link, options(link, t), limits)
+        onnx::following(name, link, policy_options(cfg, link, dylib, t), limits)
             .map(Arc::new)
             .map_err(|e| RunError::Config(format!("model: {e}")))
     };
@@ -160,6 +148,39 @@ pub fn prepare(
         sample: follow(&sample_name, &link, 1.0)?,
         greedy: follow(&greedy_name, &eval_link, 0.0)?,
     })
+}
+
+/// How the run's policies load and prompt the model in `dir` (every version, and a
+/// demonstrator's student, prompted alike: what is trained on is what is rolled out).
+pub fn policy_options(cfg: &RunConfig, dir: &Path, dylib: &Path, temperature: f32) -> OnnxOptions {
+    let mut o = OnnxOptions::new(dir, dylib);
+    o.generation.temperature = temperature;
+    o.generation.max_new_tokens = cfg.policy.max_new_tokens as usize;
+    o.answer_prefix = cfg.policy.answer_prefix.clone();
+    o.constrained = match cfg.policy.constrained.as_deref() {
+        Some("reasoned") => Some(Constraint::Reasoned),
+        Some(_) => Some(Constraint::Action),
+        None => None,
+    };
+    o
+}
+
+/// `teacher` acting, each step recorded as the run's base model, prompted as the run
+/// prompts it, would have written the action ([`Demonstrated`]): a warm start's
+/// behaviour-cloning data, trainable by `train step` like the run's own rollouts.
+pub fn demonstrator(
+    cfg: &RunConfig,
+    name: &str,
+    teacher: Arc<dyn Policy>,
+    dylib: &Path,
+) -> Result<Arc<dyn Policy>, RunError> {
+    let student = OnnxBackend::load(policy_options(cfg, &cfg.model, dylib, 0.0))
+        .map_err(|e| RunError::Config(format!("model: {e}")))?;
+    Ok(Arc::new(Demonstrated::new(
+        name,
+        teacher,
+        Arc::new(student),
+    )))
 }
 
 /// Checks what needs the store and the model, before anything runs: the training and

@@ -159,8 +159,18 @@ impl OnnxBackend {
         Ok(prompt)
     }
 
+    /// The text every output starts with (written into the prompt, not sampled).
+    pub fn answer_prefix(&self) -> &str {
+        &self.opts.answer_prefix
+    }
+
+    /// The viewport grid points map to when an observation has no screenshot.
+    pub fn viewport(&self) -> (u32, u32) {
+        self.opts.viewport
+    }
+
     /// How actions address the page: element numbers unless a vision model uses the grid.
-    fn grounding(&self) -> Grounding {
+    pub fn grounding(&self) -> Grounding {
         if self.vision {
             self.opts.prompt.grounding
         } else {
