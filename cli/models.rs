@@ -11,7 +11,7 @@ use engine::policy::http::{HttpOptions, HttpPolicy};
 use engine::policy::onnx;
 use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::version_link as inference_link;
-use engine::policy::{BatchLimits, PolicyRegistry};
+use engine::policy::{BatchLimits, Demonstrated, PolicyRegistry};
 
 use crate::args::Common;
 
@@ -45,6 +45,17 @@ pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Resul
                 fallback.map(|f| format!(" ({f})")).unwrap_or_default()
             );
             policies.register(Arc::new(policy));
+            // Demonstrations for a warm start: a built-in teacher acts, each step recorded
+            // as this model would have written it (`train step --objective fbc` on them).
+            for teacher in ["scripted", "miniwob-solver"] {
+                if let Some(t) = policies.get(teacher) {
+                    policies.register(Arc::new(Demonstrated::new(
+                        format!("demonstrated-{teacher}"),
+                        t,
+                        backend.clone(),
+                    )));
+                }
+            }
         }
     }
     if let Some(url) = &m.policy_url {
