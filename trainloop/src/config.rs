@@ -49,6 +49,12 @@ pub struct RunConfig {
     /// says (a warm-up on the policy's own successes).
     #[serde(default)]
     pub fbc_iterations: u32,
+    /// A warm start from demonstrations: the first `fbc_iterations` iterations roll out
+    /// this built-in teacher (`miniwob-solver`, or `scripted`: the reference solutions)
+    /// instead of the model, each step recorded as the model would have written the
+    /// teacher's action (`engine::policy::Demonstrated`), so their FBC updates clone it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demonstrator: Option<String>,
     /// GRPO: advantages are divided by this constant (AsyncWebRL: 10, for long
     /// trajectories of big models; small models on short tasks learn faster with 1).
     #[serde(default = "grpo_k")]
@@ -162,6 +168,9 @@ fn max_new_tokens() -> u32 {
     32
 }
 
+/// The built-in teachers a run may take demonstrations from.
+pub const DEMONSTRATORS: [&str; 2] = ["miniwob-solver", "scripted"];
+
 impl RunConfig {
     /// Parses and validates a config (JSON); the error names the field.
     pub fn parse(text: &str) -> Result<RunConfig, String> {
@@ -222,6 +231,20 @@ impl RunConfig {
                 self.objective
             ));
         }
+        if let Some(d) = &self.demonstrator {
+            if !DEMONSTRATORS.contains(&d.as_str()) {
+                return Err(format!(
+                    "demonstrator: unknown {d:?} (expected {})",
+                    DEMONSTRATORS.join(" or ")
+                ));
+            }
+            if self.fbc_iterations == 0 {
+                return Err(
+                    "demonstrator: needs fbc_iterations of at least 1 (the iterations it demonstrates)"
+                        .into(),
+                );
+            }
+        }
         if !(self.grpo_k > 0.0 && self.grpo_k.is_finite()) {
             return Err("grpo_k: must be a positive number".into());
         }
@@ -264,6 +287,11 @@ impl RunConfig {
     /// The staleness bound: `Some(n)` with overlap, `None` for the synchronous loop.
     pub fn max_staleness(&self) -> Option<u32> {
         self.overlap.map(|o| o.max_staleness)
+    }
+
+    /// Whether iteration `i` (from 1) rolls out the demonstrator instead of the model.
+    pub fn demonstrates(&self, i: u32) -> bool {
+        self.demonstrator.is_some() && i <= self.fbc_iterations
     }
 
     /// The objective of iteration `i` (from 1).
@@ -337,6 +365,17 @@ mod tests {
                 .get("max_env_steps")
                 .is_none()
         );
+        assert!(!c.demonstrates(1));
+        let mut v = good();
+        v["demonstrator"] = serde_json::json!("miniwob-solver");
+        v["fbc_iterations"] = serde_json::json!(1);
+        let d = RunConfig::parse(&v.to_string()).unwrap();
+        assert_eq!(
+            (d.demonstrates(1), d.demonstrates(2)),
+            (true, false),
+            "only the FBC iterations are demonstrated"
+        );
+        assert_eq!(d.objective_at(1), training::Objective::Fbc);
         let mut v = good();
         v["max_env_steps"] = serde_json::json!(500);
         assert_eq!(
@@ -347,7 +386,17 @@ mod tests {
 
     #[test]
     fn bad_configs_name_the_field() {
-        let cases: [(&str, serde_json::Value, &str); 13] = [
+        let cases: [(&str, serde_json::Value, &str); 15] = [
+            (
+                "demonstrator",
+                serde_json::json!("oracle"),
+                "demonstrator: unknown \"oracle\" (expected miniwob-solver or scripted)",
+            ),
+            (
+                "demonstrator",
+                serde_json::json!("miniwob-solver"),
+                "demonstrator: needs fbc_iterations of at least 1",
+            ),
             (
                 "max_env_steps",
                 serde_json::json!(0),

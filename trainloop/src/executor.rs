@@ -127,6 +127,7 @@ impl Executor {
         let (sample, greedy) = run::policy_names(id);
         self.engine.unregister_policy(&sample);
         self.engine.unregister_policy(&greedy);
+        self.engine.unregister_policy(&run::demo_name(id));
         result
     }
 

@@ -310,7 +310,7 @@ fn training(doc: &mut Value) {
         "operationId": "trainingRunEvents", "parameters": [id_param("training run id")],
         "responses": {"200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}, "404": err("no such run")}}});
     let schemas = &mut doc["components"]["schemas"];
-    schemas["RunConfig"] = json!({"type": "object", "description": "docs/training.md#training-runs: name, model (a directory on the server), train (a task filter), held_out (\"seeds\" or {\"tasks\": filter}), iterations, rollouts_per_task, curriculum, eval_horizon, eval_rollouts, eval_answer_checks, objective (fbc or grpo), fbc_iterations, grpo_k, lr, epochs, micro_batch, flat_task_weight, policy, seed, trainer, overlap ({\"max_staleness\": N >= 1}), max_env_steps (an environment-step budget); unknown fields are errors",
+    schemas["RunConfig"] = json!({"type": "object", "description": "docs/training.md#training-runs: name, model (a directory on the server), train (a task filter), held_out (\"seeds\" or {\"tasks\": filter}), iterations, rollouts_per_task, curriculum, eval_horizon, eval_rollouts, eval_answer_checks, objective (fbc or grpo), fbc_iterations, demonstrator (miniwob-solver or scripted: the FBC iterations roll it out), grpo_k, lr, epochs, micro_batch, flat_task_weight, policy, seed, trainer, overlap ({\"max_staleness\": N >= 1}), max_env_steps (an environment-step budget); unknown fields are errors",
         "required": ["name", "model", "train", "held_out", "iterations", "curriculum", "eval_horizon"]});
     schemas["TrainingRun"] = obj(
         json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "config": r("RunConfig"),

@@ -83,7 +83,7 @@ pub(crate) fn prepared(
     let dylib = common.models.onnx_options(common, cfg.model.clone())?.dylib;
     let root = common.data_dir.join("runs");
     let policies = run::prepare(cfg, view, &root, &dylib)?;
-    let engine = engine_with(common, &env.db, policies.all().to_vec())?;
+    let engine = engine_with(common, &env.db, policies.all())?;
     Ok((policies, engine, root, dylib))
 }
 

@@ -36,7 +36,7 @@ use engine::policy::follow::Following;
 use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::version_link::promote;
 use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
-use engine::policy::{BatchLimits, Demonstrated, Policy};
+use engine::policy::{BatchLimits, Demonstrated, Policy, PolicyRegistry};
 use engine::store::{IterationView, RunView, Store};
 use engine::{CampaignSpec, Engine};
 use futures::StreamExt;
@@ -88,12 +88,16 @@ pub struct RunPolicies {
     pub sample: Arc<Following>,
     /// Greedy.
     pub greedy: Arc<Following>,
+    /// The demonstrator's policy, when the run has one (`demonstrator`).
+    pub demo: Option<Arc<dyn Policy>>,
 }
 
 impl RunPolicies {
-    /// Both, for the engine's registry.
-    pub fn all(&self) -> [Arc<dyn Policy>; 2] {
-        [self.sample.clone(), self.greedy.clone()]
+    /// All of them, for the engine's registry.
+    pub fn all(&self) -> Vec<Arc<dyn Policy>> {
+        let mut all: Vec<Arc<dyn Policy>> = vec![self.sample.clone(), self.greedy.clone()];
+        all.extend(self.demo.clone());
+        all
     }
 }
 
@@ -107,6 +111,11 @@ pub fn run_dir(root: &Path, run: Uuid) -> PathBuf {
 pub fn policy_names(run: Uuid) -> (String, String) {
     let short = &run.simple().to_string()[..8];
     (format!("run-{short}-sample"), format!("run-{short}-greedy"))
+}
+
+/// The name a run's demonstrator policy is registered under.
+pub fn demo_name(run: Uuid) -> String {
+    format!("run-{}-demo", &run.simple().to_string()[..8])
 }
 
 /// The link the sampling policy follows: the newest recorded version.
@@ -144,9 +153,19 @@ pub fn prepare(
             .map(Arc::new)
             .map_err(|e| RunError::Config(format!("model: {e}")))
     };
+    let demo = match &cfg.demonstrator {
+        Some(teacher) => {
+            let t = PolicyRegistry::builtin().get(teacher).ok_or_else(|| {
+                RunError::Config(format!("demonstrator: no built-in policy {teacher:?}"))
+            })?;
+            Some(demonstrator(cfg, &demo_name(view.id), t, dylib)?)
+        }
+        None => None,
+    };
     Ok(RunPolicies {
         sample: follow(&sample_name, &link, 1.0)?,
         greedy: follow(&greedy_name, &eval_link, 0.0)?,
+        demo,
     })
 }
 

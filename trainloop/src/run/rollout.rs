@@ -13,7 +13,9 @@ use std::time::Instant;
 use engine::CampaignSpec;
 use engine::store::{EpisodeFilter, IterationUpdate, TaskFilter};
 
-use super::{Ctx, campaign_id, catch_up, now_ms, policy_names, reload, run_campaign, stamp};
+use super::{
+    Ctx, campaign_id, catch_up, demo_name, now_ms, policy_names, reload, run_campaign, stamp,
+};
 use crate::curriculum::TaskOutcome;
 use crate::schedule::Phase;
 use crate::{RunError, plan};
@@ -54,13 +56,21 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         for (task, h) in &horizons {
             by_horizon.entry(*h).or_default().push(task.clone());
         }
+        // A warm start's iterations roll out the demonstrator (its steps in the model's
+        // tokens), the others the model.
+        let (policy, what) = match &ctx.cfg.demonstrator {
+            Some(d) if ctx.cfg.demonstrates(idx) => {
+                (demo_name(ctx.run), format!("demonstrations by {d}"))
+            }
+            _ => (policy_names(ctx.run).0, "rollouts".to_string()),
+        };
         for (h, ids) in by_horizon {
             let spec = CampaignSpec {
                 name: Some(format!(
-                    "{} · iteration {idx} · rollouts at horizon {h}",
+                    "{} · iteration {idx} · {what} at horizon {h}",
                     ctx.cfg.name
                 )),
-                policy: Some(policy_names(ctx.run).0),
+                policy: Some(policy.clone()),
                 tasks: Some(TaskFilter {
                     ids,
                     ..Default::default()
