@@ -111,6 +111,8 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
         ("train", json!({}), "train"),
         ("train", json!({"ids": ["no-such-task"]}), "train"),
         ("objective", json!("ppo"), "objective"),
+        ("demonstrator", json!("oracle"), "demonstrator"),
+        ("demonstrator", json!("scripted"), "demonstrator"),
         (
             "held_out",
             json!({"tasks": {"site": "nowhere"}}),
