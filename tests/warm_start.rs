@@ -223,3 +223,71 @@ async fn a_run_with_a_demonstrator_beats_the_untrained_model_on_held_out_seeds(p
     );
     run.engine.shutdown().await;
 }
+
+/// Reference solutions name elements by CSS selector, which a model's actions cannot:
+/// the runner resolves each to the number the observation listed, so the bundled sites'
+/// references become demonstrations too.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn reference_solutions_by_selector_are_demonstrated_by_element_number(pool: PgPool) {
+    let mut policies = PolicyRegistry::builtin();
+    let scripted = policies.get("scripted").unwrap();
+    let student = OnnxBackend::load(options(&tiny())).unwrap();
+    policies.register(Arc::new(Demonstrated::new(
+        "demo",
+        scripted,
+        Arc::new(student),
+    )));
+    let (engine, _sites, _) = common::engine_with_sites(pool.clone(), policies).await;
+    let ids = [
+        "shop-returns-window",
+        "booking-bag-fee",
+        "wiki-currency",
+        "booking-cancel-prepared",
+    ];
+    let id = engine
+        .create_campaign(CampaignSpec {
+            name: Some("warm start: references".into()),
+            policy: Some("demo".into()),
+            tasks: Some(TaskFilter {
+                ids: ids.iter().map(|t| t.to_string()).collect(),
+                ..Default::default()
+            }),
+            rollouts_per_task: Some(1),
+            max_steps: Some(6),
+            max_attempts: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+    let store = engine.store().clone();
+    let episodes = traces::from_campaigns(&store, &[id]).await.unwrap();
+    assert_eq!(episodes.len(), ids.len());
+    let mut clicks = 0;
+    for ep in &episodes {
+        assert_eq!(
+            ep.success,
+            Some(true),
+            "{}: the reference still solves it",
+            ep.task_id
+        );
+        for s in &ep.steps {
+            let out = s.raw_output.as_deref().unwrap_or_default();
+            assert!(
+                s.tokens().is_some(),
+                "{} step {}: {out:?} carries the student's tokens",
+                ep.task_id,
+                s.idx
+            );
+            assert!(!out.contains("css="), "{out}");
+            if out.starts_with("click(") {
+                // The number is the one the observation gave the element the selector names.
+                let n: u32 = out["click(".len()..out.len() - 1].parse().unwrap();
+                assert!(s.elements.iter().any(|e| e.id == n), "{out}");
+                clicks += 1;
+            }
+        }
+    }
+    assert_eq!(clicks, 5, "every reference click was renumbered");
+    engine.shutdown().await;
+}

@@ -90,6 +90,10 @@ pub(crate) fn query(css: &str) -> String {
     assemble(include_str!("js/query.js")).replace("__CSS__", &json(css))
 }
 
+pub(crate) fn number_of(css: &str) -> String {
+    assemble(include_str!("js/number_of.js")).replace("__CSS__", &json(css))
+}
+
 pub(crate) fn resolve(target: &Target) -> String {
     let (id, css) = target_parts(target);
     assemble(RESOLVE)

@@ -331,6 +331,21 @@ impl Session {
         }
     }
 
+    /// The last observation's number of the first element `css` matches, when the top
+    /// document (or a same-origin frame or shadow root in it) holds one and it was
+    /// numbered; `None` otherwise, and whenever cross-origin frames were numbered too
+    /// (their elements' numbers are spliced into the list, and a selector does not reach
+    /// them). An invalid selector matches nothing.
+    pub async fn element_number(&self, css: &str) -> Result<Option<u32>, PoolError> {
+        if !self.tab().numbering.frames.is_empty() {
+            return Ok(None);
+        }
+        Ok(match self.eval_ours(&js::number_of(css)).await? {
+            Ok(v) => v.as_u64().and_then(|n| u32::try_from(n).ok()),
+            Err(_) => None,
+        })
+    }
+
     /// Evaluates a snippet where a located target lives: the page, or its frame's world.
     pub(super) async fn eval_at(
         &self,

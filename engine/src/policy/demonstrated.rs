@@ -112,17 +112,35 @@ impl Policy for Demonstrated {
             .with("demonstrator", self.teacher.name().to_string())
     }
 
+    fn wants_numbers(&self) -> bool {
+        true
+    }
+
+    fn renumbered(&self, input: StepInput, decision: Decision) -> BoxFuture<'_, Decision> {
+        async move { self.written(input, decision).await }.boxed()
+    }
+
     fn decide(&self, input: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
         async move {
-            let mut d = self.teacher.decide(input.clone()).await?;
+            let d = self.teacher.decide(input.clone()).await?;
+            Ok(self.written(input, d).await)
+        }
+        .boxed()
+    }
+}
+
+impl Demonstrated {
+    /// The teacher's decision with the student's writing of its action, when it has one.
+    async fn written(&self, input: StepInput, mut d: Decision) -> Decision {
+        {
             let Ok(action) = d.action.clone() else {
-                return Ok(d);
+                return d;
             };
             let student = self.student.clone();
             let written =
                 tokio::task::spawn_blocking(move || student.write_action(&input, &action))
                     .await
-                    .map_err(|e| PolicyError::Unavailable(format!("scoring stopped: {e}")))?;
+                    .unwrap_or_else(|e| Err(format!("scoring stopped: {e}")));
             match written {
                 Ok(w) => {
                     d.logprob = Some(w.token_logprobs.iter().map(|l| f64::from(*l)).sum());
@@ -141,8 +159,7 @@ impl Policy for Demonstrated {
                     d.prompt = None;
                 }
             }
-            Ok(d)
+            d
         }
-        .boxed()
     }
 }

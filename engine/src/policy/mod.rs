@@ -145,6 +145,22 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// Whether the runner should resolve this policy's CSS-selector targets to the
+    /// element numbers the observation listed, and give the renumbered decision back
+    /// through [`Policy::renumbered`] before the step is recorded. Demonstrations need it:
+    /// a reference solution names elements by selector, a model's actions by number.
+    fn wants_numbers(&self) -> bool {
+        false
+    }
+
+    /// `decision`, made for `input`, with its action's selector targets replaced by the
+    /// numbers they had in the observation (called only when [`Policy::wants_numbers`],
+    /// and only when at least one target was renumbered).
+    fn renumbered(&self, input: StepInput, decision: Decision) -> BoxFuture<'_, Decision> {
+        let _ = input;
+        async move { decision }.boxed()
+    }
+
     /// The policy an episode starting now keeps to its end, when that is not this one: a
     /// policy following a version link gives its current version, so an episode in flight
     /// is never switched to weights promoted after it started.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, BrowserPool, Observation, PoolError, Screen, Session};
+use browser_pool::{Action, BrowserPool, Observation, PoolError, Screen, Session, Target};
 use tasks::{Setup, Task};
 use uuid::Uuid;
 
@@ -524,6 +524,56 @@ impl Episode {
         Ok((shot, snapshot))
     }
 
+    /// A policy that wants element numbers ([`Policy::wants_numbers`]) gets its
+    /// decision's selector targets resolved in the page it observed (nothing has acted
+    /// since, so the numbers are the observation's) and the renumbered decision back.
+    pub(crate) async fn renumber(
+        &self,
+        policy: &dyn Policy,
+        input: StepInput,
+        decision: Result<Decision, PolicyError>,
+    ) -> Result<Decision, PolicyError> {
+        let mut d = decision?;
+        if !policy.wants_numbers() {
+            return Ok(d);
+        }
+        let Ok(action) = d.action.clone() else {
+            return Ok(d);
+        };
+        let mut selectors = Vec::new();
+        let _ = action.clone().map_targets(|t| {
+            if let Target::Selector(css) = &t {
+                selectors.push(css.clone());
+            }
+            Ok::<_, ()>(t)
+        });
+        let mut numbers = std::collections::HashMap::new();
+        for css in selectors {
+            // A page that cannot answer leaves the selector as it is: the step is still
+            // taken, only not in numbers.
+            if let Ok(Some(n)) = self.session.element_number(&css).await {
+                numbers.insert(css, n);
+            }
+        }
+        if numbers.is_empty() {
+            return Ok(d);
+        }
+        let renumbered = action.map_targets(|t| {
+            Ok::<_, ()>(match t {
+                Target::Selector(css) => match numbers.get(&css) {
+                    Some(n) => Target::Element(*n),
+                    None => Target::Selector(css),
+                },
+                t => t,
+            })
+        });
+        if let Ok(a) = renumbered {
+            d.action = Ok(a);
+            d = policy.renumbered(input, d).await;
+        }
+        Ok(d)
+    }
+
     /// Releases the browser context of an episode that failed.
     pub async fn abandon(self) {
         self.session.close().await;
@@ -583,7 +633,8 @@ pub async fn run_alone(
             }
         };
         let t = Instant::now();
-        let decision = decide_retrying(policy.as_ref(), input).await;
+        let decision = decide_retrying(policy.as_ref(), input.clone()).await;
+        let decision = ep.renumber(policy.as_ref(), input, decision).await;
         if let Err(e) = ep.apply(decision, t.elapsed()).await {
             ep.abandon().await;
             return Err(e);

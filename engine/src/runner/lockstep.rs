@@ -111,7 +111,19 @@ async fn run_batch(
         }
         // One policy call for the whole batch.
         let t = Instant::now();
-        let decisions = policy.decide_batch(inputs).await;
+        let decisions = policy.decide_batch(inputs.clone()).await;
+        let decisions = if policy.wants_numbers() {
+            futures::future::join_all(
+                ready
+                    .iter()
+                    .zip(inputs)
+                    .zip(decisions)
+                    .map(|(((_, e), i), d)| e.renumber(policy.as_ref(), i, d)),
+            )
+            .await
+        } else {
+            decisions
+        };
         let took = t.elapsed();
         // Barrier 2: every episode acts.
         let applied = futures::future::join_all(
