@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use browser_pool::{Action, BrowserPool, Observation, PoolError, Screen, Session, Target};
+use browser_pool::{Action, BrowserPool, Observation, PoolError, Screen, Session};
 use tasks::{Setup, Task};
 use uuid::Uuid;
 
+use super::decide;
 use crate::env::EnvError;
 use crate::metrics::METRICS;
 use crate::policy::{Decision, PastStep, Policy, PolicyError, StepInput};
@@ -524,91 +525,21 @@ impl Episode {
         Ok((shot, snapshot))
     }
 
-    /// A policy that wants element numbers ([`Policy::wants_numbers`]) gets its
-    /// decision's selector targets resolved in the page it observed (nothing has acted
-    /// since, so the numbers are the observation's) and the renumbered decision back.
+    /// See [`decide::renumber`]: the decision's selector targets as the observation's
+    /// element numbers, for a policy that wants them.
     pub(crate) async fn renumber(
         &self,
         policy: &dyn Policy,
         input: StepInput,
         decision: Result<Decision, PolicyError>,
     ) -> Result<Decision, PolicyError> {
-        let mut d = decision?;
-        if !policy.wants_numbers() {
-            return Ok(d);
-        }
-        let Ok(action) = d.action.clone() else {
-            return Ok(d);
-        };
-        let mut selectors = Vec::new();
-        let _ = action.clone().map_targets(|t| {
-            if let Target::Selector(css) = &t {
-                selectors.push(css.clone());
-            }
-            Ok::<_, ()>(t)
-        });
-        let mut numbers = std::collections::HashMap::new();
-        for css in selectors {
-            // A page that cannot answer leaves the selector as it is: the step is still
-            // taken, only not in numbers.
-            if let Ok(Some(n)) = self.session.element_number(&css).await {
-                numbers.insert(css, n);
-            }
-        }
-        if numbers.is_empty() {
-            return Ok(d);
-        }
-        let renumbered = action.map_targets(|t| {
-            Ok::<_, ()>(match t {
-                Target::Selector(css) => match numbers.get(&css) {
-                    Some(n) => Target::Element(*n),
-                    None => Target::Selector(css),
-                },
-                t => t,
-            })
-        });
-        if let Ok(a) = renumbered {
-            d.action = Ok(a);
-            d = policy.renumbered(input, d).await;
-        }
-        Ok(d)
+        decide::renumber(&self.session, policy, input, decision).await
     }
 
     /// Releases the browser context of an episode that failed.
     pub async fn abandon(self) {
         self.session.close().await;
     }
-}
-
-/// Retries after a policy backend was unavailable, before the episode gives up its
-/// progress: a policy server that drops a fraction of calls should cost those calls, not
-/// whole episodes. Backoff doubles from [`POLICY_BACKOFF`].
-pub const POLICY_CALL_RETRIES: u32 = 3;
-const POLICY_BACKOFF: Duration = Duration::from_millis(250);
-
-/// Asks `policy`, retrying a backend that is unavailable up to [`POLICY_CALL_RETRIES`]
-/// times (unless it retries its own calls); each retry is counted in
-/// `surfgym_policy_call_retries_total`.
-async fn decide_retrying(
-    policy: &dyn crate::policy::Policy,
-    input: StepInput,
-) -> Result<Decision, PolicyError> {
-    if policy.retries_own_calls() {
-        return policy.decide(input).await;
-    }
-    let mut wait = POLICY_BACKOFF;
-    for _ in 0..POLICY_CALL_RETRIES {
-        match policy.decide(input.clone()).await {
-            Err(PolicyError::Unavailable(why)) => {
-                tracing::warn!(step = input.step, error = %why, retry_in = ?wait, "policy backend unavailable; retrying the call");
-                METRICS.policy_call_retries.inc();
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-            other => return other,
-        }
-    }
-    policy.decide(input).await
 }
 
 /// Runs one episode on its own, asking the policy one step at a time: the async
@@ -633,7 +564,7 @@ pub async fn run_alone(
             }
         };
         let t = Instant::now();
-        let decision = decide_retrying(policy.as_ref(), input.clone()).await;
+        let decision = decide::retrying(policy.as_ref(), input.clone()).await;
         let decision = ep.renumber(policy.as_ref(), input, decision).await;
         if let Err(e) = ep.apply(decision, t.elapsed()).await {
             ep.abandon().await;

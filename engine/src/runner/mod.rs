@@ -12,6 +12,7 @@
 //! measure the difference).
 
 mod capture;
+mod decide;
 pub(crate) mod episode;
 mod lockstep;
 mod pipeline;
@@ -25,7 +26,8 @@ use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
 pub use crate::snapshot::{PageCapture, PageSnapshot};
-pub use episode::{Episode, EpisodeRun, Finished, InfraError, POLICY_CALL_RETRIES};
+pub use decide::POLICY_CALL_RETRIES;
+pub use episode::{Episode, EpisodeRun, Finished, InfraError};
 pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
 
 use crate::campaign::{CampaignConfig, Mode};
