@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -686,6 +687,9 @@ async fn a_server_killed_mid_run_is_taken_over_by_the_next_which_resumes_the_run
             .env("SURFGYM_DATA_DIR", common::data_dir())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
+            // Its own process group, so that killing the server kills its browsers too, as
+            // a dead machine's would go (a lone SIGKILL leaves them orphaned).
+            .process_group(0)
             .spawn()
             .unwrap()
     };
@@ -735,7 +739,11 @@ async fn a_server_killed_mid_run_is_taken_over_by_the_next_which_resumes_the_run
         assert!(first.try_wait().unwrap().is_none(), "the server stopped");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    unsafe { libc::kill(first.id() as i32, libc::SIGKILL) };
+    let pgid = i32::try_from(first.id()).unwrap();
+    assert!(pgid > 1);
+    // SAFETY: kill(2) with a negative pid other than -1 signals exactly the process group
+    // the first server leads.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
     first.wait().unwrap();
     let held_by = lease_owner(&pool, id).await;
     assert!(held_by.is_some(), "the killed server held the run");
