@@ -64,23 +64,30 @@ impl OnnxBackend {
     /// parses back to the very same action and that the model (and its grammar) gives a
     /// finite log-probability; why none does otherwise.
     pub fn write_action(&self, input: &StepInput, action: &Action) -> Result<Written, String> {
-        let prompt = self.prompt_for(input).map_err(|e| e.to_string())?;
         let prefix = self.answer_prefix();
         let line = action.to_string();
-        let spellings = [line.clone(), format!(" {line}"), format!("Action: {line}")];
         let viewport = input
             .observation
             .screenshot
             .viewport()
             .unwrap_or(self.viewport());
+        // Parsed before the prompt is built: a step whose action cannot be written (a
+        // selector target, before the runner renumbers it) costs no rendering.
+        let spellings: Vec<String> = [line.clone(), format!(" {line}"), format!("Action: {line}")]
+            .into_iter()
+            .filter(|text| {
+                let (_, parsed) =
+                    parse_output(&format!("{prefix}{text}"), self.grounding(), viewport);
+                parsed.as_ref() == Ok(action)
+            })
+            .collect();
+        if spellings.is_empty() {
+            return Err("no spelling parses back to the action".into());
+        }
+        let prompt = self.prompt_for(input).map_err(|e| e.to_string())?;
         let model = self.model();
-        let mut why = String::from("no spelling parses back to the action");
+        let mut why = String::from("no spelling has tokens");
         for text in spellings {
-            let output = format!("{prefix}{text}");
-            let (_, parsed) = parse_output(&output, self.grounding(), viewport);
-            if parsed.as_ref() != Ok(action) {
-                continue;
-            }
             let mut m = model.lock().map_err(|_| "the model lock is poisoned")?;
             let ids = m.encode(&text).map_err(|e| e.to_string())?;
             if ids.is_empty() {
@@ -90,7 +97,7 @@ impl OnnxBackend {
             if lps.iter().all(|l| l.is_finite()) {
                 return Ok(Written {
                     prompt: prompt.rendered,
-                    output,
+                    output: format!("{prefix}{text}"),
                     token_ids: ids,
                     token_logprobs: lps,
                 });
@@ -132,34 +139,31 @@ impl Policy for Demonstrated {
 impl Demonstrated {
     /// The teacher's decision with the student's writing of its action, when it has one.
     async fn written(&self, input: StepInput, mut d: Decision) -> Decision {
-        {
-            let Ok(action) = d.action.clone() else {
-                return d;
-            };
-            let student = self.student.clone();
-            let written =
-                tokio::task::spawn_blocking(move || student.write_action(&input, &action))
-                    .await
-                    .unwrap_or_else(|e| Err(format!("scoring stopped: {e}")));
-            match written {
-                Ok(w) => {
-                    d.logprob = Some(w.token_logprobs.iter().map(|l| f64::from(*l)).sum());
-                    d.raw_output = w.output;
-                    // The student's prompts show earlier thoughts: the teacher's are not
-                    // what the student would have written, and the text holds none.
-                    d.thought = None;
-                    d.prompt = Some(w.prompt);
-                    d.token_ids = w.token_ids;
-                    d.token_logprobs = w.token_logprobs;
-                }
-                Err(why) => {
-                    tracing::debug!(policy = %self.name, %why, "a demonstrated step carries no tokens");
-                    d.token_ids.clear();
-                    d.token_logprobs.clear();
-                    d.prompt = None;
-                }
+        let Ok(action) = d.action.clone() else {
+            return d;
+        };
+        let student = self.student.clone();
+        let written = tokio::task::spawn_blocking(move || student.write_action(&input, &action))
+            .await
+            .unwrap_or_else(|e| Err(format!("scoring stopped: {e}")));
+        match written {
+            Ok(w) => {
+                d.logprob = Some(w.token_logprobs.iter().map(|l| f64::from(*l)).sum());
+                d.raw_output = w.output;
+                // The student's prompts show earlier thoughts: the teacher's are not
+                // what the student would have written, and the text holds none.
+                d.thought = None;
+                d.prompt = Some(w.prompt);
+                d.token_ids = w.token_ids;
+                d.token_logprobs = w.token_logprobs;
             }
-            d
+            Err(why) => {
+                tracing::debug!(policy = %self.name, %why, "a demonstrated step carries no tokens");
+                d.token_ids.clear();
+                d.token_logprobs.clear();
+                d.prompt = None;
+            }
         }
+        d
     }
 }
