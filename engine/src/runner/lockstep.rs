@@ -111,8 +111,8 @@ async fn run_batch(
         }
         // One policy call for the whole batch.
         let t = Instant::now();
-        let decisions = policy.decide_batch(inputs.clone()).await;
         let decisions = if policy.wants_numbers() {
+            let decisions = policy.decide_batch(inputs.clone()).await;
             futures::future::join_all(
                 ready
                     .iter()
@@ -122,7 +122,7 @@ async fn run_batch(
             )
             .await
         } else {
-            decisions
+            policy.decide_batch(inputs).await
         };
         let took = t.elapsed();
         // Barrier 2: every episode acts.
