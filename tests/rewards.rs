@@ -1,6 +1,7 @@
 //! Rewards measured on labels no judge made: the bundled suite's reference solutions, their
 //! strict prefixes (the do-nothing agent first) and their declared perturbations, played
-//! for real in Chromium, plus MiniWoB++ solver runs. The labelled set must hold both
+//! for real in Chromium, plus MiniWoB++ solver runs, plus the random policy's episodes
+//! labelled by review. The labelled set must hold both
 //! classes for every rule check kind, the calibration report must agree with the labels
 //! judged one by one, the do-nothing agent must fail every bundled task, the bundled suite
 //! must have no unaccepted audit finding, and a check that always holds must be found.
@@ -16,6 +17,7 @@ use engine::judge::calibration::{self, LabelledEpisode};
 use futures::StreamExt;
 use rubrics::Trajectory;
 use tasks::Task;
+use tasks::reviewed::Reviewed;
 
 const CONCURRENCY: usize = 2;
 
@@ -77,7 +79,7 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
         tasks.push(Arc::new(tasks::miniwob_task(name, base).unwrap()));
     }
     let pool = pool().await;
-    let explored = explore_all(&pool, tasks).await;
+    let explored = explore_all(&pool, tasks.clone()).await;
 
     // The do-nothing agent fails every bundled task, and no task has an open finding.
     let mut open = Vec::new();
@@ -97,7 +99,57 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
     assert_eq!(explored.len(), bundled + 4);
     assert!(open.is_empty(), "open audit findings: {open:#?}");
 
-    let items: Vec<LabelledEpisode> = explored.iter().flat_map(labels::labelled).collect();
+    // The random policy's episodes, labelled by review, replay to the pages reviewed.
+    let reviewed: Vec<(Arc<Task>, Reviewed)> = tasks::reviewed::bundled_reviewed()
+        .into_iter()
+        .map(|l| {
+            let spec = l.spec.unwrap();
+            let task = tasks.iter().find(|t| t.id.as_str() == spec.task).unwrap();
+            (task.clone(), spec.check(task).unwrap())
+        })
+        .collect();
+    assert_eq!(
+        reviewed.len(),
+        bundled,
+        "one reviewed episode per bundled task"
+    );
+    let bases = sites.bases();
+    let replayed: Vec<LabelledEpisode> = futures::stream::iter(&reviewed)
+        .map(|(t, r)| async {
+            let end = audit::reviewed::replay_reviewed(&pool, t, r, bases)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            labels::reviewed(t, r, &end)
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let labels_of = |v: bool| {
+        replayed
+            .iter()
+            .flat_map(|e| e.gold.iter().filter(|(f, _)| *f != labels::ANSWER_FACT))
+            .filter(|(_, l)| **l == v)
+            .count()
+    };
+    assert!(labels_of(true) >= 1 && labels_of(false) >= 150);
+    // A replay that visits other pages than the reviewed ones is refused.
+    let (t, r) = &reviewed[0];
+    let mut moved = r.clone();
+    moved.spec.visited.push("{{shop}}/elsewhere.html".into());
+    let diverged = audit::reviewed::replay_reviewed(&pool, t, &moved, bases).await;
+    assert!(
+        matches!(
+            diverged,
+            Err(audit::reviewed::ReviewedError::Diverged { .. })
+        ),
+        "{diverged:?}"
+    );
+
+    let items: Vec<LabelledEpisode> = explored
+        .iter()
+        .flat_map(labels::labelled)
+        .chain(replayed)
+        .collect();
     let report = calibration::evaluate(&items, None, 1).await.unwrap();
     for kind in ["url", "page_text", "element", "answer", "js", "miniwob"] {
         let c = report.confusion.get(kind).copied().unwrap_or_default();
@@ -111,6 +163,7 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
     // The report's figures are the labels judged one by one.
     let (mut right, mut all) = (0usize, 0usize);
     let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut disagreed = Vec::new();
     for item in &items {
         let task = item.task().unwrap();
         for (fact, gold) in &item.gold {
@@ -128,6 +181,10 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
                 .kind();
             all += 1;
             right += usize::from(got == *gold);
+            // The bundled claim: the rule checks agree with every reviewed label.
+            if item.label.contains("/random-seed-") && got != *gold {
+                disagreed.push(format!("{} {fact}: rule {got}, review {gold}", item.label));
+            }
             let e = by_kind.entry(kind.to_string()).or_default();
             e.0 += 1;
             e.1 += usize::from(got == *gold);
@@ -137,6 +194,7 @@ async fn the_labelled_set_holds_both_classes_and_measures_the_rule_judge() {
     assert!((report.accuracy - right as f64 / all as f64).abs() < 1e-9);
     assert_eq!(report.by_kind, by_kind);
     assert_eq!(report.mistakes.len(), all - right, "{:#?}", report.mistakes);
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
     pool.shutdown().await;
 }
 

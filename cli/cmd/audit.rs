@@ -10,7 +10,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use browser_pool::BrowserPool;
 use clap::Args;
-use engine::audit::{self, Exploration, Finding};
+use engine::audit::{self, Exploration, Finding, labels};
+use engine::judge::calibration::LabelledEpisode;
 use engine::runner::InfraError;
 use engine::sites::SitesServer;
 use futures::StreamExt;
@@ -50,10 +51,12 @@ pub struct AuditArgs {
     pub verbose: bool,
 }
 
-/// A suite's explorations; the tasks whose exploration failed, with why.
+/// A suite's explorations; the tasks whose exploration failed, with why; and the
+/// reviewed episodes of its tasks, labelled, when asked for.
 pub struct Explored {
     pub done: Vec<Exploration>,
     pub failed: Vec<(Arc<Task>, InfraError)>,
+    pub reviewed: Vec<LabelledEpisode>,
 }
 
 /// The suite's tasks, served by `sites`.
@@ -116,12 +119,35 @@ fn load(sites: &SitesServer, args: &SuiteArgs, default: &[&str]) -> anyhow::Resu
     Ok(out)
 }
 
+/// The bundled reviewed episodes of `tasks`, checked against them: a line that does not
+/// parse or check is the repository's error, reported as one.
+fn reviewed_of(tasks: &[Arc<Task>]) -> anyhow::Result<Vec<(Arc<Task>, tasks::reviewed::Reviewed)>> {
+    let mut out = Vec::new();
+    for line in tasks::reviewed::bundled_reviewed() {
+        let spec = line.spec.map_err(|e| anyhow::anyhow!("{}: {e}", line.at))?;
+        let Some(task) = tasks.iter().find(|t| t.id.as_str() == spec.task) else {
+            continue;
+        };
+        let r = spec.check(task).map_err(|e| {
+            let e: Vec<String> = e
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect();
+            anyhow::anyhow!("{}: {}", line.at, e.join("; "))
+        })?;
+        out.push((task.clone(), r));
+    }
+    Ok(out)
+}
+
 /// Serves the sites, launches a pool and explores every task of the suite (`default`
-/// suites when none is named).
+/// suites when none is named); with `reviewed`, also replays the bundled reviewed episodes
+/// of those tasks (the random policy's, labelled by a person).
 pub async fn explore(
     common: &Common,
     args: &SuiteArgs,
     default: &[&str],
+    reviewed: bool,
 ) -> anyhow::Result<Explored> {
     let extra = engine::sites::find_miniwob(&common.data_dir)
         .map(|d| ("miniwob".to_string(), d))
@@ -131,13 +157,18 @@ pub async fn explore(
         .await
         .context("serving the practice sites")?;
     let tasks = load(&sites, args, default)?;
+    let to_review = if reviewed {
+        reviewed_of(&tasks)?
+    } else {
+        Vec::new()
+    };
     let concurrency = args.concurrency.max(1);
     let mut cfg = crate::setup::pool_config_for(common, concurrency, concurrency)?;
     cfg.set_of_marks = false;
     let pool = BrowserPool::launch(cfg)
         .await
         .context("cannot start Chromium")?;
-    let bar = ProgressBar::new(tasks.len() as u64);
+    let bar = ProgressBar::new((tasks.len() + to_review.len()) as u64);
     bar.set_style(
         ProgressStyle::with_template(
             "{prefix:>10.bold} [{bar:32.cyan/blue}] {pos:>3}/{len:3} {msg} {elapsed_precise}",
@@ -160,13 +191,29 @@ pub async fn explore(
         .buffer_unordered(concurrency)
         .collect()
         .await;
+    let bases = sites.bases().clone();
+    let replays: Vec<_> = futures::stream::iter(&to_review)
+        .map(|(t, r)| {
+            let (pool, bar, bases) = (&pool, &bar, &bases);
+            async move {
+                let end = audit::reviewed::replay_reviewed(pool, t, r, bases).await;
+                bar.set_message(r.label());
+                bar.inc(1);
+                end.map(|end| labels::reviewed(t, r, &end))
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
     bar.finish_and_clear();
     pool.shutdown().await;
     drop(sites);
     let mut explored = Explored {
         done: Vec::new(),
         failed: Vec::new(),
+        reviewed: replays.into_iter().collect::<Result<_, _>>()?,
     };
+    explored.reviewed.sort_by(|a, b| a.label.cmp(&b.label));
     for (t, r) in results {
         match r {
             Ok(e) => explored.done.push(e),
@@ -180,7 +227,7 @@ pub async fn explore(
 /// `surfgym tasks audit`: exits non-zero on any finding the task file does not accept, and
 /// on any task that could not be explored.
 pub async fn run(common: &Common, args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let explored = explore(common, &args.suite, &["bundled"]).await?;
+    let explored = explore(common, &args.suite, &["bundled"], false).await?;
     let mut all: Vec<Finding> = Vec::new();
     for ex in &explored.done {
         all.extend(

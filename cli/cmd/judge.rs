@@ -21,6 +21,10 @@ pub enum JudgeCommand {
     Eval(EvalArgs),
     /// Record the bundled reference solutions' final pages as a labelled set.
     Record(RecordArgs),
+    /// Play the random policy on the bundled tasks and write its episodes for a person to
+    /// label (every label null), with a review sheet; reviewed, they belong in
+    /// tasks/bundled/reviewed/ and join the labelled set of `judge eval`.
+    RecordRandom(crate::cmd::judge_random::RecordRandomArgs),
 }
 
 /// `surfgym judge eval`.
@@ -67,6 +71,7 @@ pub async fn run(common: &Common, cmd: JudgeCommand) -> anyhow::Result<ExitCode>
     match cmd {
         JudgeCommand::Eval(a) => eval(common, a).await,
         JudgeCommand::Record(a) => record(common, a).await,
+        JudgeCommand::RecordRandom(a) => crate::cmd::judge_random::run(common, a).await,
     }
 }
 
@@ -74,7 +79,7 @@ pub async fn run(common: &Common, cmd: JudgeCommand) -> anyhow::Result<ExitCode>
 async fn labelled_set(common: &Common, args: &EvalArgs) -> anyhow::Result<Vec<LabelledEpisode>> {
     let Some(set) = &args.set else {
         let explored =
-            crate::cmd::audit::explore(common, &args.suite, &["bundled", "miniwob"]).await?;
+            crate::cmd::audit::explore(common, &args.suite, &["bundled", "miniwob"], true).await?;
         if let Some((t, e)) = explored.failed.first() {
             anyhow::bail!(
                 "{} task(s) could not be run, {} first: {e}",
@@ -86,6 +91,7 @@ async fn labelled_set(common: &Common, args: &EvalArgs) -> anyhow::Result<Vec<La
             .done
             .iter()
             .flat_map(engine::audit::labels::labelled)
+            .chain(explored.reviewed)
             .collect();
         if let Some(out) = &args.write {
             let lines: Vec<String> = items

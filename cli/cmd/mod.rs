@@ -9,6 +9,7 @@ pub mod demo;
 mod demo_train;
 pub mod export;
 pub mod judge;
+pub mod judge_random;
 pub mod observe;
 pub mod run;
 pub mod serve;

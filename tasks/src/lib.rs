@@ -5,7 +5,8 @@
 //! validates it into a [`Task`] or returns every [`FieldError`], each naming its field
 //! (`start_url`, `rubric.groups[0].facts[1].check.regex`, `reference_solution[3]`).
 //! [`parse_jsonl`] imports suites line by line. [`site_file`] serves the bundled sites'
-//! files and [`bundled_tasks`] the tasks written for them.
+//! files and [`bundled_tasks`] the tasks written for them; [`reviewed`] the labelled
+//! episodes of other policies kept beside them.
 //!
 //! Plain models and logic: this crate knows nothing of HTTP servers, browsers or Postgres
 //! (it uses `spaces`' action grammar for reference solutions; no browser behind it).
@@ -15,6 +16,7 @@ pub mod audit;
 mod bundled;
 pub mod formats;
 mod import;
+pub mod reviewed;
 mod sites;
 mod task;
 

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use rubrics::Check;
 use tasks::Setup;
 
+use tasks::reviewed::Reviewed;
+
 use super::{Exploration, Point};
 use crate::judge::calibration::{LabelledEpisode, with_answer_fact};
 use crate::policy::miniwob::SOLVED;
@@ -106,4 +108,27 @@ pub fn labelled(ex: &Exploration) -> Vec<LabelledEpisode> {
         out.push(item(format!("{id}/{}", p.name), point, gold));
     }
     out
+}
+
+/// A reviewed episode (a random policy's, say) with the reviewer's labels, at the point
+/// its replay ended.
+pub fn reviewed(task: &tasks::Task, r: &Reviewed, end: &Point) -> LabelledEpisode {
+    let mut spec = serde_json::to_value(task.to_spec()).unwrap_or_default();
+    let mut gold = r.labels.clone();
+    if let Some(answer) = &task.reference_answer {
+        spec = with_answer_fact(&spec, answer);
+        // Labelled by construction, not review: only answering can give the answer.
+        if end.final_answer.is_none() {
+            gold.insert(ANSWER_FACT.into(), false);
+        }
+    }
+    LabelledEpisode {
+        label: r.label(),
+        task: spec,
+        page: end.snapshot.clone(),
+        final_answer: end.final_answer.clone(),
+        visited_urls: end.visited.clone(),
+        gold,
+        screenshots: Vec::new(),
+    }
 }

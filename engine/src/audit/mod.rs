@@ -8,6 +8,7 @@
 
 pub mod labels;
 pub mod replay;
+pub mod reviewed;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
