@@ -242,6 +242,65 @@ fn judge_eval_and_tasks_audit_run_a_task_by_construction() {
 }
 
 #[test]
+fn judge_record_random_writes_the_bundled_episode_again_for_review() {
+    let dir = std::env::temp_dir().join(format!("surfgym-review-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out_file, sheet) = (dir.join("random.jsonl"), dir.join("sheet.md"));
+    // The bundled review recorded this task as the 15th episode: seed 15.
+    let args = [
+        "judge",
+        "record-random",
+        "--task",
+        "shop-mug-capacity",
+        "--seed",
+        "15",
+        "--out",
+        out_file.to_str().unwrap(),
+        "--sheet",
+        sheet.to_str().unwrap(),
+    ];
+    let db = "postgres://127.0.0.1:1/unused";
+    let out = surfgym(&args, db);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let written = std::fs::read_to_string(&out_file).unwrap();
+    let lines: Vec<serde_json::Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    let e = &lines[0];
+    assert_eq!(e["task"], "shop-mug-capacity");
+    assert_eq!(
+        e["labels"],
+        serde_json::json!({"capacity": null, "visited": null})
+    );
+    let bundled = tasks::reviewed::bundled_reviewed()
+        .into_iter()
+        .map(|l| l.spec.unwrap())
+        .find(|s| s.task == "shop-mug-capacity")
+        .unwrap();
+    assert_eq!(bundled.seed, 15);
+    assert_eq!(e["actions"], serde_json::json!(bundled.actions));
+    assert_eq!(e["visited"], serde_json::json!(bundled.visited));
+    let sheet_text = std::fs::read_to_string(&sheet).unwrap();
+    assert!(
+        sheet_text.contains("## shop-mug-capacity/random-seed-15")
+            && sheet_text.contains("- capacity (answer): answer gives 350 ml"),
+        "{sheet_text}"
+    );
+    // A file that may hold reviewed labels is never overwritten.
+    let again = surfgym(&args, db);
+    assert!(!again.status.success());
+    assert!(
+        text(&again).1.contains("already exists"),
+        "{:?}",
+        text(&again)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn bad_browser_options_are_refused_before_anything_runs() {
     for (flag, value, named) in [
         ("--max-tabs", "0", "max_tabs must be at least 1"),
