@@ -157,7 +157,13 @@ pub async fn explore(
         .await
         .context("serving the practice sites")?;
     let tasks = load(&sites, args, default)?;
-    let to_review = if reviewed {
+    // Only the bundled suite's tasks are the ones reviewed: a file's task may share an id.
+    let bundled = if args.suite.is_empty() {
+        default.contains(&"bundled")
+    } else {
+        args.suite.iter().any(|s| s == "bundled")
+    };
+    let to_review = if reviewed && bundled {
         reviewed_of(&tasks)?
     } else {
         Vec::new()
