@@ -26,7 +26,9 @@ weights back keyed by ONNX initializer name.
 
 Needs torch, transformers, trl, datasets, safetensors and onnx (not installed by surfgym's
 setup; e.g. ``python -m venv .surfgym/venv-trl && .surfgym/venv-trl/bin/pip install torch
-transformers trl datasets safetensors onnx``). Text-only models: a vision model's
+transformers trl datasets safetensors onnx onnxruntime``). With onnxruntime it also checks,
+before training, that the transformers model gives the ONNX decoder's logits on a training
+row (the weight round trip alone would not catch a wrong rotary or scale convention). Text-only models: a vision model's
 screenshots (train.jsonl's ``images``) would need its vision tower, which this example does
 not build.
 """
@@ -95,6 +97,42 @@ def hf_to_onnx(state, names, cfg):
     return out
 
 
+def onnx_agrees(model, base, onnx_tensors, embed, ids, cfg):
+    """The transformers model must compute what surfgym's ONNX decoder computes: the same
+    logits on a training row's tokens, the version's weights given to ONNX Runtime as the
+    initializers surfgym overrides. Skipped (with a note) without onnxruntime."""
+    try:
+        import numpy as np
+        import onnxruntime as ort
+    except ImportError:
+        print("onnxruntime not installed: the logits are not compared with ONNX's", flush=True)
+        return
+    import torch
+
+    opts = ort.SessionOptions()
+    # ONNX Runtime borrows the buffers: they must outlive the session.
+    values = {n: ort.OrtValue.ortvalue_from_numpy(t.numpy()) for n, t in onnx_tensors.items()}
+    for n, v in values.items():
+        opts.add_initializer(n, v)
+    sess = ort.InferenceSession(os.path.join(base, "onnx", "decoder_model_merged.onnx"), opts)
+    feeds = {"inputs_embeds": embed[ids][None].astype(np.float32),
+             "attention_mask": np.ones((1, len(ids)), np.int64),
+             "position_ids": np.arange(len(ids), dtype=np.int64)[None]}
+    for i in sess.get_inputs():
+        if i.name.startswith("past_key_values"):
+            feeds[i.name] = np.zeros((1, cfg.num_key_value_heads, 0, cfg.head_dim), np.float32)
+        elif i.name == "use_cache_branch":
+            feeds[i.name] = np.array([False])
+    want = sess.run(["logits"], feeds)[0][0]
+    with torch.no_grad():
+        got = model(torch.tensor([ids])).logits[0].numpy()
+    worst = float(np.abs(got - want).max())
+    scale = float(np.abs(want).max())
+    print(f"logits against ONNX Runtime: max difference {worst:.2e} (largest logit {scale:.1f})", flush=True)
+    if worst > 1e-3 * max(scale, 1.0):
+        sys.exit(f"the transformers model does not compute what the ONNX decoder computes (logits differ by {worst})")
+
+
 def main():
     a = parse_args()
     import onnx
@@ -136,6 +174,8 @@ def main():
     worst = max((back[n] - onnx_tensors[n]).abs().max().item() for n in onnx_tensors)
     if worst > 1e-5:
         sys.exit(f"ONNX -> transformers -> ONNX moved a weight by {worst}")
+    if rows:
+        onnx_agrees(model, base, onnx_tensors, embed, rows[0]["input_ids"], cfg)
     # surfgym runs the token embeddings frozen in ONNX Runtime: only the decoder trains.
     model.model.embed_tokens.weight.requires_grad_(False)
 
