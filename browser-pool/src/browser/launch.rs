@@ -80,9 +80,10 @@ impl Chromium {
         if !cfg.chromium.exists() {
             return Err(launch_err("no such file".into()));
         }
+        super::profiles::reap_once();
         super::profiles::sweep_once();
         let profile = tempfile::Builder::new()
-            .prefix(super::profiles::PREFIX)
+            .prefix(&super::profiles::prefix())
             .tempdir()
             .map_err(|e| launch_err(format!("cannot create a profile directory: {e}")))?;
         let mut builder = BrowserConfig::builder()

@@ -1,7 +1,9 @@
-//! Profile directories of browsers that died with their process. A pool removes its own
-//! profile when a browser closes, but a process killed outright (`kill -9`, an OOM kill)
-//! leaves the profile behind: several MB each, for as long as the machine lives. The
-//! first launch of a process removes such leftovers.
+//! What a process killed outright (`kill -9`, an OOM kill) leaves behind: its browsers,
+//! still running with nobody to close them (Chromium does not notice its parent's death),
+//! and their profile directories, several MB each, for as long as the machine lives. A
+//! pool closes its own browsers and removes their profiles; the first launch of a process
+//! kills the browsers of surfgym processes that are gone ([`reap_once`]) and removes
+//! abandoned profiles ([`sweep_once`]).
 
 use std::path::Path;
 use std::sync::Once;
@@ -9,6 +11,66 @@ use std::time::{Duration, SystemTime};
 
 /// What every profile directory's name starts with.
 pub(crate) const PREFIX: &str = "surfgym-chromium-";
+
+/// A profile directory's name prefix for this process: its pid says whose browser it is.
+pub(crate) fn prefix() -> String {
+    format!("{PREFIX}{}-", std::process::id())
+}
+
+/// Kills the browsers of surfgym processes that are gone, once per process.
+pub(crate) fn reap_once() {
+    static REAPED: Once = Once::new();
+    REAPED.call_once(|| {
+        let killed = reap(&std::env::temp_dir());
+        if killed > 0 {
+            tracing::warn!(
+                killed,
+                "killed browsers left running by surfgym processes that died (kill -9?)"
+            );
+        }
+    });
+}
+
+/// Kills every process whose command line gives a profile in `dir` of a surfgym process
+/// that no longer exists (the owner's pid is in the profile's name, see [`prefix`]);
+/// returns how many. A pid reused since is taken for alive: a browser is never killed
+/// while its owner might run.
+pub(crate) fn reap(dir: &Path) -> usize {
+    let flag = format!("--user-data-dir={}", dir.join(PREFIX).display());
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut killed = 0;
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(p.path().join("cmdline")) else {
+            continue;
+        };
+        let owner = cmdline
+            .split(|b| *b == 0)
+            .filter_map(|a| std::str::from_utf8(a).ok())
+            .find_map(|a| a.strip_prefix(flag.as_str()))
+            .and_then(|rest| rest.split_once('-')?.0.parse::<u32>().ok());
+        let Some(owner) = owner else { continue };
+        if owner == std::process::id() || Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        // No signal API in std; `kill` is procps', on every machine Chromium runs on.
+        let ok = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            killed += 1;
+        } else {
+            tracing::warn!(pid, owner, "cannot kill an orphaned browser");
+        }
+    }
+    killed
+}
 
 /// A profile Chromium never locked is only taken for abandoned after this long: its
 /// launch may still be under way in another process.
@@ -115,5 +177,35 @@ mod tests {
         assert!(elsewhere.exists(), "another host's");
         assert!(fresh.exists(), "not locked yet, and new");
         assert!(unrelated.exists());
+    }
+
+    #[test]
+    fn only_browsers_of_gone_owners_are_killed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        // Stand-ins for browsers: the flag is all the reaper reads of them.
+        let browser = |owner: u32| {
+            let flag = format!(
+                "--user-data-dir={}/{PREFIX}{owner}-x1",
+                tmp.path().display()
+            );
+            std::process::Command::new("sh")
+                .args(["-c", "sleep 60; :", &flag])
+                .spawn()
+                .unwrap()
+        };
+        let mut orphan = browser(dead);
+        let mut owned = browser(std::process::id());
+        assert_eq!(reap(tmp.path()), 1);
+        let status = orphan.wait().unwrap();
+        assert!(!status.success(), "the orphan was killed: {status:?}");
+        assert!(
+            owned.try_wait().unwrap().is_none(),
+            "a live owner's browser runs on"
+        );
+        owned.kill().unwrap();
+        owned.wait().unwrap();
     }
 }
