@@ -34,7 +34,7 @@ pub(crate) fn reap_once() {
 /// Kills every process whose command line gives a profile in `dir` of a surfgym process
 /// that no longer exists (the owner's pid is in the profile's name, see [`prefix`]);
 /// returns how many. A pid reused since is taken for alive: a browser is never killed
-/// while its owner might run.
+/// while its owner might run; nor one of another pid namespace.
 pub(crate) fn reap(dir: &Path) -> usize {
     let flag = format!("--user-data-dir={}", dir.join(PREFIX).display());
     let Ok(procs) = std::fs::read_dir("/proc") else {
@@ -55,6 +55,12 @@ pub(crate) fn reap(dir: &Path) -> usize {
             .and_then(|rest| rest.split_once('-')?.0.parse::<u32>().ok());
         let Some(owner) = owner else { continue };
         if owner == std::process::id() || Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        // A browser of another pid namespace (a container seen from its host) names its
+        // owner by a pid this /proc does not show: never ours to judge.
+        let ns = |p: &Path| std::fs::read_link(p.join("ns/pid")).ok();
+        if ns(&p.path()).is_none() || ns(&p.path()) != ns(Path::new("/proc/self")) {
             continue;
         }
         // No signal API in std; `kill` is procps', on every machine Chromium runs on.
