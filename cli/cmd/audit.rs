@@ -119,6 +119,19 @@ fn load(sites: &SitesServer, args: &SuiteArgs, default: &[&str]) -> anyhow::Resu
     Ok(out)
 }
 
+/// A bar for trajectories played one after another in a pool of its own.
+pub fn bar(len: u64, prefix: &'static str) -> anyhow::Result<ProgressBar> {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>10.bold} [{bar:32.cyan/blue}] {pos:>3}/{len:3} {msg} {elapsed_precise}",
+        )?
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(prefix);
+    Ok(bar)
+}
+
 /// The bundled reviewed episodes of `tasks`, checked against them: a line that does not
 /// parse or check is the repository's error, reported as one.
 fn reviewed_of(tasks: &[Arc<Task>]) -> anyhow::Result<Vec<(Arc<Task>, tasks::reviewed::Reviewed)>> {
@@ -174,14 +187,7 @@ pub async fn explore(
     let pool = BrowserPool::launch(cfg)
         .await
         .context("cannot start Chromium")?;
-    let bar = ProgressBar::new((tasks.len() + to_review.len()) as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>10.bold} [{bar:32.cyan/blue}] {pos:>3}/{len:3} {msg} {elapsed_precise}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix("tasks");
+    let bar = bar((tasks.len() + to_review.len()) as u64, "tasks")?;
     let seed = args.seed;
     let results: Vec<_> = futures::stream::iter(tasks)
         .map(|t| {

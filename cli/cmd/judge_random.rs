@@ -14,7 +14,6 @@ use clap::Args;
 use engine::audit::reviewed::{Recorded, record_random};
 use engine::sites::SitesServer;
 use futures::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
 use rubrics::Check;
 use tasks::Task;
 
@@ -91,14 +90,7 @@ pub async fn run(common: &Common, args: RecordRandomArgs) -> anyhow::Result<Exit
         .flat_map(|t| (0..args.episodes).map(move |_| t.clone()))
         .zip(args.seed..)
         .collect();
-    let bar = ProgressBar::new(runs.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>10.bold} [{bar:32.cyan/blue}] {pos:>3}/{len:3} {msg}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix("episodes");
+    let bar = crate::cmd::audit::bar(runs.len() as u64, "episodes")?;
     let mut recorded: Vec<(Arc<Task>, anyhow::Result<Recorded>)> = futures::stream::iter(runs)
         .map(|(t, seed)| {
             let (pool, bar, bases) = (&pool, &bar, &bases);

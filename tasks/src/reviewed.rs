@@ -215,13 +215,8 @@ pub struct ReviewedLine {
 
 /// Every bundled reviewed episode, in file order.
 pub fn bundled_reviewed() -> Vec<ReviewedLine> {
-    let mut files: Vec<_> = REVIEWED
-        .files()
-        .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort_by_key(|f| f.path().to_path_buf());
     let mut out = Vec::new();
-    for f in files {
+    for f in crate::bundled::jsonl_files(&REVIEWED) {
         let text = f.contents_utf8().unwrap_or_default();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {

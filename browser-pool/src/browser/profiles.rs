@@ -40,6 +40,7 @@ pub(crate) fn reap(dir: &Path) -> usize {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return 0;
     };
+    let ours = std::fs::read_link("/proc/self/ns/pid").ok();
     let mut killed = 0;
     for p in procs.flatten() {
         let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -59,8 +60,8 @@ pub(crate) fn reap(dir: &Path) -> usize {
         }
         // A browser of another pid namespace (a container seen from its host) names its
         // owner by a pid this /proc does not show: never ours to judge.
-        let ns = |p: &Path| std::fs::read_link(p.join("ns/pid")).ok();
-        if ns(&p.path()).is_none() || ns(&p.path()) != ns(Path::new("/proc/self")) {
+        let theirs = std::fs::read_link(p.path().join("ns/pid")).ok();
+        if theirs.is_none() || theirs != ours {
             continue;
         }
         // No signal API in std; `kill` is procps', on every machine Chromium runs on.

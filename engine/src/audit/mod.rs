@@ -127,23 +127,34 @@ fn wrong_answer(
     ))
 }
 
-/// The MiniWoB++ solver's actions on the episode of `seed`, run through the runner.
-async fn solver_actions(
+/// One episode of `policy` on `task` with `seed`, run through the runner (no database):
+/// the trajectories whose actions the audit replays.
+pub(crate) async fn play(
     pool: &BrowserPool,
     task: &Arc<Task>,
+    policy: Arc<dyn crate::policy::Policy>,
     seed: u64,
-) -> Result<Vec<Action>, InfraError> {
+) -> Result<crate::runner::episode::Finished, InfraError> {
     let run = EpisodeRun {
         id: uuid::Uuid::new_v4(),
         task: task.clone(),
-        policy: Arc::new(MiniWobSolver),
+        policy,
         max_steps: task.max_steps.unwrap_or(20),
         seed,
         screen: task.screen,
         answer_checks: 1,
     };
     let (_keep, cut) = tokio::sync::watch::channel(false);
-    let finished = crate::runner::episode::run_alone(pool, run, &cut).await?;
+    crate::runner::episode::run_alone(pool, run, &cut).await
+}
+
+/// The MiniWoB++ solver's actions on the episode of `seed`, run through the runner.
+async fn solver_actions(
+    pool: &BrowserPool,
+    task: &Arc<Task>,
+    seed: u64,
+) -> Result<Vec<Action>, InfraError> {
+    let finished = play(pool, task, Arc::new(MiniWobSolver), seed).await?;
     Ok(finished
         .steps
         .iter()

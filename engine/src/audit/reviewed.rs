@@ -11,7 +11,7 @@ use tasks::reviewed::{Reviewed, ReviewedSpec, templated};
 
 use super::{Point, replay};
 use crate::policy::RandomPolicy;
-use crate::runner::{EpisodeRun, InfraError};
+use crate::runner::InfraError;
 
 /// Why a reviewed episode cannot be labelled.
 #[derive(Debug, thiserror::Error)]
@@ -71,35 +71,18 @@ pub async fn record_random(
     seed: u64,
     bases: &BTreeMap<String, String>,
 ) -> Result<Recorded, InfraError> {
-    let run = EpisodeRun {
-        id: uuid::Uuid::new_v4(),
-        task: task.clone(),
-        policy: Arc::new(RandomPolicy),
-        max_steps: task.max_steps.unwrap_or(20),
-        seed,
-        screen: task.screen,
-        answer_checks: 1,
-    };
-    let (_keep, cut) = tokio::sync::watch::channel(false);
-    let finished = crate::runner::episode::run_alone(pool, run, &cut).await?;
+    let finished = super::play(pool, &task, Arc::new(RandomPolicy), seed).await?;
     let mut spec = ReviewedSpec::unreviewed(&task, "random", seed);
+    let mut actions = Vec::new();
     for s in &finished.steps {
         // The random policy writes only actions that parse; anything else is not replayable.
-        if spaces::parse_action(&s.core.action).is_ok() {
+        if let Ok(a) = spaces::parse_action(&s.core.action) {
+            actions.push(a);
             spec.actions.push(s.core.action.clone());
             spec.steps.push(s.core.thought.clone().unwrap_or_default());
         }
     }
-    let r = Reviewed {
-        actions: spec
-            .actions
-            .iter()
-            .filter_map(|a| spaces::parse_action(a).ok())
-            .collect(),
-        labels: BTreeMap::new(),
-        spec: spec.clone(),
-    };
-    let end = replay(pool, &task, &r.actions, false, seed)
+    let end = replay(pool, &task, &actions, false, seed)
         .await?
         .pop()
         .expect("a replay returns at least one point");
