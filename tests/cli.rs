@@ -20,6 +20,12 @@ fn surfgym(args: &[&str], database: &str) -> Output {
         .expect("the surfgym binary runs")
 }
 
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -264,10 +270,7 @@ fn judge_record_random_writes_the_bundled_episode_again_for_review() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let written = std::fs::read_to_string(&out_file).unwrap();
-    let lines: Vec<serde_json::Value> = written
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&written);
     assert_eq!(lines.len(), 1);
     let e = &lines[0];
     assert_eq!(e["task"], "shop-mug-capacity");
@@ -516,10 +519,7 @@ async fn export_writes_finished_episodes_and_their_screenshots(pool: PgPool) {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("wrote 1 episodes"), "{stderr}");
     let written = std::fs::read_to_string(&file).unwrap();
-    let lines: Vec<serde_json::Value> = written
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&written);
     assert_eq!(lines.len(), 1);
     let e = &lines[0];
     assert_eq!(e["task_id"], "shop-mug-capacity");
