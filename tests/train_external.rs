@@ -150,7 +150,7 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
         .collect();
     let rows = external::parquet::read(&input.join("train.parquet")).unwrap();
     assert_eq!((lines.len(), rows.len()), (samples, samples));
-    let model = Model::load(&cfg.model, &dylib(), Device::Cpu, 1).unwrap();
+    let model = Model::load(cfg.onnx_model().unwrap(), &dylib(), Device::Cpu, 1).unwrap();
     let ids = |v: &serde_json::Value| -> Vec<u32> {
         v.as_array()
             .unwrap()
@@ -284,7 +284,7 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
                 else {
                     unreachable!()
                 };
-                // Set here, past the config's check: runs do not roll out HTTP policies yet.
+                // Set here, past the config's check (an ONNX run takes safetensors).
                 let t = ExternalTrainer { returns, ..t };
                 let out = scratch.join(format!("v-{mode}"));
                 let job = external::Job {
@@ -301,6 +301,7 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
                     work: &work,
                     dylib: &dylib(),
                     lineage: serde_json::json!({}),
+                    served: None,
                 };
                 let started = std::time::Instant::now();
                 let r = external::update(job, &mut Default::default()).await;
@@ -357,7 +358,8 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
     let (r, published, _) = attempt("scale", 120, scratch.path().join("good")).await;
     assert!(matches!(r.unwrap(), Outcome::Version { samples: 4, .. }));
     assert!(published);
-    // A served model's name is read back and checked; nothing is published for it.
+    // An ONNX run's update cannot take a served name (tests/train_served.rs has served
+    // runs): refused, nothing published.
     let (r, published, _) = attempt_returning(
         "served",
         120,
@@ -365,25 +367,9 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
         scratch.path().join("served"),
     )
     .await;
-    match r.unwrap() {
-        Outcome::ServedModel { name, samples, .. } => {
-            assert_eq!((name.as_str(), samples), ("tiny-text-lora@iteration-2", 4))
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(!published);
-    let (r, _, _) = attempt_returning(
-        "served_bad",
-        120,
-        Returns::ServedModel,
-        scratch.path().join("served_bad"),
-    )
-    .await;
     let e = r.unwrap_err();
-    assert!(
-        e.contains("served_model.txt") && e.contains("holds ' '"),
-        "{e}"
-    );
+    assert!(e.contains("does not fit this run's policy"), "{e}");
+    assert!(!published);
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
@@ -451,6 +437,7 @@ async fn a_vision_models_training_set_holds_the_screenshots_as_the_policy_saw_th
         work: &work,
         dylib: &dylib(),
         lineage: serde_json::json!({}),
+        served: None,
     };
     let outcome = external::update(job, &mut Default::default())
         .await

@@ -87,7 +87,7 @@ async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(p
 
     // v1..v3, each published once, by its own iteration, from the one before.
     let dir = run::run_dir(root.path(), id);
-    let base = name(&cfg.model);
+    let base = name(cfg.onnx_model().unwrap());
     let mut published: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -193,9 +193,13 @@ async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(p
     // The greedy policy follows its own link, which no update moves: the sampling
     // policy's link moved back to the base model leaves it on v3.
     let v3 = std::fs::canonicalize(dir.join("v3")).unwrap();
-    engine::policy::onnx::version_link::promote(&cfg.model, &dir.join("current")).unwrap();
+    engine::policy::onnx::version_link::promote(cfg.onnx_model().unwrap(), &dir.join("current"))
+        .unwrap();
     let sampling = policies.sample.catch_up().await.unwrap();
-    assert_eq!(sampling, std::fs::canonicalize(&cfg.model).unwrap());
+    assert_eq!(
+        sampling,
+        std::fs::canonicalize(cfg.onnx_model().unwrap()).unwrap()
+    );
     assert_eq!(policies.greedy.catch_up().await.unwrap(), v3);
 
     // Each evaluation ran its own iteration's version, even with the next one published

@@ -30,6 +30,12 @@ pub struct ServePolicyArgs {
     /// Port (0: a free one).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
+    /// Lets clients load model directories inside DIR under new names at run time
+    /// (`POST /v1/load_lora_adapter` with `lora_name` and `lora_path`, as vLLM's; `POST
+    /// /v1/unload_lora_adapter`): how an external trainer hands a training run its next
+    /// version. Off without it.
+    #[arg(long, value_name = "DIR")]
+    pub load_root: Option<PathBuf>,
 }
 
 /// `surfgym serve-policy`.
@@ -58,7 +64,17 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
         max_wait: Duration::from_millis(common.models.max_wait_ms),
         ..Default::default()
     };
-    let server = web::policy_server::PolicyServer::start(backend.model(), args.name, batching)?;
+    let mut server = web::policy_server::PolicyServer::start(backend.model(), args.name, batching)?;
+    if let Some(root) = &args.load_root {
+        let o = opts.clone();
+        let load: web::policy_server::ModelLoader = std::sync::Arc::new(move |dir| {
+            onnx::Model::load(dir, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
+        });
+        server = server
+            .with_loading(root, load)
+            .with_context(|| format!("--load-root {}", root.display()))?;
+        println!("models inside {} may be loaded at run time", root.display());
+    }
     if let Some(link) = link {
         tokio::spawn(follow(link, server.clone(), opts));
     }

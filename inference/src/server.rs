@@ -4,9 +4,10 @@
 //! requests are generated together through the one batching queue ([`crate::batch`]).
 //! The `cli` starts it; the flags and routes are its.
 
+mod adapters;
 mod queue;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::grammar::ActionGrammar;
@@ -20,6 +21,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub use adapters::{MAX_LOADED, ModelLoader};
 pub use queue::{BatchStats, Batching, Busy};
 
 /// What the endpoint serves.
@@ -31,11 +33,15 @@ pub struct PolicyServer {
     name: String,
     /// The model directory served now (a version link's target once it moved).
     serving: Arc<std::sync::RwLock<PathBuf>>,
+    batching: Batching,
+    /// Models loaded at run time under names of their own ([`adapters`]).
+    loaded: adapters::Registry,
+    loading: Option<Arc<adapters::Loading>>,
 }
 
 impl PolicyServer {
-    /// Serves `model` under `name` (any name is accepted from clients; this one is
-    /// listed), batching concurrent requests as `batching` says.
+    /// Serves `model` under `name` (listed; it also answers any name not loaded at run
+    /// time, see [`PolicyServer::with_loading`]), batching concurrent requests as `batching` says.
     pub fn start(
         model: Arc<Mutex<Model>>,
         name: impl Into<String>,
@@ -57,7 +63,26 @@ impl PolicyServer {
             vision,
             name: name.into(),
             serving: Arc::new(std::sync::RwLock::new(dir)),
+            batching,
+            loaded: Default::default(),
+            loading: None,
         })
+    }
+
+    /// Lets clients load model directories inside `root` under names of their own
+    /// (`POST /v1/load_lora_adapter`, vLLM's route) and unload them, each loaded by `load`.
+    pub fn with_loading(mut self, root: &Path, load: ModelLoader) -> std::io::Result<Self> {
+        let root = std::fs::canonicalize(root)?;
+        self.loading = Some(Arc::new(adapters::Loading { root, load }));
+        Ok(self)
+    }
+
+    /// The names loaded at run time: each one's directory and the requests it answered.
+    pub fn loaded(&self) -> Vec<(String, PathBuf, u64)> {
+        adapters::lock(&self.loaded)
+            .iter()
+            .map(|(n, l)| (n.clone(), l.dir.clone(), l.queue.stats().requests()))
+            .collect()
     }
 
     /// Serves `model` (loaded from `dir`, e.g. a newly promoted policy version) from the
@@ -288,7 +313,17 @@ async fn chat(
         grammar,
         pieces: req.logprobs.unwrap_or(false) && !as_ids,
     };
-    let waiting = match server.queue.submit(job) {
+    // A loaded name has its own model; the base answers every other name.
+    let queue = req
+        .model
+        .as_ref()
+        .and_then(|m| {
+            adapters::lock(&server.loaded)
+                .get(m)
+                .map(|l| l.queue.clone())
+        })
+        .unwrap_or_else(|| server.queue.clone());
+    let waiting = match queue.submit(job) {
         Ok(rx) => rx,
         Err(busy) => {
             // 503 is what OpenAI-style clients (ours included) retry with backoff.
@@ -347,16 +382,28 @@ async fn chat(
 }
 
 async fn models(State(server): State<PolicyServer>) -> Json<Value> {
-    Json(
-        json!({"object": "list", "data": [{"id": server.name, "object": "model", "owned_by": "surfgym",
-            "root": server.serving().display().to_string()}]}),
-    )
+    let mut data = vec![
+        json!({"id": server.name, "object": "model", "owned_by": "surfgym",
+        "root": server.serving().display().to_string()}),
+    ];
+    for (name, dir, _) in server.loaded() {
+        data.push(json!({"id": name, "object": "model", "owned_by": "surfgym",
+            "root": dir.display().to_string(), "parent": server.name}));
+    }
+    Json(json!({"object": "list", "data": data}))
 }
 
 async fn health(State(server): State<PolicyServer>) -> Json<Value> {
     let s = server.stats();
+    // Requests per name loaded at run time (the base's are `requests`).
+    let loaded: serde_json::Map<String, Value> = server
+        .loaded()
+        .into_iter()
+        .map(|(name, _, n)| (name, n.into()))
+        .collect();
     Json(
-        json!({"status": "ok", "requests": s.requests(), "batches": s.batches(), "largest_batch": s.largest()}),
+        json!({"status": "ok", "requests": s.requests(), "batches": s.batches(), "largest_batch": s.largest(),
+            "loaded": loaded}),
     )
 }
 
@@ -365,6 +412,8 @@ pub fn router(server: PolicyServer) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
+        .route("/v1/load_lora_adapter", post(adapters::load))
+        .route("/v1/unload_lora_adapter", post(adapters::unload))
         .route("/health", get(health))
         // Screenshots travel in the body.
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))

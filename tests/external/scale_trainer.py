@@ -7,7 +7,7 @@ masks, log-probabilities, images on disk), and writes into SURFGYM_TRAIN_OUTPUT 
 weights.safetensors holding one tensor of the base weights scaled by SCALE_FACTOR.
 SCALE_TRAINER_MODE makes it misbehave on purpose: unknown (a tensor name the model does
 not have), shape (a wrong shape), nan, fail (exit 3), sleep (past any timeout), nothing
-(writes no output), served and served_bad (a served model name, good or bad).
+(writes no output), served (a served model name, which an ONNX run refuses).
 """
 
 import array
@@ -81,10 +81,9 @@ def main():
         time.sleep(120)
     if mode == "nothing":
         return
-    if mode in ("served", "served_bad"):
-        name = "tiny-text-lora@iteration-2" if mode == "served" else "two words"
+    if mode == "served":
         with open(os.path.join(out, "served_model.txt"), "w") as f:
-            f.write(name + "\n")
+            f.write("tiny-text-lora@iteration-2\n")
         return
     weights = read_safetensors(os.environ["SURFGYM_BASE_WEIGHTS"])
     target = os.environ.get("SCALE_TENSOR", "model.layers.0.mlp.down_proj.weight_t")

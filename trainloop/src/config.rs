@@ -3,13 +3,14 @@
 //! and validated before anything runs; checks that need the task store are
 //! [`crate::run::check_tasks`]'.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use engine::store::TaskFilter;
 use serde::{Deserialize, Serialize};
 
 use crate::curriculum::Curriculum;
-use crate::external::TrainerChoice;
+use crate::external::{Returns, TrainerChoice};
+use crate::served::Served;
 
 /// See the module documentation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,8 +19,13 @@ pub struct RunConfig {
     /// Display name.
     pub name: String,
     /// The model to start from (a directory the trainer can train: tiny-text, tiny-vlm,
-    /// tiny-qwen2vl, SmolLM2 as converted by setup-python.sh).
-    pub model: PathBuf,
+    /// tiny-qwen2vl, SmolLM2 as converted by setup-python.sh). A run has this or `served`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<PathBuf>,
+    /// A policy served over HTTP instead of an ONNX model: its weights live in the server
+    /// and an external trainer updates them ([`crate::served`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Served>,
     /// The training tasks.
     pub train: TaskFilter,
     /// Where it is evaluated: other tasks (`{"tasks": {...}}`, e.g. `{"split": "test"}`
@@ -184,6 +190,7 @@ impl RunConfig {
         if self.name.trim().is_empty() {
             return Err("name: must not be empty".into());
         }
+        self.check_policy()?;
         if filter_is_empty(&self.train) {
             return Err(
                 "train: names no tasks (give ids, a site, a tag, a difficulty or a split)".into(),
@@ -282,6 +289,48 @@ impl RunConfig {
             return Err("overlap.max_staleness: must be at least 1 (0 is the synchronous loop: leave `overlap` out for it)".into());
         }
         Ok(())
+    }
+
+    /// The policy's source: an ONNX model the built-in or an external trainer updates, or
+    /// a served model only an external trainer that returns served names can update.
+    fn check_policy(&self) -> Result<(), String> {
+        let returns = match &self.trainer {
+            TrainerChoice::External(t) => Some(t.returns),
+            TrainerChoice::Builtin => None,
+        };
+        match (&self.model, &self.served) {
+            (None, None) => Err(
+                "model: give the ONNX model directory to train (or `served` for a policy served over HTTP)".into(),
+            ),
+            (Some(_), Some(_)) => Err(
+                "served: a run trains an ONNX model (model) or a served one (served), not both".into(),
+            ),
+            (Some(_), None) if returns == Some(Returns::ServedModel) => Err(
+                "trainer.returns: served_model needs a run whose policy is served over HTTP (`served`); an ONNX run takes safetensors".into(),
+            ),
+            (Some(m), None) if m.as_os_str().is_empty() => {
+                Err("model: must name the ONNX model directory".into())
+            }
+            (Some(_), None) => Ok(()),
+            (None, Some(s)) => {
+                s.validate()?;
+                if returns != Some(Returns::ServedModel) {
+                    return Err("trainer: a served run's weights are in its server, so only an external trainer that loads the update there can train it (trainer.kind external, trainer.returns served_model)".into());
+                }
+                if self.demonstrator.is_some() {
+                    return Err("demonstrator: a warm start records the teacher's actions in an ONNX model's tokens; a served run has none".into());
+                }
+                if !self.policy.answer_prefix.is_empty() {
+                    return Err("policy.answer_prefix: the ONNX policy's option; a served policy has no such setting".into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The ONNX model a run starts from (None for a served run).
+    pub fn onnx_model(&self) -> Option<&Path> {
+        self.model.as_deref()
     }
 
     /// The staleness bound: `Some(n)` with overlap, `None` for the synchronous loop.

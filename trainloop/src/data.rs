@@ -23,6 +23,21 @@ pub struct Collected {
 /// appear (the replay window and the recency weights count them); `partial` makes the
 /// reward the judged score instead of success.
 pub fn collect(episodes: &[TraceEpisode], partial: bool) -> Collected {
+    collect_from(episodes, partial, Source::Onnx)
+}
+
+/// Whose steps a run trains on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The ONNX policy's, replayed through the model (their tokens are needed).
+    Onnx,
+    /// A policy served over HTTP, read as requested: its prompt and reply are needed, its
+    /// token ids only if the server reported them ([`engine::traces::requested`]).
+    Served,
+}
+
+/// [`collect`] for the steps of `source`'s policy.
+pub fn collect_from(episodes: &[TraceEpisode], partial: bool, source: Source) -> Collected {
     let mut out = Collected::default();
     let mut order: HashMap<uuid::Uuid, u32> = HashMap::new();
     for (e, ep) in episodes.iter().enumerate() {
@@ -36,18 +51,22 @@ pub fn collect(episodes: &[TraceEpisode], partial: bool) -> Collected {
                 .or_default() += ep.steps.len();
             continue;
         }
-        let not_onnx = match &ep.policy {
-            None => Some("the episode does not record its policy".to_string()),
-            Some(card) => ReplaySettings::from_card(card)
+        let foreign = match (&ep.policy, source) {
+            (None, _) => Some("the episode does not record its policy".to_string()),
+            (Some(card), Source::Onnx) => ReplaySettings::from_card(card)
                 .err()
                 .map(|_| format!("recorded by the `{}` policy, not onnx", card.backend)),
+            (Some(card), Source::Served) => (card.backend != "http")
+                .then(|| format!("recorded by the `{}` policy, not http", card.backend)),
         };
         for (s, step) in ep.steps.iter().enumerate() {
-            let why = if let Some(why) = &not_onnx {
+            let why = if let Some(why) = &foreign {
                 Some(why.clone())
             } else if step.prompt.is_none() {
                 Some("no prompt recorded".into())
-            } else if step.tokens().is_none() {
+            } else if source == Source::Served && step.raw_output.is_none() {
+                Some("no reply recorded".into())
+            } else if source == Source::Onnx && step.tokens().is_none() {
                 Some("no token ids with log-probabilities recorded".into())
             } else {
                 None

@@ -17,6 +17,7 @@ pub mod external;
 mod plan;
 pub mod run;
 pub mod schedule;
+pub mod served;
 pub mod staleness;
 
 pub use config::RunConfig;

@@ -37,18 +37,26 @@ pub const UNKNOWN_VERSION: &str = "unknown_version";
 /// The run's versions up to `parent` (the base model and the published `dir/v1..v{parent}`),
 /// oldest first: what an update from `v{parent}` can have samples of.
 pub fn known(base: &Path, dir: &Path, parent: u32) -> Vec<Known> {
-    let one = |index: u32, path: &Path| Known {
-        index,
-        name: path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        fingerprint: engine::policy::fingerprint(path).ok(),
+    // A served version is known by the name its episodes asked the server for.
+    let one = |index: u32, path: &Path| match crate::served::name_of(path) {
+        Ok(name) => Known {
+            index,
+            name,
+            fingerprint: None,
+        },
+        Err(_) => Known {
+            index,
+            name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            fingerprint: engine::policy::fingerprint(path).ok(),
+        },
     };
     let mut out = vec![one(0, base)];
     for i in 1..=parent {
         let v = dir.join(format!("v{i}"));
-        if v.join(training::version::LINEAGE).is_file() {
+        if v.join(training::version::LINEAGE).is_file() || crate::served::is_served(&v) {
             out.push(one(i, &v));
         }
     }

@@ -80,7 +80,11 @@ pub(crate) fn prepared(
     cfg: &RunConfig,
     view: &engine::store::RunView,
 ) -> anyhow::Result<(run::RunPolicies, engine::Engine, PathBuf, PathBuf)> {
-    let dylib = common.models.onnx_options(common, cfg.model.clone())?.dylib;
+    // A served run loads no model here (its server does).
+    let dylib = match cfg.onnx_model() {
+        Some(m) => common.models.onnx_options(common, m.to_path_buf())?.dylib,
+        None => PathBuf::new(),
+    };
     let root = common.data_dir.join("runs");
     let policies = run::prepare(cfg, view, &root, &dylib)?;
     let engine = engine_with(common, &env.db, policies.all())?;

@@ -170,6 +170,39 @@ impl ChatClient {
         &self.opts
     }
 
+    /// The ids the server lists at `/v1/models` (a base model and, on vLLM or
+    /// `serve-policy --load-root`, the adapters loaded at run time). One try: this is a
+    /// check before work starts, and its error should say at once what is wrong.
+    pub async fn models(&self) -> Result<Vec<String>, PolicyError> {
+        let url = format!("{}/v1/models", self.opts.base_url.trim_end_matches('/'));
+        let mut req = self.client.get(&url);
+        if let Some(key) = &self.opts.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| PolicyError::Unavailable(format!("{url}: {e}")))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(PolicyError::Failed(format!(
+                "{url}: {status}: {}",
+                excerpt(&resp.text().await.unwrap_or_default())
+            )));
+        }
+        let v: Value = resp
+            .json()
+            .await
+            .map_err(|e| PolicyError::Failed(format!("{url}: unreadable: {e}")))?;
+        Ok(v["data"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|m| m["id"].as_str().map(str::to_string))
+            .collect())
+    }
+
     /// One user turn (content parts) → the reply's text and per-token log-probabilities.
     /// Never asks for token ids (a judge has no use for them).
     pub async fn complete(
@@ -342,6 +375,11 @@ impl HttpPolicy {
             name: name.into(),
             chat: ChatClient::new(opts)?,
         })
+    }
+
+    /// The client it talks through.
+    pub fn client(&self) -> &ChatClient {
+        &self.chat
     }
 
     /// The user message's parts, and its text (stored with the step).

@@ -9,6 +9,7 @@
 
 mod load;
 mod replay;
+mod requested;
 
 use std::path::PathBuf;
 
@@ -17,7 +18,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 pub use load::{Blobs, from_campaigns, read_jsonl};
-pub use replay::{ReplaySettings, Replayer, Shown, StepInputs};
+pub use replay::{ReplaySettings, Replayer, Screenshots, Shown, StepInputs};
+pub use requested::{Requested, requested};
 
 use crate::store::{PolicyCard, StoreError};
 

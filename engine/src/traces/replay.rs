@@ -120,8 +120,7 @@ const CACHED_IMAGES: usize = 16;
 /// embeddings and vision encoder, in ONNX Runtime).
 pub struct Replayer {
     model: Model,
-    blobs: Blobs,
-    images: HashMap<String, Arc<DynamicImage>>,
+    screens: Screenshots,
 }
 
 impl Replayer {
@@ -129,8 +128,7 @@ impl Replayer {
     pub fn new(model: Model, blobs: Blobs) -> Replayer {
         Replayer {
             model,
-            blobs,
-            images: HashMap::new(),
+            screens: Screenshots::new(blobs),
         }
     }
 
@@ -231,7 +229,12 @@ impl Replayer {
             }
             let mut images = Vec::with_capacity(shown);
             for j in index + 1 - shown..=index {
-                images.push(self.image(ep, j, settings).await.map_err(&fail)?);
+                images.push(
+                    self.screens
+                        .shown(ep, j, settings.effective_grounding())
+                        .await
+                        .map_err(&fail)?,
+                );
             }
             images
         } else {
@@ -245,21 +248,38 @@ impl Replayer {
             behaviour: behaviour.to_vec(),
         })
     }
+}
+
+/// Recorded screenshots as a policy was shown them, decoded once (a prompt with several
+/// images shows earlier ones again).
+pub struct Screenshots {
+    blobs: Blobs,
+    cache: HashMap<String, Arc<DynamicImage>>,
+}
+
+impl Screenshots {
+    /// Screenshots read from `blobs`.
+    pub fn new(blobs: Blobs) -> Screenshots {
+        Screenshots {
+            blobs,
+            cache: HashMap::new(),
+        }
+    }
 
     /// Step `j`'s screenshot as the policy was shown it: marks drawn over it in marks
     /// mode, exactly as the policy drew them (the pool's own overlay is off in campaigns).
-    async fn image(
+    pub async fn shown(
         &mut self,
         ep: &TraceEpisode,
         j: usize,
-        settings: ReplaySettings,
+        grounding: Grounding,
     ) -> Result<DynamicImage, String> {
-        let step = &ep.steps[j];
+        let step = ep.steps.get(j).ok_or_else(|| format!("no step {j}"))?;
         let hash = step
             .screenshot
             .as_deref()
             .ok_or_else(|| format!("step {j} recorded no screenshot"))?;
-        let plain = match self.images.get(hash) {
+        let plain = match self.cache.get(hash) {
             Some(img) => img.clone(),
             None => {
                 let bytes = self
@@ -270,14 +290,14 @@ impl Replayer {
                     image::load_from_memory(&bytes)
                         .map_err(|e| format!("screenshot {hash}: {e}"))?,
                 );
-                if self.images.len() >= CACHED_IMAGES {
-                    self.images.clear();
+                if self.cache.len() >= CACHED_IMAGES {
+                    self.cache.clear();
                 }
-                self.images.insert(hash.to_string(), img.clone());
+                self.cache.insert(hash.to_string(), img.clone());
                 img
             }
         };
-        Ok(match settings.effective_grounding() {
+        Ok(match grounding {
             Grounding::Marks => {
                 let mut rgb = plain.to_rgb8();
                 browser_pool::marks::draw(&mut rgb, &step.elements, screenshot_scale(ep));

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use engine::traces::{Replayer, TraceEpisode};
+use engine::traces::{Replayer, Screenshots, TraceEpisode};
 use serde::Serialize;
 
 use super::{ExternalError, Format};
@@ -84,14 +84,7 @@ pub async fn records(
                 continue;
             }
         };
-        let mut files = Vec::with_capacity(shown.images.len());
-        for (k, img) in shown.images.iter().enumerate() {
-            let name = format!("{IMAGES}/{}-{s}-{k}.png", ep.id);
-            let path = dir.join(&name);
-            img.save_with_format(&path, image::ImageFormat::Png)
-                .map_err(|err| ExternalError::Dataset(format!("{}: {err}", path.display())))?;
-            files.push(name);
-        }
+        let files = save_images(dir, ep, s, &shown.images)?;
         let completion = match &ep.steps[s].raw_output {
             Some(text) => text.clone(),
             None => shown
@@ -118,6 +111,76 @@ pub async fn records(
         });
     }
     Ok(out)
+}
+
+/// What marks an image's place in a served policy's prompt (its request sent the images
+/// before the text).
+pub const SERVED_PLACEHOLDER: &str = "<image>";
+
+/// The selected steps of a policy served over HTTP, read as its requests carried them
+/// ([`engine::traces::requested`]) rather than replayed: the prompt is the user message's
+/// text after one placeholder per image, with no prompt ids (the server tokenised it
+/// with its own template); the completion's ids and log-probabilities are there when the
+/// server reported them. A step that cannot be read is counted in `skipped`.
+pub async fn requested_records(
+    screens: &mut Screenshots,
+    dir: &Path,
+    episodes: &[TraceEpisode],
+    at: &[(usize, usize)],
+    kept: &[(usize, f32)],
+    skipped: &mut BTreeMap<String, usize>,
+) -> Result<Vec<Record>, ExternalError> {
+    let images = dir.join(IMAGES);
+    std::fs::create_dir_all(&images).map_err(|e| ExternalError::io(&images, e))?;
+    let mut out = Vec::with_capacity(kept.len());
+    for &(i, advantage) in kept {
+        let (e, s) = at[i];
+        let ep = &episodes[e];
+        let step = match engine::traces::requested(screens, ep, s).await {
+            Ok(x) => x,
+            Err(err) => {
+                tracing::warn!(error = %err, "step left out of the training set");
+                *skipped.entry(format!("cannot be read: {err}")).or_default() += 1;
+                continue;
+            }
+        };
+        let files = save_images(dir, ep, s, &step.images)?;
+        out.push(Record {
+            episode: ep.id.to_string(),
+            step: s,
+            task: ep.task_id.clone(),
+            site: ep.site.clone(),
+            group: format!("{}/{}", ep.campaign_id, ep.task_id),
+            prompt: SERVED_PLACEHOLDER.repeat(files.len()) + &step.text,
+            placeholder: SERVED_PLACEHOLDER.to_string(),
+            completion: step.completion,
+            prompt_ids: Vec::new(),
+            completion_ids: step.token_ids,
+            old_logprobs: step.logprobs,
+            advantage,
+            reward: ep.reward(false),
+            images: files,
+        });
+    }
+    Ok(out)
+}
+
+/// Saves step `s`'s images under `dir/images`; returns their relative names.
+fn save_images(
+    dir: &Path,
+    ep: &TraceEpisode,
+    s: usize,
+    images: &[image::DynamicImage],
+) -> Result<Vec<String>, ExternalError> {
+    let mut files = Vec::with_capacity(images.len());
+    for (k, img) in images.iter().enumerate() {
+        let name = format!("{IMAGES}/{}-{s}-{k}.png", ep.id);
+        let path = dir.join(&name);
+        img.save_with_format(&path, image::ImageFormat::Png)
+            .map_err(|err| ExternalError::Dataset(format!("{}: {err}", path.display())))?;
+        files.push(name);
+    }
+    Ok(files)
 }
 
 /// Writes `records` in `format` into `dir`; returns the files written (relative names).
@@ -168,7 +231,7 @@ fn trl_line(r: &Record) -> serde_json::Value {
     let completion_mask: Vec<u8> = std::iter::repeat_n(0, r.prompt_ids.len())
         .chain(std::iter::repeat_n(1, r.completion_ids.len()))
         .collect();
-    serde_json::json!({
+    let mut line = serde_json::json!({
         "messages": [
             {"role": "user", "content": content},
             {"role": "assistant", "content": [{"type": "text", "text": r.completion}]},
@@ -178,8 +241,6 @@ fn trl_line(r: &Record) -> serde_json::Value {
         "completion_text": r.completion,
         "prompt_ids": r.prompt_ids,
         "completion_ids": r.completion_ids,
-        "input_ids": input_ids,
-        "completion_mask": completion_mask,
         "old_logprobs": r.old_logprobs,
         "advantage": r.advantage,
         "reward": r.reward,
@@ -188,5 +249,12 @@ fn trl_line(r: &Record) -> serde_json::Value {
         "task": r.task,
         "site": r.site,
         "group": r.group,
-    })
+    });
+    // Whole-sequence ids only when surfgym knows the prompt's (a served policy's server
+    // tokenised its prompt with a template surfgym never saw).
+    if !r.prompt_ids.is_empty() {
+        line["input_ids"] = input_ids.into();
+        line["completion_mask"] = completion_mask.into();
+    }
+    line
 }

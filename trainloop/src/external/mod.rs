@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use update::{BASE_WEIGHTS, FORMAT, Job, MANIFEST, Outcome, update, work_dir};
+pub use update::{BASE_WEIGHTS, FORMAT, Job, MANIFEST, Outcome, ServedJob, update, work_dir};
 
 /// Which trainer an iteration's update runs on (`RunConfig::trainer`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -130,13 +130,6 @@ impl ExternalTrainer {
             .find(|k| k.is_empty() || k.contains('=') || k.contains('\0'))
         {
             return Err(format!("trainer.env: {k:?} is not a variable name"));
-        }
-        if self.returns == Returns::ServedModel {
-            // The run's rollouts come from the ONNX policy it loads from version
-            // directories; a run that rolls out through an HTTP policy is not there yet.
-            return Err(
-                "trainer.returns: served_model needs a run whose policy is served over HTTP; training runs roll out the ONNX policy, so use safetensors".into(),
-            );
         }
         Ok(())
     }

@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 
 use engine::policy::onnx::{Device, Model};
 use engine::store::Store;
-use engine::traces::{Blobs, Replayer, TraceEpisode};
+use engine::traces::{Blobs, Replayer, Screenshots, TraceEpisode};
 use uuid::Uuid;
 
 use super::accept::{self, SERVED_MODEL, WEIGHTS};
 use super::{Dirs, ExternalError, ExternalTrainer, Returns, command, dataset};
+use crate::config::RunConfig;
+use crate::served::{self, Served};
 
 /// The training set's description, for the command.
 pub const MANIFEST: &str = "manifest.json";
@@ -49,6 +51,19 @@ pub struct Job<'a> {
     /// The lineage's record so far (run, campaigns, selection); the external run's own is
     /// added under `external`.
     pub lineage: serde_json::Value,
+    /// Set for a run whose policy is served over HTTP: its steps are read as requested,
+    /// not replayed, and the command returns a served name.
+    pub served: Option<ServedJob<'a>>,
+}
+
+/// What an update of a served policy needs.
+pub struct ServedJob<'a> {
+    /// The run's config (how its policy asks the server).
+    pub cfg: &'a RunConfig,
+    /// The server.
+    pub served: &'a Served,
+    /// The names the run's versions used so far (a new version needs a new one).
+    pub used: Vec<String>,
 }
 
 /// What an external update produced.
@@ -91,62 +106,103 @@ pub async fn update(
     for d in [&dirs.input, &dirs.output] {
         std::fs::create_dir_all(d).map_err(|e| ExternalError::io(d, e))?;
     }
-    let model = Model::load(job.parent, job.dylib, Device::Cpu, 2)
-        .map_err(|e| ExternalError::Dataset(format!("loading {}: {e}", job.parent.display())))?;
-    let mut replayer = Replayer::new(model, Blobs::Store(job.store.clone()));
-    let records = dataset::records(
-        &mut replayer,
-        &dirs.input,
-        job.episodes,
-        job.at,
-        job.kept,
-        skipped,
-    )
-    .await?;
-    drop(replayer);
+    let records = match &job.served {
+        Some(_) => {
+            let mut screens = Screenshots::new(Blobs::Store(job.store.clone()));
+            dataset::requested_records(
+                &mut screens,
+                &dirs.input,
+                job.episodes,
+                job.at,
+                job.kept,
+                skipped,
+            )
+            .await?
+        }
+        None => {
+            let model = Model::load(job.parent, job.dylib, Device::Cpu, 2).map_err(|e| {
+                ExternalError::Dataset(format!("loading {}: {e}", job.parent.display()))
+            })?;
+            let mut replayer = Replayer::new(model, Blobs::Store(job.store.clone()));
+            dataset::records(
+                &mut replayer,
+                &dirs.input,
+                job.episodes,
+                job.at,
+                job.kept,
+                skipped,
+            )
+            .await?
+        }
+    };
     if records.is_empty() {
         return Ok(Outcome::Nothing);
     }
     let files = dataset::write(&dirs.input, job.trainer.format, &records)?;
 
-    // The parent's weights: what the command starts from, and what its tensors are
-    // checked against and laid over.
-    let (parent, base_weights) = (job.parent.to_path_buf(), dirs.input.join(BASE_WEIGHTS));
-    let decoder = blocking({
-        let base_weights = base_weights.clone();
-        move || {
-            let d = accept::parent_decoder(&parent)?;
-            let tensors: std::collections::HashMap<String, candle_core::Tensor> = d
-                .params()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_tensor().clone()))
-                .collect();
-            candle_core::safetensors::save(&tensors, &base_weights)
-                .map_err(|e| ExternalError::Dataset(format!("{}: {e}", base_weights.display())))?;
-            Ok(d)
-        }
-    })
-    .await?;
+    // An ONNX parent's weights: what the command starts from, and what its tensors are
+    // checked against and laid over. A served parent's are in its server.
+    let base_weights = dirs.input.join(BASE_WEIGHTS);
+    let decoder = match &job.served {
+        Some(_) => None,
+        None => Some(
+            blocking({
+                let (parent, base_weights) = (job.parent.to_path_buf(), base_weights.clone());
+                move || {
+                    let d = accept::parent_decoder(&parent)?;
+                    let tensors: std::collections::HashMap<String, candle_core::Tensor> = d
+                        .params()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.as_tensor().clone()))
+                        .collect();
+                    candle_core::safetensors::save(&tensors, &base_weights).map_err(|e| {
+                        ExternalError::Dataset(format!("{}: {e}", base_weights.display()))
+                    })?;
+                    Ok(d)
+                }
+            })
+            .await?,
+        ),
+    };
+    let parent_name = match &job.served {
+        Some(_) => Some(served::name_of(job.parent).map_err(ExternalError::Dataset)?),
+        None => None,
+    };
     let returns = match job.trainer.returns {
         Returns::Safetensors => "safetensors",
         Returns::ServedModel => "served_model",
     };
-    let manifest = serde_json::json!({
+    let mut manifest = serde_json::json!({
         "format": FORMAT, "run": job.run, "iteration": job.iteration,
         "objective": job.objective, "samples": records.len(), "files": files,
         "images": dataset::IMAGES, "base_model": job.parent, "base_weights": BASE_WEIGHTS,
         "returns": returns, "output": dirs.output,
     });
-    write_json(&dirs.input.join(MANIFEST), &manifest)?;
-    let env = [
+    let mut env: Vec<(String, String)> = [
         ("SURFGYM_RUN", job.run.to_string()),
         ("SURFGYM_ITERATION", job.iteration.to_string()),
         ("SURFGYM_OBJECTIVE", job.objective.clone()),
         ("SURFGYM_SAMPLES", records.len().to_string()),
         ("SURFGYM_RETURNS", returns.to_string()),
-        ("SURFGYM_BASE_WEIGHTS", base_weights.display().to_string()),
     ]
-    .map(|(k, v)| (k.to_string(), v));
+    .map(|(k, v)| (k.to_string(), v))
+    .into();
+    match (&job.served, &parent_name) {
+        (Some(s), Some(name)) => {
+            // No local weights; the prompt ids are the server's to make.
+            manifest["base_weights"] = serde_json::Value::Null;
+            manifest["served"] = serde_json::json!({
+                "base_url": s.served.base_url, "model": name, "prompt_ids": false,
+            });
+            env.push(("SURFGYM_SERVED_URL".into(), s.served.base_url.clone()));
+            env.push(("SURFGYM_SERVED_MODEL".into(), name.clone()));
+        }
+        _ => env.push((
+            "SURFGYM_BASE_WEIGHTS".into(),
+            base_weights.display().to_string(),
+        )),
+    }
+    write_json(&dirs.input.join(MANIFEST), &manifest)?;
     let ran = command::run(job.trainer, &dirs, &env, job.work).await;
     // The copy of the weights is only the command's starting point.
     let _ = std::fs::remove_file(&base_weights);
@@ -157,16 +213,16 @@ pub async fn update(
         "stdout": ran.stdout, "stderr": ran.stderr,
         "trainer_report": accept::report(&dirs.output)?,
     });
-    match job.trainer.returns {
-        Returns::Safetensors => {
+    let mut lineage = job.lineage;
+    lineage["external"] = report.clone();
+    lineage["samples"] = records.len().into();
+    match (job.trainer.returns, decoder, job.served) {
+        (Returns::Safetensors, Some(decoder), None) => {
             let (file, parent, out) = (
                 dirs.output.join(WEIGHTS),
                 job.parent.to_path_buf(),
                 job.out.to_path_buf(),
             );
-            let mut lineage = job.lineage;
-            lineage["external"] = report.clone();
-            lineage["samples"] = records.len().into();
             blocking(move || {
                 let weights = accept::read_weights(&file, &decoder)?;
                 accept::publish(&parent, &out, decoder, &weights, lineage)
@@ -177,14 +233,44 @@ pub async fn update(
                 report,
             })
         }
-        Returns::ServedModel => {
-            let name = accept::served_model(&dirs.output.join(SERVED_MODEL))?;
+        (Returns::ServedModel, None, Some(s)) => {
+            let file = dirs.output.join(SERVED_MODEL);
+            let name = accept::served_model(&file)?;
+            let fail = |why: String| ExternalError::Output {
+                path: file.display().to_string(),
+                why,
+            };
+            if s.used.contains(&name) {
+                return Err(fail(format!(
+                    "{name:?} names an earlier version of this run: each update must be served under a new name (episodes record only the name they asked for)"
+                )));
+            }
+            match s.served.lists(s.cfg, &name).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(fail(format!(
+                        "the server at {} does not list {name:?}: the trainer must load it there before it returns (e.g. POST /v1/load_lora_adapter)",
+                        s.served.base_url
+                    )));
+                }
+                Err(e) => {
+                    return Err(fail(format!(
+                        "cannot ask the server whether it serves {name:?}: {e}"
+                    )));
+                }
+            }
+            lineage["served_model"] = name.clone().into();
+            lineage["parent"] = parent_name.unwrap_or_default().into();
+            served::publish(job.out, &name, &lineage).map_err(|e| ExternalError::io(job.out, e))?;
             Ok(Outcome::ServedModel {
                 name,
                 samples: records.len(),
                 report,
             })
         }
+        (returns, ..) => Err(ExternalError::Dataset(format!(
+            "trainer.returns {returns:?} does not fit this run's policy (served runs take served_model, ONNX runs safetensors)"
+        ))),
     }
 }
 

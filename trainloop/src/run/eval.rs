@@ -57,7 +57,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         .version
         .clone()
         .or_else(|| it.parent_version.clone())
-        .map_or_else(|| ctx.cfg.model.clone(), PathBuf::from);
+        .map_or_else(|| super::base_version(&ctx.cfg, &ctx.dir), PathBuf::from);
     serve(ctx, EVAL, &version, &ctx.policies.greedy).await?;
     let id = match it.eval_campaign {
         Some(id) => id,

@@ -135,10 +135,13 @@ pub fn prepare(
 ) -> Result<RunPolicies, RunError> {
     let dir = run_dir(root, view.id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::io(&dir, e))?;
+    if let Some(served) = &cfg.served {
+        crate::served::base_version(&dir, served)?;
+    }
     let current = view
         .version
         .as_ref()
-        .map_or(cfg.model.clone(), PathBuf::from);
+        .map_or_else(|| base_version(cfg, &dir), PathBuf::from);
     let (link, eval_link) = (dir.join(CURRENT), dir.join(EVAL));
     for l in [&link, &eval_link] {
         promote(&current, l).map_err(|e| RunError::io(l, e))?;
@@ -148,10 +151,11 @@ pub fn prepare(
         max_batch: 8,
         max_wait: Duration::from_millis(10),
     };
-    let follow = |name: &str, link: &Path, t: f32| {
-        onnx::following(name, link, policy_options(cfg, link, dylib, t), limits)
+    let follow = |name: &str, link: &Path, t: f32| match &cfg.served {
+        Some(served) => crate::served::following(cfg, served, name, link, t).map(Arc::new),
+        None => onnx::following(name, link, policy_options(cfg, link, dylib, t), limits)
             .map(Arc::new)
-            .map_err(|e| RunError::Config(format!("model: {e}")))
+            .map_err(|e| RunError::Config(format!("model: {e}"))),
     };
     let demo = match &cfg.demonstrator {
         Some(teacher) => {
@@ -193,7 +197,10 @@ pub fn demonstrator(
     teacher: Arc<dyn Policy>,
     dylib: &Path,
 ) -> Result<Arc<dyn Policy>, RunError> {
-    let student = OnnxBackend::load(policy_options(cfg, &cfg.model, dylib, 0.0))
+    let model = cfg.onnx_model().ok_or_else(|| {
+        RunError::Config("demonstrator: a warm start needs an ONNX model (model)".into())
+    })?;
+    let student = OnnxBackend::load(policy_options(cfg, model, dylib, 0.0))
         .map_err(|e| RunError::Config(format!("model: {e}")))?;
     Ok(Arc::new(Demonstrated::new(
         name,
@@ -227,7 +234,11 @@ pub async fn check(store: &Store, cfg: &RunConfig) -> Result<(), RunError> {
             )));
         }
     }
-    let model = cfg.model.clone();
+    let model = match (&cfg.served, cfg.onnx_model()) {
+        (Some(served), _) => return served.check(cfg).await,
+        (None, Some(m)) => m.to_path_buf(),
+        (None, None) => return Err(RunError::Config("model: missing".into())),
+    };
     tokio::task::spawn_blocking(move || {
         Trainer::load(&model, TrainConfig::default(), &candle_core::Device::Cpu).map(|_| ())
     })
@@ -405,7 +416,15 @@ async fn current_version(ctx: &Ctx<'_>) -> Result<PathBuf, RunError> {
         .get_run(ctx.run)
         .await?
         .ok_or(RunError::NoRun(ctx.run))?;
-    Ok(v.version.map_or(ctx.cfg.model.clone(), PathBuf::from))
+    Ok(v.version
+        .map_or_else(|| base_version(&ctx.cfg, &ctx.dir), PathBuf::from))
+}
+
+/// The version a run starts from: its ONNX model, or a served run's `v0` (the base
+/// model's name, written by [`prepare`]).
+pub fn base_version(cfg: &RunConfig, dir: &Path) -> PathBuf {
+    cfg.onnx_model()
+        .map_or_else(|| dir.join("v0"), Path::to_path_buf)
 }
 
 /// Points the run's `link` at `version` and waits until `policy` serves it.

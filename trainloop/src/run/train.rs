@@ -55,7 +55,8 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         parent_version: Some(parent.display().to_string()),
         ..Default::default()
     };
-    let published = out.join(training::version::LINEAGE).is_file();
+    let published =
+        out.join(training::version::LINEAGE).is_file() || crate::served::is_served(&out);
     if published {
         // Published before the process stopped, not recorded: taken as it is.
         update.version = Some(out.display().to_string());
@@ -72,9 +73,13 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         }
         campaigns.extend(it.rollout_campaigns.iter().copied());
         let episodes = traces::from_campaigns(store, &campaigns).await?;
-        let mut collected = data::collect(&episodes, false);
+        let source = match ctx.cfg.served {
+            Some(_) => data::Source::Served,
+            None => data::Source::Onnx,
+        };
+        let mut collected = data::collect_from(&episodes, false, source);
         let parent_index = index_of(&parent, &ctx.dir);
-        let (base, dir) = (ctx.cfg.model.clone(), ctx.dir.clone());
+        let (base, dir) = (super::base_version(&ctx.cfg, &ctx.dir), ctx.dir.clone());
         let known =
             tokio::task::spawn_blocking(move || staleness::known(&base, &dir, parent_index))
                 .await
@@ -121,6 +126,11 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 out: &out,
                 work: &external::work_dir(&ctx.dir, idx),
                 dylib: &ctx.dylib,
+                served: ctx.cfg.served.as_ref().map(|served| external::ServedJob {
+                    cfg: &ctx.cfg,
+                    served,
+                    used: known.iter().map(|k| k.name.clone()).collect(),
+                }),
                 lineage: serde_json::json!({
                     "run": ctx.run, "iteration": idx, "campaigns": campaigns,
                     "objective": objective.to_string(), "dropped": dropped,
@@ -137,10 +147,17 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     update.loss = own["train_loss"].as_f64().or(own["loss"].as_f64());
                     report["external"] = r;
                 }
-                external::Outcome::ServedModel { name, .. } => {
-                    return Err(RunError::Config(format!(
-                        "trainer.returns: the external trainer returned the served model {name:?}, but this run's policy is the ONNX policy"
-                    )));
+                external::Outcome::ServedModel {
+                    name,
+                    samples,
+                    report: r,
+                } => {
+                    update.samples = Some(samples as i32);
+                    update.version = Some(out.display().to_string());
+                    let own = &r["trainer_report"];
+                    update.loss = own["train_loss"].as_f64().or(own["loss"].as_f64());
+                    report["external"] = r;
+                    report["served_model"] = name.into();
                 }
             }
         } else {
