@@ -6,7 +6,8 @@
 //!
 //! This crate owns the loop, its configuration ([`config`]), the horizon schedules
 //! ([`curriculum`]) and turning recorded episodes into samples ([`data`]). It must not
-//! write SQL (the engine's store does) nor know HTTP or the dashboard.
+//! write SQL (the engine's store does) nor know the dashboard; it reaches a served
+//! policy only through the engine's HTTP policy ([`served`]).
 #![deny(missing_docs)]
 
 pub mod config;
