@@ -29,20 +29,10 @@ fn dylib() -> PathBuf {
         .expect("ONNX Runtime: run ./scripts/setup-python.sh")
 }
 
-/// The data directory's venv Python (setup-python.sh made it), else the system's.
-fn python() -> String {
-    let venv = common::data_dir().join("venv/bin/python");
-    if venv.is_file() {
-        venv.display().to_string()
-    } else {
-        "python3".into()
-    }
-}
-
 fn trainer(mode: &str, timeout_s: u64) -> serde_json::Value {
     serde_json::json!({
         "kind": "external",
-        "command": [python(), concat!(env!("CARGO_MANIFEST_DIR"), "/tests/external/scale_trainer.py"),
+        "command": [common::python(), concat!(env!("CARGO_MANIFEST_DIR"), "/tests/external/scale_trainer.py"),
                     "{input}", "{output}"],
         "timeout_s": timeout_s,
         "env": {"SCALE_TRAINER_MODE": mode, "SCALE_TENSOR": TENSOR, "SCALE_FACTOR": "3"}

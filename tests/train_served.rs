@@ -26,15 +26,6 @@ const TASKS: [&str; 3] = [
 ];
 const BASE: &str = "tiny-base";
 
-fn python() -> String {
-    let venv = common::data_dir().join("venv/bin/python");
-    if venv.is_file() {
-        venv.display().to_string()
-    } else {
-        "python3".into()
-    }
-}
-
 fn model() -> PathBuf {
     common::data_dir().join("models/tiny-vlm")
 }
@@ -97,7 +88,7 @@ fn config(url: &str, load_root: &Path, mode: &str) -> serde_json::Value {
         "policy": {"max_new_tokens": 16},
         "trainer": {
             "kind": "external",
-            "command": [python(), concat!(env!("CARGO_MANIFEST_DIR"), "/tests/external/served_trainer.py")],
+            "command": [common::python(), concat!(env!("CARGO_MANIFEST_DIR"), "/tests/external/served_trainer.py")],
             "returns": "served_model",
             "timeout_s": 300,
             "env": {"SERVED_TRAINER_ROOT": load_root, "SERVED_TRAINER_SOURCE": model(),

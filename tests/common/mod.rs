@@ -102,6 +102,17 @@ pub fn data_dir() -> PathBuf {
     )
 }
 
+/// The data directory's venv Python (setup-python.sh made it), else the system's: what
+/// test trainers (`tests/external/`) run on.
+pub fn python() -> String {
+    let venv = data_dir().join("venv/bin/python");
+    if venv.is_file() {
+        venv.display().to_string()
+    } else {
+        "python3".into()
+    }
+}
+
 /// The URL of the test's own database (`#[sqlx::test]` makes one per test), for the
 /// `surfgym` processes a test starts.
 pub fn database_url(pool: &PgPool) -> String {

@@ -104,7 +104,24 @@ struct Parts {
     behaviour: Vec<f32>,
 }
 
-fn failing(ep: &TraceEpisode, index: usize) -> impl Fn(String) -> TraceError {
+/// Step `index` of `ep` with its policy's card, or the error saying which is missing.
+pub(super) fn step_and_card(
+    ep: &TraceEpisode,
+    index: usize,
+) -> Result<(&super::TraceStep, &PolicyCard), TraceError> {
+    let fail = failing(ep, index);
+    let step = ep
+        .steps
+        .get(index)
+        .ok_or_else(|| fail("no such step".into()))?;
+    let card = ep
+        .policy
+        .as_ref()
+        .ok_or_else(|| fail("the episode does not record its policy".into()))?;
+    Ok((step, card))
+}
+
+pub(super) fn failing(ep: &TraceEpisode, index: usize) -> impl Fn(String) -> TraceError {
     let episode = ep.id;
     move |message| TraceError::Step {
         episode,
@@ -202,14 +219,7 @@ impl Replayer {
     /// screenshots as shown, the stored tokens.
     async fn parts(&mut self, ep: &TraceEpisode, index: usize) -> Result<Parts, TraceError> {
         let fail = failing(ep, index);
-        let step = ep
-            .steps
-            .get(index)
-            .ok_or_else(|| fail("no such step".into()))?;
-        let card = ep
-            .policy
-            .as_ref()
-            .ok_or_else(|| fail("the episode does not record its policy".into()))?;
+        let (step, card) = step_and_card(ep, index)?;
         let settings = ReplaySettings::from_card(card).map_err(&fail)?;
         let text = step
             .prompt

@@ -11,7 +11,7 @@
 
 use image::DynamicImage;
 
-use super::replay::Screenshots;
+use super::replay::{Screenshots, failing, step_and_card};
 use super::{TraceEpisode, TraceError};
 use crate::policy::output::Grounding;
 
@@ -35,19 +35,8 @@ pub async fn requested(
     ep: &TraceEpisode,
     index: usize,
 ) -> Result<Requested, TraceError> {
-    let fail = |message: String| TraceError::Step {
-        episode: ep.id,
-        step: i32::try_from(index).unwrap_or(i32::MAX),
-        message,
-    };
-    let step = ep
-        .steps
-        .get(index)
-        .ok_or_else(|| fail("no such step".into()))?;
-    let card = ep
-        .policy
-        .as_ref()
-        .ok_or_else(|| fail("the episode does not record its policy".into()))?;
+    let fail = failing(ep, index);
+    let (step, card) = step_and_card(ep, index)?;
     if card.backend != "http" {
         return Err(fail(format!(
             "recorded by the `{}` policy ({}), not one served over HTTP",

@@ -57,11 +57,77 @@ pub struct Record {
     pub images: Vec<String>,
 }
 
-/// Replays the selected steps (`kept`: index into `at`, advantage) and writes their
-/// images under `dir/images`. A step that cannot be replayed is counted in `skipped` with
-/// its reason and left out, as the built-in update does.
+/// How the selected steps are read.
+pub enum Steps {
+    /// Replayed through the model's frozen parts exactly as the ONNX policy had them
+    /// ([`engine::traces::Replayer::shown`]).
+    Replayed(Box<Replayer>),
+    /// Read as a served policy's requests carried them ([`engine::traces::requested`]):
+    /// the prompt is the user message's text after one placeholder per image, with no
+    /// prompt ids (the server tokenised it with its own template); the completion's ids
+    /// and log-probabilities are there when the server reported them.
+    Requested(Screenshots),
+}
+
+/// One step as read, before its images are saved.
+struct Read {
+    prompt: String,
+    placeholder: String,
+    images: Vec<image::DynamicImage>,
+    prompt_ids: Vec<u32>,
+    completion: String,
+    completion_ids: Vec<u32>,
+    logprobs: Vec<f32>,
+}
+
+impl Steps {
+    async fn read(
+        &mut self,
+        ep: &TraceEpisode,
+        s: usize,
+    ) -> Result<Read, engine::traces::TraceError> {
+        match self {
+            Steps::Replayed(replayer) => {
+                let shown = replayer.shown(ep, s).await?;
+                let completion = match &ep.steps[s].raw_output {
+                    Some(text) => text.clone(),
+                    None => shown
+                        .response
+                        .iter()
+                        .map(|&t| replayer.model().token_text(t))
+                        .collect(),
+                };
+                Ok(Read {
+                    prompt: shown.prompt,
+                    placeholder: shown.placeholder,
+                    images: shown.images,
+                    prompt_ids: shown.prompt_ids,
+                    completion,
+                    completion_ids: shown.response,
+                    logprobs: shown.behaviour,
+                })
+            }
+            Steps::Requested(screens) => {
+                let step = engine::traces::requested(screens, ep, s).await?;
+                Ok(Read {
+                    prompt: SERVED_PLACEHOLDER.repeat(step.images.len()) + &step.text,
+                    placeholder: SERVED_PLACEHOLDER.to_string(),
+                    images: step.images,
+                    prompt_ids: Vec::new(),
+                    completion: step.completion,
+                    completion_ids: step.token_ids,
+                    logprobs: step.logprobs,
+                })
+            }
+        }
+    }
+}
+
+/// Reads the selected steps (`kept`: index into `at`, advantage) and writes their images
+/// under `dir/images`. A step that cannot be read is counted in `skipped` with its reason
+/// and left out, as the built-in update does.
 pub async fn records(
-    replayer: &mut Replayer,
+    steps: &mut Steps,
     dir: &Path,
     episodes: &[TraceEpisode],
     at: &[(usize, usize)],
@@ -74,7 +140,7 @@ pub async fn records(
     for &(i, advantage) in kept {
         let (e, s) = at[i];
         let ep = &episodes[e];
-        let shown = match replayer.shown(ep, s).await {
+        let read = match steps.read(ep, s).await {
             Ok(x) => x,
             Err(err) => {
                 tracing::warn!(error = %err, "step left out of the training set");
@@ -84,27 +150,19 @@ pub async fn records(
                 continue;
             }
         };
-        let files = save_images(dir, ep, s, &shown.images)?;
-        let completion = match &ep.steps[s].raw_output {
-            Some(text) => text.clone(),
-            None => shown
-                .response
-                .iter()
-                .map(|&t| replayer.model().token_text(t))
-                .collect(),
-        };
+        let files = save_images(dir, ep, s, &read.images)?;
         out.push(Record {
             episode: ep.id.to_string(),
             step: s,
             task: ep.task_id.clone(),
             site: ep.site.clone(),
             group: format!("{}/{}", ep.campaign_id, ep.task_id),
-            prompt: shown.prompt,
-            placeholder: shown.placeholder,
-            completion,
-            prompt_ids: shown.prompt_ids,
-            completion_ids: shown.response,
-            old_logprobs: shown.behaviour,
+            prompt: read.prompt,
+            placeholder: read.placeholder,
+            completion: read.completion,
+            prompt_ids: read.prompt_ids,
+            completion_ids: read.completion_ids,
+            old_logprobs: read.logprobs,
             advantage,
             reward: ep.reward(false),
             images: files,
@@ -116,54 +174,6 @@ pub async fn records(
 /// What marks an image's place in a served policy's prompt (its request sent the images
 /// before the text).
 pub const SERVED_PLACEHOLDER: &str = "<image>";
-
-/// The selected steps of a policy served over HTTP, read as its requests carried them
-/// ([`engine::traces::requested`]) rather than replayed: the prompt is the user message's
-/// text after one placeholder per image, with no prompt ids (the server tokenised it
-/// with its own template); the completion's ids and log-probabilities are there when the
-/// server reported them. A step that cannot be read is counted in `skipped`.
-pub async fn requested_records(
-    screens: &mut Screenshots,
-    dir: &Path,
-    episodes: &[TraceEpisode],
-    at: &[(usize, usize)],
-    kept: &[(usize, f32)],
-    skipped: &mut BTreeMap<String, usize>,
-) -> Result<Vec<Record>, ExternalError> {
-    let images = dir.join(IMAGES);
-    std::fs::create_dir_all(&images).map_err(|e| ExternalError::io(&images, e))?;
-    let mut out = Vec::with_capacity(kept.len());
-    for &(i, advantage) in kept {
-        let (e, s) = at[i];
-        let ep = &episodes[e];
-        let step = match engine::traces::requested(screens, ep, s).await {
-            Ok(x) => x,
-            Err(err) => {
-                tracing::warn!(error = %err, "step left out of the training set");
-                *skipped.entry(format!("cannot be read: {err}")).or_default() += 1;
-                continue;
-            }
-        };
-        let files = save_images(dir, ep, s, &step.images)?;
-        out.push(Record {
-            episode: ep.id.to_string(),
-            step: s,
-            task: ep.task_id.clone(),
-            site: ep.site.clone(),
-            group: format!("{}/{}", ep.campaign_id, ep.task_id),
-            prompt: SERVED_PLACEHOLDER.repeat(files.len()) + &step.text,
-            placeholder: SERVED_PLACEHOLDER.to_string(),
-            completion: step.completion,
-            prompt_ids: Vec::new(),
-            completion_ids: step.token_ids,
-            old_logprobs: step.logprobs,
-            advantage,
-            reward: ep.reward(false),
-            images: files,
-        });
-    }
-    Ok(out)
-}
 
 /// Saves step `s`'s images under `dir/images`; returns their relative names.
 fn save_images(

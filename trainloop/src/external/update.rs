@@ -106,35 +106,28 @@ pub async fn update(
     for d in [&dirs.input, &dirs.output] {
         std::fs::create_dir_all(d).map_err(|e| ExternalError::io(d, e))?;
     }
-    let records = match &job.served {
-        Some(_) => {
-            let mut screens = Screenshots::new(Blobs::Store(job.store.clone()));
-            dataset::requested_records(
-                &mut screens,
-                &dirs.input,
-                job.episodes,
-                job.at,
-                job.kept,
-                skipped,
-            )
-            .await?
-        }
+    let mut steps = match &job.served {
+        Some(_) => dataset::Steps::Requested(Screenshots::new(Blobs::Store(job.store.clone()))),
         None => {
             let model = Model::load(job.parent, job.dylib, Device::Cpu, 2).map_err(|e| {
                 ExternalError::Dataset(format!("loading {}: {e}", job.parent.display()))
             })?;
-            let mut replayer = Replayer::new(model, Blobs::Store(job.store.clone()));
-            dataset::records(
-                &mut replayer,
-                &dirs.input,
-                job.episodes,
-                job.at,
-                job.kept,
-                skipped,
-            )
-            .await?
+            dataset::Steps::Replayed(Box::new(Replayer::new(
+                model,
+                Blobs::Store(job.store.clone()),
+            )))
         }
     };
+    let records = dataset::records(
+        &mut steps,
+        &dirs.input,
+        job.episodes,
+        job.at,
+        job.kept,
+        skipped,
+    )
+    .await?;
+    drop(steps);
     if records.is_empty() {
         return Ok(Outcome::Nothing);
     }
