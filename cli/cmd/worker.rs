@@ -13,8 +13,8 @@ use crate::setup::{engine, environment, pool_config, stopped};
 /// `surfgym worker`.
 #[derive(Args)]
 pub struct WorkerArgs {
-    /// Also serve the bundled practice sites (on --sites-port and up) and register the
-    /// bundled tasks with those URLs; without it, tasks must be reachable as registered.
+    /// Also serve the bundled practice sites (on --sites-port and up) and run the bundled
+    /// and MiniWoB++ tasks on them; without it, tasks must be reachable as registered.
     #[arg(long)]
     pub serve_sites: bool,
     /// First port of the practice sites, with --serve-sites (0: any free ports).

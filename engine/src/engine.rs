@@ -308,13 +308,17 @@ impl Engine {
         bases: &BTreeMap<String, String>,
     ) -> Result<BundledReport, EngineError> {
         let mut report = BundledReport::default();
+        self.inner.store.serve_sites(bases);
         for line in tasks::bundled_tasks(bases) {
             match line.line.result {
                 Ok(mut task) => {
                     if !task.tags.iter().any(|t| t == BUNDLED_TAG) {
                         task.tags.push(BUNDLED_TAG.to_string());
                     }
-                    self.inner.store.upsert_task(&task).await?;
+                    self.inner
+                        .store
+                        .upsert_task_resolved(&task, Some(bases))
+                        .await?;
                     report.registered += 1;
                 }
                 Err(errors) => {
@@ -336,10 +340,15 @@ impl Engine {
         base: &str,
     ) -> Result<BundledReport, EngineError> {
         let mut report = BundledReport::default();
+        let bases = BTreeMap::from([("miniwob".to_string(), base.to_string())]);
+        self.inner.store.serve_sites(&bases);
         for name in crate::env::miniwob_task_names(html_dir) {
             match tasks::miniwob_task(&name, base) {
                 Ok(task) => {
-                    self.inner.store.upsert_task(&task).await?;
+                    self.inner
+                        .store
+                        .upsert_task_resolved(&task, Some(&bases))
+                        .await?;
                     report.registered += 1;
                 }
                 Err(errors) => report

@@ -14,6 +14,7 @@ mod campaigns;
 mod card;
 pub mod cluster;
 mod episodes;
+mod local_sites;
 mod run_leases;
 mod runs;
 mod sanitize;
@@ -98,6 +99,8 @@ impl StoreError {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: PgPool,
+    /// The practice sites this process serves (`local_sites`).
+    local_sites: local_sites::LocalSites,
 }
 
 fn mask(url: &str) -> String {
@@ -134,12 +137,21 @@ impl Store {
             .await
             .map_err(failed)?;
         MIGRATOR.run(&pool).await?;
-        Ok(Store { pool })
+        Ok(Store::from_pool(pool))
     }
 
     /// Wraps an existing, migrated pool (tests get one from `#[sqlx::test]`).
     pub fn from_pool(pool: PgPool) -> Store {
-        Store { pool }
+        Store {
+            pool,
+            local_sites: Default::default(),
+        }
+    }
+
+    /// Says that this process serves these practice sites (site → base URL): tasks
+    /// registered against other bases of them are read with these (`local_sites`).
+    pub fn serve_sites(&self, bases: &std::collections::BTreeMap<String, String>) {
+        self.local_sites.serve(bases);
     }
 
     /// The connection pool.

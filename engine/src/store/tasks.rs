@@ -63,25 +63,34 @@ struct TaskRow {
     tags: Vec<String>,
     spec: serde_json::Value,
     created_at: DateTime<Utc>,
+    site_bases: Option<serde_json::Value>,
 }
 
-impl From<TaskRow> for TaskView {
-    fn from(r: TaskRow) -> TaskView {
+impl Store {
+    /// The task in `r` as this process would run it (its URLs on this process's sites).
+    fn view(&self, r: TaskRow) -> TaskView {
+        let bases = r.site_bases.as_ref();
+        let start_url = self
+            .local_sites
+            .localize(r.start_url.clone().into(), bases)
+            .as_str()
+            .map_or(r.start_url, str::to_string);
         TaskView {
             id: r.id,
             site: r.site,
             instruction: r.instruction,
-            start_url: r.start_url,
+            start_url,
             difficulty: r.difficulty,
             split: r.split,
             tags: r.tags,
-            spec: r.spec,
+            spec: self.local_sites.localize(r.spec, bases),
             created_at: r.created_at,
         }
     }
 }
 
-const COLUMNS: &str = "id, site, instruction, start_url, difficulty, split, tags, spec, created_at";
+const COLUMNS: &str =
+    "id, site, instruction, start_url, difficulty, split, tags, spec, created_at, site_bases";
 
 fn push_filter(q: &mut QueryBuilder<'_, Postgres>, f: &TaskFilter) {
     q.push(" WHERE deleted_at IS NULL");
@@ -137,15 +146,28 @@ impl Store {
         Ok(())
     }
 
-    /// Registers or replaces a task (the bundled suite is re-registered with the current
-    /// site URLs on every start).
+    /// Registers or replaces a task as given.
     pub async fn upsert_task(&self, task: &Task) -> Result<(), StoreError> {
+        self.upsert_task_resolved(task, None).await
+    }
+
+    /// Registers or replaces a task whose URLs were resolved against `bases` (site → base
+    /// URL): the bundled suite and MiniWoB++, re-registered on every start with the
+    /// starting process's ports. Processes that serve those sites themselves read it with
+    /// their own bases (`local_sites`).
+    pub async fn upsert_task_resolved(
+        &self,
+        task: &Task,
+        bases: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> Result<(), StoreError> {
+        let bases = bases.map(|b| serde_json::to_value(b).expect("a map of strings serializes"));
         sqlx::query(
-            "INSERT INTO tasks (id, site, instruction, start_url, difficulty, split, tags, spec)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            "INSERT INTO tasks (id, site, instruction, start_url, difficulty, split, tags, spec, site_bases)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
              ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, instruction = EXCLUDED.instruction,
                 start_url = EXCLUDED.start_url, difficulty = EXCLUDED.difficulty, split = EXCLUDED.split,
-                tags = EXCLUDED.tags, spec = EXCLUDED.spec, deleted_at = NULL",
+                tags = EXCLUDED.tags, spec = EXCLUDED.spec, site_bases = EXCLUDED.site_bases,
+                deleted_at = NULL",
         )
         .bind(task.id.as_str())
         .bind(&task.site)
@@ -155,6 +177,7 @@ impl Store {
         .bind(task.split.as_str())
         .bind(&task.tags)
         .bind(spec_json(task))
+        .bind(bases)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -168,7 +191,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(Into::into))
+        Ok(row.map(|r| self.view(r)))
     }
 
     /// A page of live tasks matching the filter, ordered by id, and the total count.
@@ -188,28 +211,26 @@ impl Store {
         let mut c = QueryBuilder::new("SELECT count(*) FROM tasks");
         push_filter(&mut c, filter);
         let (total,): (i64,) = c.build_query_as().fetch_one(&self.pool).await?;
-        Ok((rows.into_iter().map(Into::into).collect(), total))
+        Ok((rows.into_iter().map(|r| self.view(r)).collect(), total))
     }
 
     /// Every live task matching the filter, validated back into [`Task`]s.
     pub async fn load_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, StoreError> {
-        let mut q = QueryBuilder::new("SELECT spec FROM tasks");
+        let mut q = QueryBuilder::new("SELECT spec, site_bases FROM tasks");
         push_filter(&mut q, filter);
         q.push(" ORDER BY id");
-        let rows: Vec<(serde_json::Value,)> = q.build_query_as().fetch_all(&self.pool).await?;
-        rows.into_iter()
-            .map(|(spec,)| task_from_spec(spec))
-            .collect()
+        let rows: Vec<SpecRow> = q.build_query_as().fetch_all(&self.pool).await?;
+        rows.into_iter().map(|r| self.task_from_row(r)).collect()
     }
 
     /// One task by id, deleted or not (episodes keep their task).
     pub async fn load_task(&self, id: &str) -> Result<Option<Task>, StoreError> {
-        let row: Option<(serde_json::Value,)> =
-            sqlx::query_as("SELECT spec FROM tasks WHERE id = $1")
+        let row: Option<SpecRow> =
+            sqlx::query_as("SELECT spec, site_bases FROM tasks WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        row.map(|(spec,)| task_from_spec(spec)).transpose()
+        row.map(|r| self.task_from_row(r)).transpose()
     }
 
     /// Hides a task from listings and new campaigns; its episodes stay. False if not found.
@@ -229,6 +250,16 @@ impl Store {
         )
         .fetch_all(&self.pool)
         .await?)
+    }
+}
+
+/// A task's spec and the bases it was resolved against.
+type SpecRow = (serde_json::Value, Option<serde_json::Value>);
+
+impl Store {
+    /// The task in `row`, its URLs on this process's practice sites.
+    fn task_from_row(&self, (spec, bases): SpecRow) -> Result<Task, StoreError> {
+        task_from_spec(self.local_sites.localize(spec, bases.as_ref()))
     }
 }
 
