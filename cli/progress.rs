@@ -9,14 +9,33 @@ use uuid::Uuid;
 
 const TERMINAL: &[&str] = &["completed", "cancelled", "failed", "paused"];
 
+/// A bar of `len` in the CLI's one look: `prefix` in bold, right-aligned in `width`
+/// columns, the bar, then `tail` (an indicatif template: `{pos}/{len} episodes {msg}`).
+pub fn bar(
+    len: u64,
+    prefix: impl Into<std::borrow::Cow<'static, str>>,
+    width: usize,
+    tail: &str,
+) -> anyhow::Result<ProgressBar> {
+    let bar = ProgressBar::new(len);
+    bar.set_style(style(width, tail)?);
+    bar.set_prefix(prefix);
+    Ok(bar)
+}
+
+/// The style [`bar`] gives.
+fn style(width: usize, tail: &str) -> anyhow::Result<ProgressStyle> {
+    Ok(ProgressStyle::with_template(&format!(
+        "{{prefix:>{width}.bold}} [{{bar:32.cyan/blue}}] {tail}"
+    ))?
+    .progress_chars("=> "))
+}
+
 /// Shows one bar per campaign until every campaign has stopped running; returns their
 /// final statuses.
 pub async fn watch(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<Vec<String>> {
     let multi = MultiProgress::new();
-    let style = ProgressStyle::with_template(
-        "{prefix:>18.bold} [{bar:32.cyan/blue}] {pos:>4}/{len:4} {msg} {elapsed_precise} eta {eta}",
-    )?
-    .progress_chars("=> ");
+    let style = style(18, "{pos:>4}/{len:4} {msg} {elapsed_precise} eta {eta}")?;
     let mut bars = Vec::new();
     for id in campaigns {
         let view = store

@@ -50,14 +50,12 @@ pub async fn run(common: &Common, a: HistoryArgs) -> anyhow::Result<ExitCode> {
         batch: a.batch,
         force: a.force,
     };
-    let bar = ProgressBar::new(a.episodes);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>9.bold} [{bar:32.cyan/blue}] {pos}/{len} episodes {msg} {elapsed_precise} eta {eta}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix("history");
+    let bar = crate::progress::bar(
+        a.episodes,
+        "history",
+        9,
+        "{pos}/{len} episodes {msg} {elapsed_precise} eta {eta}",
+    )?;
     let start = Instant::now();
     let report = db
         .store

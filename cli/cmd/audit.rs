@@ -121,15 +121,7 @@ fn load(sites: &SitesServer, args: &SuiteArgs, default: &[&str]) -> anyhow::Resu
 
 /// A bar for trajectories played one after another in a pool of its own.
 pub fn bar(len: u64, prefix: &'static str) -> anyhow::Result<ProgressBar> {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>10.bold} [{bar:32.cyan/blue}] {pos:>3}/{len:3} {msg} {elapsed_precise}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix(prefix);
-    Ok(bar)
+    crate::progress::bar(len, prefix, 10, "{pos:>3}/{len:3} {msg} {elapsed_precise}")
 }
 
 /// The bundled reviewed episodes of `tasks`, checked against them: a line that does not

@@ -81,13 +81,12 @@ pub async fn export(common: &Common, args: ExportArgs) -> anyhow::Result<ExitCod
         Some(path) => {
             let file = std::fs::File::create(path)
                 .with_context(|| format!("creating {}", path.display()))?;
-            let bar = ProgressBar::new(total.max(0) as u64);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "exporting [{bar:32.cyan/blue}] {pos}/{len} episodes {elapsed_precise} eta {eta}",
-                )?
-                .progress_chars("=> "),
-            );
+            let bar = crate::progress::bar(
+                total.max(0) as u64,
+                "exporting",
+                9,
+                "{pos}/{len} episodes {elapsed_precise} eta {eta}",
+            )?;
             (Box::new(std::io::BufWriter::new(file)), bar)
         }
         // Standard output carries the data: no bar on it.

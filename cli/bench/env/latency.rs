@@ -106,14 +106,12 @@ pub async fn measure(
         })
         .chain(bundled.iter().map(|t| ("bundled", t, 0)))
         .collect();
-    let bar = ProgressBar::new(plan.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>18.bold} [{bar:32.cyan/blue}] {pos:>4}/{len:4} {msg} {elapsed_precise}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix("latency");
+    let bar = crate::progress::bar(
+        plan.len() as u64,
+        "latency",
+        18,
+        "{pos:>4}/{len:4} {msg} {elapsed_precise}",
+    )?;
     let mut sets: BTreeMap<&str, Samples> = BTreeMap::new();
     for (set, t, k) in plan {
         bar.set_message(t.name().to_string());

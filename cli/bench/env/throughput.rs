@@ -93,12 +93,12 @@ async fn throughput_level(
     tokio::time::sleep(Duration::from_millis(500)).await;
     let baseline = mem_sample(&pool, Duration::ZERO).await;
 
-    let bar = ProgressBar::new(window.as_millis() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>18.bold} [{bar:32.cyan/blue}] {elapsed:>3} {msg}")?
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(format!("throughput N={n}"));
+    let bar = crate::progress::bar(
+        window.as_millis() as u64,
+        format!("throughput N={n}"),
+        18,
+        "{elapsed:>3} {msg}",
+    )?;
 
     let cpu0 = cpu_snap();
     let start = Instant::now();

@@ -218,14 +218,12 @@ pub async fn run(common: &Common, args: SoakArgs) -> anyhow::Result<ExitCode> {
     pool.standby_ready().await;
     let idle_before = sample(&pool, 0, start).await;
 
-    let bar = ProgressBar::new(args.episodes as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>6.bold} [{bar:32.cyan/blue}] {pos}/{len} {elapsed:>4} ETA {eta} {msg}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix("soak");
+    let bar = crate::progress::bar(
+        args.episodes as u64,
+        "soak",
+        6,
+        "{pos}/{len} {elapsed:>4} ETA {eta} {msg}",
+    )?;
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));

@@ -119,14 +119,13 @@ async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result
                     done, total, loss, ..
                 } => {
                     let b = bar.get_or_insert_with(|| {
-                        let b = ProgressBar::new(total as u64);
-                        if let Ok(s) = ProgressStyle::with_template(
-                            "{prefix:>18.bold} [{bar:32.cyan/blue}] {pos}/{len} optimiser steps {msg}",
-                        ) {
-                            b.set_style(s.progress_chars("=> "));
-                        }
-                        b.set_prefix("update");
-                        b
+                        progress::bar(
+                            total as u64,
+                            "update",
+                            18,
+                            "{pos}/{len} optimiser steps {msg}",
+                        )
+                        .unwrap_or_else(|_| ProgressBar::new(total as u64))
                     });
                     b.set_length(total as u64);
                     b.set_position(done as u64);

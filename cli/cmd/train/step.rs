@@ -328,15 +328,12 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn bar(len: usize, prefix: &'static str, unit: &str) -> anyhow::Result<ProgressBar> {
-    let b = ProgressBar::new(len as u64);
-    b.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{prefix:>10.bold}} [{{bar:32.cyan/blue}}] {{pos}}/{{len}} {unit} {{msg}} {{elapsed_precise}} eta {{eta}}"
-        ))?
-        .progress_chars("=> "),
-    );
-    b.set_prefix(prefix);
-    Ok(b)
+    crate::progress::bar(
+        len as u64,
+        prefix,
+        10,
+        &format!("{{pos}}/{{len}} {unit} {{msg}} {{elapsed_precise}} eta {{eta}}"),
+    )
 }
 
 fn print_counts(what: &str, counts: &std::collections::BTreeMap<String, usize>) {
