@@ -66,6 +66,7 @@ pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Resul
         opts.top_p = m.top_p;
         opts.prompt = m.prompt();
         opts.constrained = m.constrained.map(Constraint::from);
+        opts.vision = !m.policy_text_only;
         policies.register(Arc::new(
             HttpPolicy::new("http", opts).map_err(|e| anyhow::anyhow!("{e}"))?,
         ));

@@ -565,3 +565,82 @@ async fn guided_decoding_over_http_yields_only_actions_of_the_page() {
         );
     }
 }
+
+/// A text-only model behind `serve-policy` (tiny-text, which refuses image parts): the HTTP
+/// policy told the model reads no images sends none and lists the page's elements, and
+/// its steps say so; told nothing, it sends screenshots, and every request is refused.
+#[sqlx::test(migrator = "engine::store::MIGRATOR")]
+async fn a_text_only_http_policy_sends_a_text_model_no_images(pool: PgPool) {
+    let sites = common::sites().await;
+    let mut o = onnx_options();
+    o.model_dir = common::data_dir().join("models/tiny-text");
+    let backend = OnnxBackend::load(o).unwrap();
+    let server = PolicyServer::start(backend.model(), "tiny-text", Default::default()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = web::policy_server::router(server);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut policies = PolicyRegistry::builtin();
+    for (name, vision) in [("text", false), ("images", true)] {
+        let mut h = HttpOptions::new(base.clone(), "tiny-text");
+        h.max_tokens = 16;
+        h.vision = vision;
+        h.retries = 0;
+        policies.register(Arc::new(HttpPolicy::new(name, h).unwrap()));
+    }
+    let engine = common::new_engine(pool, policies);
+    engine.register_bundled(sites.bases()).await.unwrap();
+    let run = |policy: &str| {
+        let spec = CampaignSpec {
+            policy: Some(policy.into()),
+            max_steps: Some(2),
+            max_attempts: Some(1),
+            tasks: Some(TaskFilter {
+                ids: vec!["wiki-aster-length".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let engine = &engine;
+        async move {
+            let id = engine.create_campaign(spec).await.unwrap();
+            assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
+            let (eps, _) = engine
+                .store()
+                .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
+                .await
+                .unwrap();
+            engine
+                .store()
+                .get_episode(eps[0].id)
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let text = run("text").await;
+    assert!(!text.steps.is_empty());
+    for s in &text.steps {
+        let prompt = s.core.prompt.as_deref().unwrap();
+        assert!(
+            prompt.contains("Interactive elements:\n"),
+            "the elements listed: {prompt}"
+        );
+        assert!(
+            s.core.raw_output.is_some() && s.token_ids.as_ref().is_some_and(|t| !t.is_empty()),
+            "the model answered: {:?}",
+            s.core
+        );
+    }
+    assert_eq!(text.policy.unwrap().settings["vision"], false);
+    let images = run("images").await;
+    assert!(!images.steps.is_empty());
+    for s in &images.steps {
+        let why = s.core.action_error.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("this model reads no images") && s.core.action.is_empty(),
+            "a text model refuses screenshots: {why}"
+        );
+    }
+}

@@ -92,6 +92,9 @@ pub struct ModelArgs {
     /// The `model` name sent to that server.
     #[arg(long, default_value = "default", global = true)]
     pub policy_model: String,
+    /// The server's model reads no images: send none, list the page's elements instead.
+    #[arg(long, global = true)]
+    pub policy_text_only: bool,
     /// Bearer token for that server.
     #[arg(
         long,

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use clap::Args;
 use engine::store::synthetic::{HistorySpec, MARK};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::Common;
 

@@ -15,7 +15,7 @@ use engine::judge::calibration::LabelledEpisode;
 use engine::runner::InfraError;
 use engine::sites::SitesServer;
 use futures::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use tasks::Task;
 
 use crate::args::Common;

@@ -11,7 +11,7 @@ use clap::Args;
 use engine::export::ExportFilter;
 use engine::store::Store;
 use futures::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use uuid::Uuid;
 
 use crate::args::Common;

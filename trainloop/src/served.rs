@@ -49,6 +49,14 @@ pub struct Served {
     /// Requests in flight at most, per policy (sampling and greedy).
     #[serde(default = "concurrency")]
     pub concurrency: usize,
+    /// Whether the served model reads screenshots (false: a text-only model, sent the
+    /// page's elements and no images).
+    #[serde(default = "yes")]
+    pub vision: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn timeout_s() -> u64 {
@@ -93,6 +101,7 @@ impl Served {
         o.timeout = Duration::from_secs(self.timeout_s);
         o.concurrency = self.concurrency;
         o.max_tokens = cfg.policy.max_new_tokens;
+        o.vision = self.vision;
         o.temperature = temperature;
         o.prompt = PromptConfig::default();
         o.constrained = match cfg.policy.constrained.as_deref() {
@@ -239,6 +248,7 @@ mod tests {
             api_key_env: None,
             timeout_s: 10,
             concurrency: 4,
+            vision: true,
         };
         assert!(good.validate().is_ok());
         for (s, want) in [

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use anyhow::Context;
 use browser_pool::BrowserPool;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::{EnvArgs, pool_config};

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use browser_pool::{BrowserPool, Session, TreeMemory};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::{EnvArgs, pool_config};

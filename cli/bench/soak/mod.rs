@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use browser_pool::{BrowserPool, PoolConfig};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use self::hostile::{HOSTILE, Hostile, hostile_episode, serve_hostile};

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 use engine::store::{IterationView, Store};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use trainloop::RunConfig;
 use trainloop::run::{self, Event};
 use uuid::Uuid;

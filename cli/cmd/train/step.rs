@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use engine::policy::onnx::{Device, Model};
 use engine::traces::{self, Blobs, Replayer, TraceEpisode};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use training::select::{FbcFilter, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 use uuid::Uuid;

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::onnx::grammar::{Constraint, output_regex};
 use super::onnx::prompt::{self, PromptConfig};
-use super::output::parse_output;
+use super::output::{Grounding, parse_output};
 use super::{Decision, Policy, PolicyCard, PolicyError, Sampling, StepInput};
 
 /// How to reach and use the server.
@@ -53,6 +53,10 @@ pub struct HttpOptions {
     /// `guided_regex` (vLLM's parameter; `serve-policy` honours it too), so the model can
     /// only answer with one action (alone, or after its reasoning).
     pub constrained: Option<Constraint>,
+    /// Whether the model reads screenshots. A text-only model (SmolLM2 on vLLM, tiny-text
+    /// on `serve-policy`) is sent no images, and its prompt lists the page's elements
+    /// instead, as the ONNX policy prompts a text model.
+    pub vision: bool,
     /// Ask for the generated tokens' ids (`return_tokens_as_token_ids`, vLLM's parameter;
     /// `serve-policy` honours it too), stored with each step so a trainer rescores exactly
     /// what was sampled. A server that refuses the parameter (hosted APIs reject unknown
@@ -76,6 +80,7 @@ impl HttpOptions {
             prompt: PromptConfig::default(),
             viewport: (1280, 720),
             constrained: None,
+            vision: true,
             token_ids: true,
         }
     }
@@ -384,7 +389,7 @@ impl HttpPolicy {
 
     /// The user message's parts, and its text (stored with the step).
     fn content(&self, input: &StepInput) -> Result<(Vec<Value>, String), PolicyError> {
-        let built = prompt::build(input, &self.chat.opts.prompt, true);
+        let built = prompt::build(input, &self.chat.opts.prompt, self.chat.opts.vision);
         let mut content = Vec::new();
         for img in &built.images {
             let mut jpeg = Vec::new();
@@ -418,6 +423,7 @@ impl Policy for HttpPolicy {
             "constrained",
             super::onnx::describe_constraint(o.constrained),
         )
+        .with("vision", o.vision)
     }
 
     fn retries_own_calls(&self) -> bool {
@@ -430,16 +436,19 @@ impl Policy for HttpPolicy {
             let (content, prompt) = self.content(&input)?;
             let seed = input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let opts = &self.chat.opts;
+            // A text-only model was shown element numbers, whatever the grounding says.
+            let grounding = if opts.vision {
+                opts.prompt.grounding
+            } else {
+                Grounding::Marks
+            };
             let regex = opts
                 .constrained
-                .map(|c| output_regex(&input.observation, opts.prompt.grounding, c));
+                .map(|c| output_regex(&input.observation, grounding, c));
             let reply = self.chat.complete_guided(content, seed, regex).await?;
             let viewport = input.observation.screenshot.viewport();
-            let (thought, action) = parse_output(
-                &reply.text,
-                opts.prompt.grounding,
-                viewport.unwrap_or(opts.viewport),
-            );
+            let (thought, action) =
+                parse_output(&reply.text, grounding, viewport.unwrap_or(opts.viewport));
             Ok(Decision {
                 action,
                 thought,

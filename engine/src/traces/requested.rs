@@ -5,7 +5,7 @@
 //! server applied its own chat template, which surfgym never saw, so there are no prompt
 //! ids to give.
 //!
-//! The screenshots are the step's and, when the policy showed several (`images` on its
+//! The screenshots (none for a text-only model) are the step's and, when the policy showed several (`images` on its
 //! card), the steps' before it that recorded one, oldest first; marks are drawn again
 //! from the stored elements as the policy drew them.
 
@@ -52,6 +52,13 @@ pub async fn requested(
             )));
         }
     };
+    // A text-only model was sent no screenshot (cards from before the setting existed
+    // are of models that were sent them).
+    let vision = card
+        .settings
+        .get("vision")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true);
     let shown = card
         .settings
         .get("images")
@@ -71,6 +78,15 @@ pub async fn requested(
         .map(|(ids, lps)| (ids, lps.to_vec()))
         .unwrap_or_default();
     let mut images = Vec::new();
+    if !vision {
+        return Ok(Requested {
+            text,
+            images,
+            completion,
+            token_ids,
+            logprobs,
+        });
+    }
     let earlier = (0..index)
         .rev()
         .filter(|&j| ep.steps[j].screenshot.is_some())
