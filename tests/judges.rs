@@ -81,21 +81,6 @@ async fn setup(pool: PgPool) -> (Engine, SitesServer) {
     (engine, sites)
 }
 
-/// The stored detail of a campaign's first listed episode.
-async fn first_episode(engine: &Engine, campaign: Uuid) -> engine::store::EpisodeDetail {
-    let (eps, _) = engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(campaign), 10, 0)
-        .await
-        .unwrap();
-    engine
-        .store()
-        .get_episode(eps[0].id)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 fn scripted(ids: &[String]) -> CampaignSpec {
     CampaignSpec {
         policy: Some("scripted".into()),
@@ -430,7 +415,7 @@ async fn the_http_judge_works_against_serve_policy_and_a_dead_judge_scores_nothi
     )));
     let id = engine.create_campaign(scripted(&ids[..1])).await.unwrap();
     assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
-    let d = first_episode(&engine, id).await;
+    let d = common::first_episode(&engine, id).await;
     assert_eq!(d.summary.status, "finished");
     assert!(
         d.verdicts.iter().all(|v| v.judge == "model:tiny-http"),
@@ -523,7 +508,7 @@ async fn a_binary_campaign_stores_unchecked_facts_and_reports_the_calls_it_saved
         "two facts saved per episode: {v:?}"
     );
 
-    let d = first_episode(&engine, id).await;
+    let d = common::first_episode(&engine, id).await;
     let unchecked: Vec<_> = d.verdicts.iter().filter(|v| v.passed.is_none()).collect();
     assert_eq!(d.verdicts.len(), 3, "unchecked facts are stored too");
     assert_eq!(unchecked.len(), 2, "{:?}", d.verdicts);

@@ -606,17 +606,7 @@ async fn a_text_only_http_policy_sends_a_text_model_no_images(pool: PgPool) {
         async move {
             let id = engine.create_campaign(spec).await.unwrap();
             assert_eq!(engine.run_campaign(id).await.unwrap(), "completed");
-            let (eps, _) = engine
-                .store()
-                .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
-                .await
-                .unwrap();
-            engine
-                .store()
-                .get_episode(eps[0].id)
-                .await
-                .unwrap()
-                .unwrap()
+            common::first_episode(engine, id).await
         }
     };
     let text = run("text").await;

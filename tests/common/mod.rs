@@ -102,6 +102,21 @@ pub fn data_dir() -> PathBuf {
     )
 }
 
+/// The stored detail of a campaign's first listed episode.
+pub async fn first_episode(engine: &Engine, campaign: uuid::Uuid) -> engine::store::EpisodeDetail {
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&engine::store::EpisodeFilter::campaign(campaign), 10, 0)
+        .await
+        .unwrap();
+    engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// The data directory's venv Python (setup-python.sh made it), else the system's: what
 /// test trainers (`tests/external/`) run on.
 pub fn python() -> String {
