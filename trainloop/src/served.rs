@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::policy::follow::{Following, Loader};
-use engine::policy::http::{HttpOptions, HttpPolicy};
+use engine::policy::http::{ChatClient, HttpOptions, HttpPolicy};
 use engine::policy::onnx::grammar::Constraint;
 use engine::policy::onnx::prompt::PromptConfig;
 use engine::policy::{Policy, PolicyCard};
@@ -112,11 +112,16 @@ impl Served {
         o
     }
 
+    /// The model names the server lists now.
+    async fn listed(&self, cfg: &RunConfig) -> Result<Vec<String>, String> {
+        let client =
+            ChatClient::new(self.options(cfg, &self.model, 0.0)).map_err(|e| e.to_string())?;
+        client.models().await.map_err(|e| e.to_string())
+    }
+
     /// Before anything runs: the server answers and lists the base model.
     pub async fn check(&self, cfg: &RunConfig) -> Result<(), RunError> {
-        let probe = HttpPolicy::new("check", self.options(cfg, &self.model, 0.0))
-            .map_err(|e| RunError::Config(format!("served: {e}")))?;
-        let listed = probe.client().models().await.map_err(|e| {
+        let listed = self.listed(cfg).await.map_err(|e| {
             RunError::Config(format!(
                 "served.base_url: the server does not answer ({e}); start it first"
             ))
@@ -134,10 +139,7 @@ impl Served {
     /// Whether the server lists `name` now (a trainer's returned name must be served
     /// before the run asks for it).
     pub async fn lists(&self, cfg: &RunConfig, name: &str) -> Result<bool, String> {
-        let probe =
-            HttpPolicy::new("check", self.options(cfg, name, 0.0)).map_err(|e| e.to_string())?;
-        let listed = probe.client().models().await.map_err(|e| e.to_string())?;
-        Ok(listed.iter().any(|m| m == name))
+        Ok(self.listed(cfg).await?.iter().any(|m| m == name))
     }
 }
 

@@ -382,11 +382,6 @@ impl HttpPolicy {
         })
     }
 
-    /// The client it talks through.
-    pub fn client(&self) -> &ChatClient {
-        &self.chat
-    }
-
     /// The user message's parts, and its text (stored with the step).
     fn content(&self, input: &StepInput) -> Result<(Vec<Value>, String), PolicyError> {
         let built = prompt::build(input, &self.chat.opts.prompt, self.chat.opts.vision);
