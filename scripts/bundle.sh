@@ -69,7 +69,7 @@ fi
 if [ -z "$ort" ]; then ort="$(ls "$data"/venv/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.* 2>/dev/null | head -1 || true)"; fi
 miniwob="${SURFGYM_MINIWOB_DIR:-$(ls -d "$data"/venv/lib/python3*/site-packages/miniwob/html 2>/dev/null | head -1 || true)}"
 
-bin="target/$profile/surfgym"
+bin="${CARGO_TARGET_DIR:-target}/$profile/surfgym"
 if [ "$build" = 1 ]; then
   args=(build --bin surfgym)
   [ "$profile" = release ] && args+=(--release)

@@ -131,6 +131,13 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
             json!({"max_staleness": -1}),
             "overlap.max_staleness",
         ),
+        // CI's build has no trainer CUDA backend: the 400 says so, before any campaign.
+        ("devices", json!({"train": "cuda"}), "devices.train"),
+        (
+            "devices",
+            json!({"policy_threads": 0}),
+            "devices.policy_threads",
+        ),
     ];
     for (key, value, want) in cases {
         let mut c = config();

@@ -234,6 +234,25 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
         .as_u64()
         .unwrap();
     assert_eq!(steps(&v2), steps(&v1) + v2_steps, "v2 = v1 plus one update");
+
+    // What scripts read: the same run and figures as one JSON object.
+    let out = surfgym(&pool, &["train", "show", "--json", &run.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["run"]["state"], "completed");
+    assert_eq!(shown["iterations"].as_array().unwrap().len(), 3);
+    assert_eq!(shown["iterations"][2]["version"], serde_json::json!(v2));
+    // The update records where it computed (the default: the CPU, in f32).
+    assert_eq!(
+        shown["iterations"][2]["report"]["update"]["device"],
+        "cpu f32"
+    );
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]
@@ -260,6 +279,11 @@ async fn configs_that_cannot_run_are_refused_before_any_campaign(pool: PgPool) {
             "model: the trainer cannot train it",
         ),
         ("eval_horizon", serde_json::json!(0), "eval_horizon"),
+        (
+            "devices",
+            serde_json::json!({"policy_threads": 0}),
+            "devices.policy_threads: must be between 1",
+        ),
     ];
     for (field, value, want) in cases {
         let mut c = config(1);

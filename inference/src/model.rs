@@ -38,6 +38,11 @@ pub enum Device {
     Cuda,
 }
 
+/// Whether this build has ONNX Runtime's CUDA execution provider (the `cuda` feature).
+/// Without it [`Device::Cuda`] runs on the CPU, so settings that ask for CUDA explicitly
+/// check this first.
+pub const CUDA_BUILT: bool = cfg!(feature = "cuda");
+
 /// One prompt: chat-templated text with its images expanded, and those images.
 #[derive(Debug, Clone)]
 pub struct Prompt {

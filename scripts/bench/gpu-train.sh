@@ -27,13 +27,7 @@ results="$out/results.jsonl"
 : >"$results"
 
 # candle links cuBLAS, cuRAND and NVRTC of CUDA 13: take them where the machine has them.
-libs=""
-for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libnvrtc.so.13; do
-  f="$(find /usr/local /opt /usr/lib -name "$n" 2>/dev/null | head -n 1)"
-  d="$(dirname "${f:-.}")"
-  [ -n "$f" ] && case ":$libs:" in *":$d:"*) ;; *) libs="$libs:$d" ;; esac
-done
-export LD_LIBRARY_PATH="${libs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$root/scripts/bench/cuda-libs.sh"
 echo "gpu-train: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 nproc

@@ -69,10 +69,12 @@ pub fn dtype_name(dtype: DType) -> &'static str {
     }
 }
 
-/// The device named by `cpu`, `cuda` or `cuda:N`.
-pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
+/// Checks a device name (`cpu`, `cuda` or `cuda:N`) and that this build can compute
+/// there, without touching a GPU: what a config's validation can ask on any machine.
+/// Returns the CUDA ordinal (`None` for the CPU).
+pub fn check_device_spec(spec: &str) -> Result<Option<usize>, TrainError> {
     let ordinal = match spec {
-        "cpu" => return Ok(Device::Cpu),
+        "cpu" => return Ok(None),
         "cuda" => 0,
         s => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
             Some(Ok(n)) => n,
@@ -89,7 +91,17 @@ pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
              (cargo build --release --features train-cuda, with nvcc on the PATH)"
         )));
     }
-    Device::new_cuda(ordinal).map_err(|e| TrainError::Input(format!("device: {spec}: {e}")))
+    Ok(Some(ordinal))
+}
+
+/// The device named by `cpu`, `cuda` or `cuda:N` (opening the GPU).
+pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
+    match check_device_spec(spec)? {
+        None => Ok(Device::Cpu),
+        Some(ordinal) => {
+            Device::new_cuda(ordinal).map_err(|e| TrainError::Input(format!("device: {spec}: {e}")))
+        }
+    }
 }
 
 /// A short name of `device` for reports (`cpu`, `cuda:0`).

@@ -9,6 +9,7 @@ use engine::store::TaskFilter;
 use serde::{Deserialize, Serialize};
 
 use crate::curriculum::Curriculum;
+use crate::devices::Devices;
 use crate::external::{Returns, TrainerChoice};
 use crate::served::Served;
 
@@ -100,6 +101,9 @@ pub struct RunConfig {
     /// Absent: the run stops after `iterations`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_env_steps: Option<u64>,
+    /// Where the policies and the built-in trainer compute (absent: the CPU).
+    #[serde(default, skip_serializing_if = "Devices::is_default")]
+    pub devices: Devices,
 }
 
 /// Overlapped training's bound (see [`RunConfig::overlap`]).
@@ -283,6 +287,10 @@ impl RunConfig {
         if self.max_env_steps == Some(0) {
             return Err("max_env_steps: must be at least 1 (leave it out for no budget)".into());
         }
+        self.devices.validate()?;
+        if self.devices.trains_off_cpu() && !matches!(self.trainer, TrainerChoice::Builtin) {
+            return Err("devices.train: an external trainer computes where its command runs; devices.train is the built-in trainer's (leave it cpu)".into());
+        }
         if let Some(o) = self.overlap
             && o.max_staleness == 0
         {
@@ -319,6 +327,9 @@ impl RunConfig {
                 }
                 if self.demonstrator.is_some() {
                     return Err("demonstrator: a warm start records the teacher's actions in an ONNX model's tokens; a served run has none".into());
+                }
+                if !self.devices.is_default() {
+                    return Err("devices: a served run's policy and trainer compute on its server and the trainer's machine (leave devices out)".into());
                 }
                 if !self.policy.answer_prefix.is_empty() {
                     return Err("policy.answer_prefix: the ONNX policy's option; a served policy has no such setting".into());
@@ -414,6 +425,16 @@ mod tests {
                 .get("max_env_steps")
                 .is_none()
         );
+        assert!(serde_json::to_value(&c).unwrap().get("devices").is_none());
+        let mut v = good();
+        v["devices"] = serde_json::json!({"policy_threads": 6});
+        let d = RunConfig::parse(&v.to_string()).unwrap();
+        assert_eq!(d.devices.policy_threads, 6);
+        assert_eq!(
+            serde_json::to_value(&d).unwrap()["devices"]["policy_threads"],
+            6,
+            "a setting off the default is stored"
+        );
         assert!(!c.demonstrates(1));
         let mut v = good();
         v["demonstrator"] = serde_json::json!("miniwob-solver");
@@ -435,7 +456,17 @@ mod tests {
 
     #[test]
     fn bad_configs_name_the_field() {
-        let cases: [(&str, serde_json::Value, &str); 15] = [
+        let cases: [(&str, serde_json::Value, &str); 17] = [
+            (
+                "devices",
+                serde_json::json!({"policy_threads": 0}),
+                "devices.policy_threads: must be between 1",
+            ),
+            (
+                "devices",
+                serde_json::json!({"train": "gpu0"}),
+                "devices.train: unknown \"gpu0\"",
+            ),
             (
                 "demonstrator",
                 serde_json::json!("oracle"),
@@ -493,6 +524,25 @@ mod tests {
             v[field] = value;
             let e = RunConfig::parse(&v.to_string()).unwrap_err();
             assert!(e.contains(want), "{field}: {e}");
+        }
+    }
+
+    #[test]
+    fn devices_belong_to_the_built_in_trainer_and_onnx_policies() {
+        let mut v = good();
+        v["devices"] = serde_json::json!({"policy_threads": 4});
+        v["served"] = serde_json::json!({"base_url": "http://127.0.0.1:9", "model": "m"});
+        v.as_object_mut().unwrap().remove("model");
+        v["trainer"] =
+            serde_json::json!({"kind": "external", "command": ["t"], "returns": "served_model"});
+        let e = RunConfig::parse(&v.to_string()).unwrap_err();
+        assert!(e.starts_with("devices: a served run"), "{e}");
+        if training::check_device_spec("cuda").is_ok() {
+            let mut v = good();
+            v["devices"] = serde_json::json!({"train": "cuda"});
+            v["trainer"] = serde_json::json!({"kind": "external", "command": ["t"]});
+            let e = RunConfig::parse(&v.to_string()).unwrap_err();
+            assert!(e.starts_with("devices.train: an external trainer"), "{e}");
         }
     }
 }

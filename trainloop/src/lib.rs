@@ -13,6 +13,7 @@
 pub mod config;
 pub mod curriculum;
 pub mod data;
+pub mod devices;
 pub mod executor;
 pub mod external;
 mod plan;

@@ -41,6 +41,10 @@ pub struct ResumeArgs {
 pub struct ShowArgs {
     /// The run.
     id: String,
+    /// Print the run and its iterations (every recorded figure, the phases' timeline
+    /// included) as one JSON object, for scripts and benchmarks.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Creates a run from its config and runs it here.
@@ -204,6 +208,14 @@ pub async fn show(common: &Common, a: ShowArgs) -> anyhow::Result<ExitCode> {
     let Some(r) = db.store.get_run(id).await? else {
         bail!("no training run {id} (`surfgym train list`)");
     };
+    if a.json {
+        let iterations = db.store.run_iterations(id).await?;
+        println!(
+            "{}",
+            serde_json::json!({"run": r, "iterations": iterations})
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "{} · {} · {}",
         r.name,

@@ -177,6 +177,8 @@ pub fn prepare(
 /// demonstrator's student, prompted alike: what is trained on is what is rolled out).
 pub fn policy_options(cfg: &RunConfig, dir: &Path, dylib: &Path, temperature: f32) -> OnnxOptions {
     let mut o = OnnxOptions::new(dir, dylib);
+    o.device = cfg.devices.policy_device();
+    o.threads = cfg.devices.policy_threads as usize;
     o.generation.temperature = temperature;
     o.generation.max_new_tokens = cfg.policy.max_new_tokens as usize;
     o.answer_prefix = cfg.policy.answer_prefix.clone();
@@ -239,12 +241,16 @@ pub async fn check(store: &Store, cfg: &RunConfig) -> Result<(), RunError> {
         (None, Some(m)) => m.to_path_buf(),
         (None, None) => return Err(RunError::Config("model: missing".into())),
     };
+    let devices = cfg.devices.clone();
     tokio::task::spawn_blocking(move || {
-        Trainer::load(&model, TrainConfig::default(), &candle_core::Device::Cpu).map(|_| ())
+        // A GPU named but missing is refused now, not after the first campaign.
+        devices.open_train().map_err(RunError::Config)?;
+        Trainer::load(&model, TrainConfig::default(), &candle_core::Device::Cpu)
+            .map(|_| ())
+            .map_err(|e| RunError::Config(format!("model: the trainer cannot train it: {e}")))
     })
     .await
-    .map_err(|e| RunError::Config(format!("model: {e}")))?
-    .map_err(|e| RunError::Config(format!("model: the trainer cannot train it: {e}")))?;
+    .map_err(|e| RunError::Config(format!("model: {e}")))??;
     Ok(())
 }
 

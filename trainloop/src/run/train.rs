@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use engine::policy::onnx::Model;
 use engine::policy::onnx::version_link::promote;
-use engine::policy::onnx::{Device, Model};
 use engine::store::{IterationUpdate, IterationView};
 use engine::traces::{self, Blobs, Replayer};
 use rand::SeedableRng;
@@ -161,8 +161,14 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 }
             }
         } else {
-            let model = Model::load(&parent, &ctx.dylib, Device::Cpu, 2)
-                .map_err(|e| RunError::Config(format!("{}: {e}", parent.display())))?;
+            let devices = &ctx.cfg.devices;
+            let model = Model::load(
+                &parent,
+                &ctx.dylib,
+                devices.policy_device(),
+                devices.policy_threads as usize,
+            )
+            .map_err(|e| RunError::Config(format!("{}: {e}", parent.display())))?;
             let mut replayer = Replayer::new(model, Blobs::Store(store.clone()));
             let samples = data::samples(
                 &mut replayer,
@@ -182,6 +188,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 micro_batch: ctx.cfg.micro_batch as usize,
                 epochs: ctx.cfg.epochs as usize,
                 seed: ctx.cfg.seed ^ u64::from(idx),
+                precision: devices.precision,
                 ..TrainConfig::default()
             };
             let lineage = serde_json::json!({
@@ -191,18 +198,27 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 "staleness": histogram,
             });
             let (from, to, n) = (parent.clone(), out.clone(), samples.len());
+            let devices = devices.clone();
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let job =
-                tokio::task::spawn_blocking(move || -> Result<training::UpdateReport, RunError> {
-                    let mut trainer = Trainer::load(&from, cfg, &candle_core::Device::Cpu)?;
+            let job = tokio::task::spawn_blocking(
+                move || -> Result<(training::UpdateReport, String), RunError> {
+                    let device = devices.open_train().map_err(RunError::Config)?;
+                    // Where it ran, for the report: `cuda:0 bf16`.
+                    let place = format!(
+                        "{} {}",
+                        training::device_name(&device),
+                        training::dtype_name(cfg.precision.compute_dtype(&device))
+                    );
+                    let mut trainer = Trainer::load(&from, cfg, &device)?;
                     let r = trainer.update(&samples, &mut |done, total, loss| {
                         let _ = tx.send((done, total, loss));
                     })?;
                     let mut lineage = lineage;
                     lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
                     trainer.publish(&to, lineage)?;
-                    Ok(r)
-                });
+                    Ok((r, place))
+                },
+            );
             while let Some((done, total, loss)) = rx.recv().await {
                 (ctx.events)(Event::Step {
                     iteration: idx,
@@ -211,7 +227,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     loss,
                 });
             }
-            let r = job
+            let (r, place) = job
                 .await
                 .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
             update.samples = Some(n as i32);
@@ -220,6 +236,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             report["update"] = serde_json::json!({
                 "first_loss": r.first_loss, "last_loss": r.last_loss, "steps": r.steps,
                 "tokens": r.tokens, "samples_per_s": r.samples_per_s, "grpo": r.grpo,
+                "seconds": r.seconds, "device": place,
             });
         }
     }

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-pub use model::{Device, Finish, GenParams, Generation, Model, Pixels, Prompt};
+pub use model::{CUDA_BUILT, Device, Finish, GenParams, Generation, Model, Pixels, Prompt};
 pub use prompt::{PromptConfig, PromptStyle};
 
 use super::output::{Grounding, parse_output};
