@@ -249,10 +249,12 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
     assert_eq!(shown["iterations"].as_array().unwrap().len(), 3);
     assert_eq!(shown["iterations"][2]["version"], serde_json::json!(v2));
     // The update records where it computed (the default: the CPU, in f32).
-    assert_eq!(
-        shown["iterations"][2]["report"]["update"]["device"],
-        "cpu f32"
-    );
+    let update = &shown["iterations"][2]["report"]["update"];
+    assert_eq!(update["device"], "cpu f32");
+    // And where the train phase's time went, besides the optimiser's own seconds.
+    for part in ["seconds", "replay_s", "load_s", "publish_s"] {
+        assert!(update[part].as_f64().is_some_and(|s| s > 0.0), "{part}: {update}");
+    }
 }
 
 #[sqlx::test(migrator = "engine::store::MIGRATOR")]

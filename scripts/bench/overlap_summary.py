@@ -41,6 +41,7 @@ def summary(name: str, path: str) -> dict:
             "staleness": report.get("staleness"),
             "device": (report.get("update") or {}).get("device"),
             "update_s": (report.get("update") or {}).get("seconds"),
+            "parts": [(report.get("update") or {}).get(k) for k in ("replay_s", "load_s", "publish_s")],
             "samples": it.get("samples"),
             "eval": it.get("eval_success"),
         })
@@ -69,14 +70,15 @@ def main() -> None:
         print(f"| {r['name']} | {r['state']} | {fmt(r['span_s'])} s | {r['iterations']} | "
               f"{fmt(r['per_iteration_s'])} s | {fmt(r['per_iteration_s'] / base, 2)} |")
     print()
-    print("| run | iteration | wall | rollout | train | eval | update on | update | samples | staleness | held-out success |")
+    print("| run | iteration | wall | rollout | train | eval | update on | optimiser / replay / load / publish | samples | staleness | held-out success |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         for row in r["rows"]:
             p = row["phases"]
             print(f"| {r['name']} | {row['idx']} | {fmt(row['wall_s'])} s | {fmt(p.get('rollout'))} | "
                   f"{fmt(p.get('train'))} | {fmt(p.get('eval'))} | {row['device'] or ''} | "
-                  f"{fmt(row['update_s'], 2)} | {row['samples'] if row['samples'] is not None else ''} | "
+                  f"{' / '.join(fmt(x, 2) for x in [row['update_s'], *row['parts']] if x is not None)} | "
+                  f"{row['samples'] if row['samples'] is not None else ''} | "
                   f"{json.dumps(row['staleness']) if row['staleness'] else ''} | {fmt(row['eval'], 3)} |")
 
 

@@ -162,6 +162,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             }
         } else {
             let devices = &ctx.cfg.devices;
+            let replay_started = Instant::now();
             let model = Model::load(
                 &parent,
                 &ctx.dylib,
@@ -179,6 +180,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 || {},
             )
             .await;
+            let replay_s = replay_started.elapsed().as_secs_f64();
             let cfg = TrainConfig {
                 objective,
                 optimizer: AdamWConfig {
@@ -201,7 +203,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             let devices = devices.clone();
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             let job = tokio::task::spawn_blocking(
-                move || -> Result<(training::UpdateReport, String), RunError> {
+                move || -> Result<(training::UpdateReport, String, [f64; 2]), RunError> {
                     let device = devices.open_train().map_err(RunError::Config)?;
                     // Where it ran, for the report: `cuda:0 bf16`.
                     let place = format!(
@@ -209,14 +211,17 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                         training::device_name(&device),
                         training::dtype_name(cfg.precision.compute_dtype(&device))
                     );
+                    let loading = Instant::now();
                     let mut trainer = Trainer::load(&from, cfg, &device)?;
+                    let load_s = loading.elapsed().as_secs_f64();
                     let r = trainer.update(&samples, &mut |done, total, loss| {
                         let _ = tx.send((done, total, loss));
                     })?;
                     let mut lineage = lineage;
                     lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
+                    let publishing = Instant::now();
                     trainer.publish(&to, lineage)?;
-                    Ok((r, place))
+                    Ok((r, place, [load_s, publishing.elapsed().as_secs_f64()]))
                 },
             );
             while let Some((done, total, loss)) = rx.recv().await {
@@ -227,7 +232,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     loss,
                 });
             }
-            let (r, place) = job
+            let (r, place, [load_s, publish_s]) = job
                 .await
                 .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
             update.samples = Some(n as i32);
@@ -237,6 +242,8 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 "first_loss": r.first_loss, "last_loss": r.last_loss, "steps": r.steps,
                 "tokens": r.tokens, "samples_per_s": r.samples_per_s, "grpo": r.grpo,
                 "seconds": r.seconds, "device": place,
+                // Where the rest of the phase goes: a big model's own weight.
+                "replay_s": replay_s, "load_s": load_s, "publish_s": publish_s,
             });
         }
     }
