@@ -125,6 +125,15 @@ async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(p
             it.idx
         );
         assert!(it.wall_ms.unwrap() > 0, "iteration {} wall time", it.idx);
+        // The first update loads the base; each later one starts from the version the
+        // previous update just published, and goes on with that trainer from memory.
+        let update = &it.report.as_ref().unwrap()["update"];
+        assert_eq!(
+            update["resident"],
+            it.idx > 1,
+            "update {}: {update}",
+            it.idx
+        );
     }
     assert_eq!(name(Path::new(done.version.as_deref().unwrap())), "v3");
 

@@ -236,7 +236,9 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
     assert_eq!(steps(&v2), steps(&v1) + v2_steps, "v2 = v1 plus one update");
 
     // What scripts read: the same run and figures as one JSON object.
-    let out = surfgym(&pool, &["train", "show", "--json", &run.to_string()])
+    let out = Command::new(env!("CARGO_BIN_EXE_surfgym"))
+        .args(["train", "show", "--json", &run.to_string()])
+        .env("DATABASE_URL", common::database_url(&pool))
         .output()
         .unwrap();
     assert!(
@@ -251,9 +253,14 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
     // The update records where it computed (the default: the CPU, in f32).
     let update = &shown["iterations"][2]["report"]["update"];
     assert_eq!(update["device"], "cpu f32");
+    // A resumed run has no trainer in memory: it read v1 back.
+    assert_eq!(update["resident"], false);
     // And where the train phase's time went, besides the optimiser's own seconds.
     for part in ["seconds", "replay_s", "load_s", "publish_s"] {
-        assert!(update[part].as_f64().is_some_and(|s| s > 0.0), "{part}: {update}");
+        assert!(
+            update[part].as_f64().is_some_and(|s| s > 0.0),
+            "{part}: {update}"
+        );
     }
 }
 

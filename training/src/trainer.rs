@@ -162,6 +162,25 @@ impl Trainer {
         self.cfg.objective = objective;
     }
 
+    /// Takes the settings of the next update while keeping weights and optimiser state in
+    /// memory: what [`Trainer::load`] of the version this trainer just published would
+    /// give, without reading it back (for a 135M model, gigabytes of weights and AdamW
+    /// moments). The optimiser's own settings cannot change this way (its schedule is
+    /// part of its state): load the version again for that.
+    pub fn reconfigure(&mut self, cfg: TrainConfig) -> Result<(), TrainError> {
+        cfg.validate()?;
+        if cfg.optimizer != self.cfg.optimizer {
+            return Err(TrainError::Input(
+                "optimizer: other settings than the loaded trainer's (load the version again)"
+                    .into(),
+            ));
+        }
+        let dtype = cfg.precision.compute_dtype(self.decoder.device());
+        self.decoder.set_compute_dtype(dtype)?;
+        self.cfg = cfg;
+        Ok(())
+    }
+
     /// The settings.
     pub fn config(&self) -> &TrainConfig {
         &self.cfg

@@ -205,3 +205,62 @@ fn broken_versions_are_refused_naming_the_tensor_and_the_file() {
     // The good version still loads after all that.
     load(&good).unwrap();
 }
+
+/// Every parameter of `t`, flattened, by name.
+fn weights(t: &Trainer) -> Vec<(String, Vec<f32>)> {
+    t.decoder()
+        .params()
+        .iter()
+        .map(|(k, v)| {
+            let flat = v
+                .as_tensor()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap();
+            (k.clone(), flat)
+        })
+        .collect()
+}
+
+#[test]
+fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_loaded_back() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = common::model("tiny-text");
+    let mut m = load(&base_dir).unwrap();
+    let p = prompt("<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n");
+    let samples: Vec<Sample> = ["click(3)", "click(12)", "answer(\"red\")"]
+        .iter()
+        .map(|c| {
+            let ids = m.encode(c).unwrap();
+            sample(&mut m, &p, &ids)
+        })
+        .collect();
+    let cfg = |seed| TrainConfig {
+        micro_batch: 2,
+        epochs: 2,
+        seed,
+        ..TrainConfig::default()
+    };
+    let mut kept = Trainer::load(&base_dir, cfg(1), &Device::Cpu).unwrap();
+    kept.update(&samples, &mut |_, _, _| {}).unwrap();
+    let v1 = root.path().join("v1");
+    kept.publish(&v1, serde_json::json!({"test": "resident"}))
+        .unwrap();
+
+    // The next update from memory and from the version read back: the same weights, bit
+    // for bit, and the same losses (AdamW's moments and step count included).
+    kept.reconfigure(cfg(2)).unwrap();
+    let a = kept.update(&samples, &mut |_, _, _| {}).unwrap();
+    let mut loaded = Trainer::load(&v1, cfg(2), &Device::Cpu).unwrap();
+    let b = loaded.update(&samples, &mut |_, _, _| {}).unwrap();
+    assert_eq!(a.losses, b.losses);
+    assert_eq!(weights(&kept), weights(&loaded));
+    assert!(a.steps > 0 && a.first_loss.is_finite());
+
+    // The optimiser's settings are part of its state: changing them needs a reload.
+    let mut other = cfg(3);
+    other.optimizer.lr *= 2.0;
+    let e = kept.reconfigure(other).unwrap_err().to_string();
+    assert!(e.contains("optimizer"), "{e}");
+}

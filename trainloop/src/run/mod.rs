@@ -273,6 +273,11 @@ struct Ctx<'a> {
     dir: PathBuf,
     dylib: PathBuf,
     events: &'a (dyn Fn(Event) + Send + Sync),
+    /// The built-in trainer as its last update left it, with the version it published:
+    /// the next update, which starts from that version, goes on from memory instead of
+    /// reading the weights and AdamW's moments back (`train::run`). Empty at start, so
+    /// a resumed run loads from disk.
+    trainer: std::sync::Mutex<Option<training::Trainer>>,
 }
 
 /// Runs (or resumes) a run to its end.
@@ -300,6 +305,7 @@ pub async fn execute(
         dir: run_dir(root, run),
         dylib: dylib.to_path_buf(),
         events,
+        trainer: std::sync::Mutex::new(None),
     };
     match drive(&ctx).await {
         Ok(true) => store.set_run_state(run, "completed", None).await?,

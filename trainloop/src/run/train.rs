@@ -201,29 +201,47 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             });
             let (from, to, n) = (parent.clone(), out.clone(), samples.len());
             let devices = devices.clone();
+            // Taken out while it trains: an update that fails drops it (its weights may be
+            // half-updated), and the next one loads the last published version.
+            let resident = ctx.trainer.lock().ok().and_then(|mut t| t.take());
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let job = tokio::task::spawn_blocking(
-                move || -> Result<(training::UpdateReport, String, [f64; 2]), RunError> {
-                    let device = devices.open_train().map_err(RunError::Config)?;
-                    // Where it ran, for the report: `cuda:0 bf16`.
-                    let place = format!(
-                        "{} {}",
-                        training::device_name(&device),
-                        training::dtype_name(cfg.precision.compute_dtype(&device))
-                    );
-                    let loading = Instant::now();
-                    let mut trainer = Trainer::load(&from, cfg, &device)?;
-                    let load_s = loading.elapsed().as_secs_f64();
-                    let r = trainer.update(&samples, &mut |done, total, loss| {
-                        let _ = tx.send((done, total, loss));
-                    })?;
-                    let mut lineage = lineage;
-                    lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
-                    let publishing = Instant::now();
-                    trainer.publish(&to, lineage)?;
-                    Ok((r, place, [load_s, publishing.elapsed().as_secs_f64()]))
-                },
-            );
+            let job = tokio::task::spawn_blocking(move || -> Result<Trained, RunError> {
+                let loading = Instant::now();
+                let (mut trainer, kept) = match resident {
+                    Some(mut t)
+                        if same_path(t.source(), &from) && t.reconfigure(cfg.clone()).is_ok() =>
+                    {
+                        (t, true)
+                    }
+                    _ => {
+                        let device = devices.open_train().map_err(RunError::Config)?;
+                        (Trainer::load(&from, cfg, &device)?, false)
+                    }
+                };
+                let load_s = loading.elapsed().as_secs_f64();
+                let device = trainer.decoder().device().clone();
+                // Where it ran, for the report: `cuda:0 bf16`.
+                let place = format!(
+                    "{} {}",
+                    training::device_name(&device),
+                    training::dtype_name(trainer.config().precision.compute_dtype(&device))
+                );
+                let r = trainer.update(&samples, &mut |done, total, loss| {
+                    let _ = tx.send((done, total, loss));
+                })?;
+                let mut lineage = lineage;
+                lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
+                let publishing = Instant::now();
+                trainer.publish(&to, lineage)?;
+                Ok(Trained {
+                    report: r,
+                    place,
+                    kept,
+                    load_s,
+                    publish_s: publishing.elapsed().as_secs_f64(),
+                    trainer,
+                })
+            });
             while let Some((done, total, loss)) = rx.recv().await {
                 (ctx.events)(Event::Step {
                     iteration: idx,
@@ -232,9 +250,20 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     loss,
                 });
             }
-            let (r, place, [load_s, publish_s]) = job
+            let trained = job
                 .await
                 .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
+            let Trained {
+                report: r,
+                place,
+                kept,
+                load_s,
+                publish_s,
+                trainer,
+            } = trained;
+            if let Ok(mut slot) = ctx.trainer.lock() {
+                *slot = Some(trainer);
+            }
             update.samples = Some(n as i32);
             update.loss = Some(r.last_loss);
             update.version = Some(out.display().to_string());
@@ -244,6 +273,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 "seconds": r.seconds, "device": place,
                 // Where the rest of the phase goes: a big model's own weight.
                 "replay_s": replay_s, "load_s": load_s, "publish_s": publish_s,
+                "resident": kept,
             });
         }
     }
@@ -260,6 +290,28 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     update.train_ms = Some(started.elapsed().as_millis() as i64);
     store.update_iteration(ctx.run, it.idx, update).await?;
     Ok(())
+}
+
+/// What an update's thread gives back: its report, where it ran, and the trainer itself
+/// (kept for the next update).
+struct Trained {
+    report: training::UpdateReport,
+    place: String,
+    /// Whether it went on from the trainer the previous update left in memory.
+    kept: bool,
+    load_s: f64,
+    publish_s: f64,
+    trainer: Trainer,
+}
+
+/// Whether two paths name the same directory (the recorded version and the trainer's
+/// own record of what it published may be spelled differently).
+fn same_path(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 #[cfg(test)]
