@@ -207,12 +207,11 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             let job = tokio::task::spawn_blocking(move || -> Result<Trained, RunError> {
                 let loading = Instant::now();
-                let (mut trainer, kept) = match resident {
-                    Some(mut t)
-                        if same_path(t.source(), &from) && t.reconfigure(cfg.clone()).is_ok() =>
-                    {
-                        (t, true)
-                    }
+                let reused = resident
+                    .filter(|t| same_path(t.source(), &from))
+                    .map(|mut t| t.reconfigure(cfg.clone()).map(|()| t));
+                let (mut trainer, kept) = match reused {
+                    Some(Ok(t)) => (t, true),
                     _ => {
                         let device = devices.open_train().map_err(RunError::Config)?;
                         (Trainer::load(&from, cfg, &device)?, false)
