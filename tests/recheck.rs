@@ -77,18 +77,13 @@ async fn scripted_policy_server(wiki: String) -> (String, Prompts) {
 
 /// The one episode of a finished campaign, with its steps.
 async fn only_episode(engine: &engine::Engine, campaign: Uuid) -> EpisodeDetail {
-    let (eps, total) = engine
+    let (_, total) = engine
         .store()
-        .list_episodes(&EpisodeFilter::campaign(campaign), 10, 0)
+        .list_episodes(&EpisodeFilter::campaign(campaign), 1, 0)
         .await
         .unwrap();
     assert_eq!(total, 1);
-    engine
-        .store()
-        .get_episode(eps[0].id)
-        .await
-        .unwrap()
-        .unwrap()
+    common::first_episode(engine, campaign).await
 }
 
 fn actions(e: &EpisodeDetail) -> Vec<String> {

@@ -15,6 +15,9 @@ fn load(dir: &Path) -> Result<Model, inference::OnnxError> {
     Model::load(dir, &common::ort_dylib(), inference::Device::Cpu, 1)
 }
 
+/// The chat-templated request both round trips score.
+const CLICK_RED: &str = "<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n";
+
 fn prompt(text: &str) -> Prompt {
     Prompt {
         text: text.into(),
@@ -68,7 +71,7 @@ fn a_published_version_runs_in_onnx_runtime_as_trained_and_leaves_the_base_alone
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut base = load(&base_dir).unwrap();
-    let p = prompt("<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n");
+    let p = prompt(CLICK_RED);
     let continuation = base.encode("click(3)").unwrap();
     let base_before = base.score(&p, &continuation).unwrap();
 
@@ -228,7 +231,7 @@ fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_load
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut m = load(&base_dir).unwrap();
-    let p = prompt("<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n");
+    let p = prompt(CLICK_RED);
     let samples: Vec<Sample> = ["click(3)", "click(12)", "answer(\"red\")"]
         .iter()
         .map(|c| {

@@ -218,12 +218,11 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     }
                 };
                 let load_s = loading.elapsed().as_secs_f64();
-                let device = trainer.decoder().device().clone();
                 // Where it ran, for the report: `cuda:0 bf16`.
                 let place = format!(
                     "{} {}",
-                    training::device_name(&device),
-                    training::dtype_name(trainer.config().precision.compute_dtype(&device))
+                    training::device_name(trainer.decoder().device()),
+                    training::dtype_name(trainer.decoder().compute_dtype())
                 );
                 let r = trainer.update(&samples, &mut |done, total, loss| {
                     let _ = tx.send((done, total, loss));
@@ -249,31 +248,24 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     loss,
                 });
             }
-            let trained = job
+            let t = job
                 .await
                 .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
-            let Trained {
-                report: r,
-                place,
-                kept,
-                load_s,
-                publish_s,
-                trainer,
-            } = trained;
-            if let Ok(mut slot) = ctx.trainer.lock() {
-                *slot = Some(trainer);
-            }
+            let r = &t.report;
             update.samples = Some(n as i32);
             update.loss = Some(r.last_loss);
             update.version = Some(out.display().to_string());
             report["update"] = serde_json::json!({
                 "first_loss": r.first_loss, "last_loss": r.last_loss, "steps": r.steps,
                 "tokens": r.tokens, "samples_per_s": r.samples_per_s, "grpo": r.grpo,
-                "seconds": r.seconds, "device": place,
+                "seconds": r.seconds, "device": t.place,
                 // Where the rest of the phase goes: a big model's own weight.
-                "replay_s": replay_s, "load_s": load_s, "publish_s": publish_s,
-                "resident": kept,
+                "replay_s": replay_s, "load_s": t.load_s, "publish_s": t.publish_s,
+                "resident": t.kept,
             });
+            if let Ok(mut slot) = ctx.trainer.lock() {
+                *slot = Some(t.trainer);
+            }
         }
     }
     if let Some(v) = &update.version {
