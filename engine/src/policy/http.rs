@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::onnx::grammar::{Constraint, output_regex};
 use super::onnx::prompt::{self, PromptConfig};
-use super::output::{Grounding, parse_output};
+use super::output::parse_output;
 use super::{Decision, Policy, PolicyCard, PolicyError, Sampling, StepInput};
 
 /// How to reach and use the server.
@@ -431,12 +431,7 @@ impl Policy for HttpPolicy {
             let (content, prompt) = self.content(&input)?;
             let seed = input.seed ^ (u64::from(input.step) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let opts = &self.chat.opts;
-            // A text-only model was shown element numbers, whatever the grounding says.
-            let grounding = if opts.vision {
-                opts.prompt.grounding
-            } else {
-                Grounding::Marks
-            };
+            let grounding = prompt::effective_grounding(opts.prompt.grounding, opts.vision);
             let regex = opts
                 .constrained
                 .map(|c| output_regex(&input.observation, grounding, c));

@@ -61,11 +61,7 @@ impl ReplaySettings {
 
     /// What actions addressed: the grid only for a vision model that was asked for it.
     fn effective_grounding(&self) -> Grounding {
-        if self.vision {
-            self.grounding
-        } else {
-            Grounding::Marks
-        }
+        crate::policy::onnx::prompt::effective_grounding(self.grounding, self.vision)
     }
 }
 

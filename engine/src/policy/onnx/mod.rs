@@ -171,11 +171,7 @@ impl OnnxBackend {
 
     /// How actions address the page: element numbers unless a vision model uses the grid.
     pub fn grounding(&self) -> Grounding {
-        if self.vision {
-            self.opts.prompt.grounding
-        } else {
-            Grounding::Marks
-        }
+        prompt::effective_grounding(self.opts.prompt.grounding, self.vision)
     }
 
     /// The decoder's inputs for a step as this policy prompted it, followed by the tokens it

@@ -48,6 +48,13 @@ impl Default for PromptConfig {
     }
 }
 
+/// How a model's actions address the page: the grid only for a vision model asked for it;
+/// a text-only model never sees the screen, so it is always shown element numbers. One
+/// rule for the prompt, the ONNX and HTTP policies' parsing and constraints, and replay.
+pub fn effective_grounding(asked: Grounding, vision: bool) -> Grounding {
+    if vision { asked } else { Grounding::Marks }
+}
+
 impl PromptConfig {
     /// The settings as a policy card records them.
     pub fn describe(&self) -> serde_json::Map<String, serde_json::Value> {
@@ -181,11 +188,7 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
     if let Some(tabs) = obs.tabs_line() {
         text.push_str(&format!("Open tabs: {tabs}\n"));
     }
-    text.push_str(action_help(if vision {
-        cfg.grounding
-    } else {
-        Grounding::Marks
-    }));
+    text.push_str(action_help(effective_grounding(cfg.grounding, vision)));
     if obs.tabs.len() > 1 {
         text.push_str(", switch_tab(N), close_tab(N)");
     }
