@@ -84,6 +84,9 @@ rm -rf "$out"
 mkdir -p "$out"/bin "$out"/lib "$out"/data
 out="$(cd "$out" && pwd)"
 cp "$bin" "$out/bin/surfgym"
+# The symbol table is an eighth of a release binary and only backtraces read it (they
+# print addresses without it); binutils may be missing, then the copy stays whole.
+command -v strip >/dev/null 2>&1 && strip --strip-unneeded "$out/bin/surfgym"
 
 say "Chromium from $chromium_dir"
 mkdir -p "$out/chromium"

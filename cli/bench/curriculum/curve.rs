@@ -1,0 +1,169 @@
+//! One variant's training run, run to its end and read back as a learning curve, and the
+//! curves' printed tables.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::Serialize;
+use trainloop::RunConfig;
+use trainloop::run::{self, Event};
+
+use crate::args::Common;
+use crate::progress;
+use crate::setup::Env;
+
+/// One point of a learning curve (an iteration's end).
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub iteration: i32,
+    pub env_steps: u64,
+    pub train_success: Option<f64>,
+    pub held_out_success: Option<f64>,
+}
+
+/// One variant's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    pub variant: String,
+    pub run: Option<uuid::Uuid>,
+    pub state: String,
+    pub warm_env_steps: u64,
+    pub env_steps: u64,
+    pub wall_s: f64,
+    pub points: Vec<Point>,
+}
+
+/// How a run reports while it goes: progress bars when it runs alone, prefixed lines when
+/// variants run side by side (bars from several runs would overwrite each other).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Bars,
+    Lines,
+}
+
+/// Creates and runs one variant's training run to its end, with a line per phase (and a
+/// bar per campaign with `Output::Bars`), and reads its curve back. `offset`: environment
+/// steps the variant spent before this run (a warm start's).
+pub async fn one_run(
+    common: &Common,
+    env: &Env,
+    name: &str,
+    cfg: serde_json::Value,
+    offset: u64,
+    started: Instant,
+    output: Output,
+) -> anyhow::Result<Curve> {
+    let cfg = RunConfig::parse(&cfg.to_string()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    let store = env.db.store.clone();
+    let id = run::create(&store, &cfg)
+        .await
+        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    println!("training run {id} ({name})");
+    let view = store.get_run(id).await?.context("the run vanished")?;
+    let (policies, engine, root, dylib) =
+        crate::cmd::train::run::prepared(common, env, &cfg, &view)?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let render_store = store.clone();
+    let label = name.to_string();
+    let render = tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            match e {
+                Event::Phase { iteration, phase } => {
+                    println!("{label}: iteration {iteration} · {phase}")
+                }
+                Event::Campaign { id, .. } if output == Output::Bars => {
+                    let _ = progress::watch(&render_store, &[id]).await;
+                }
+                Event::Campaign { .. } | Event::Step { .. } => {}
+                Event::Done(it) => println!(
+                    "{label}: iteration {:>2}: train {:>6}  held-out {:>6}  env steps {}",
+                    it.idx,
+                    pct(it.train_success),
+                    pct(it.eval_success),
+                    it.env_steps.map_or("-".into(), |s| s.to_string())
+                ),
+            }
+        }
+    });
+    let events = move |e: Event| {
+        let _ = tx.send(e);
+    };
+    let result = run::execute(&engine, &policies, id, &root, &dylib, &events).await;
+    drop(events);
+    let _ = render.await;
+    engine.shutdown().await;
+    let view = result?;
+    let mut its = store.run_iterations(id).await?;
+    its.sort_by_key(|it| it.idx);
+    let mut spent = offset;
+    let points = its
+        .iter()
+        .filter(|it| it.phase == "done")
+        .map(|it| {
+            spent += it.env_steps.unwrap_or(0).max(0) as u64;
+            Point {
+                iteration: it.idx,
+                env_steps: spent,
+                train_success: it.train_success,
+                held_out_success: it.eval_success,
+            }
+        })
+        .collect::<Vec<_>>();
+    Ok(Curve {
+        variant: name.into(),
+        run: Some(id),
+        state: view.state,
+        warm_env_steps: offset,
+        env_steps: spent,
+        wall_s: started.elapsed().as_secs_f64(),
+        points,
+    })
+}
+
+pub fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+pub fn print_curve(c: &Curve) {
+    println!("{} ({}): learning curve", c.variant, c.state);
+    println!(
+        "  {:>9} {:>10} {:>8} {:>9}",
+        "iteration", "env steps", "train", "held-out"
+    );
+    for p in &c.points {
+        println!(
+            "  {:>9} {:>10} {:>8} {:>9}",
+            p.iteration,
+            p.env_steps,
+            pct(p.train_success),
+            pct(p.held_out_success)
+        );
+    }
+}
+
+pub fn print_summary(curves: &[Curve], budget: u64, held: &str) {
+    println!(
+        "\nsummary (budget {budget} environment steps; held out: {held}; a warm start's env steps include its scripted warm-up)"
+    );
+    println!(
+        "{:<16} {:>10} {:>8} {:>10} {:>10} {:>10} {:>9}",
+        "variant", "iterations", "start", "at budget", "best", "env steps", "wall"
+    );
+    for c in curves {
+        let held_out: Vec<f64> = c.points.iter().filter_map(|p| p.held_out_success).collect();
+        let best = held_out
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        println!(
+            "{:<16} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8.0}s",
+            c.variant,
+            c.points.last().map_or(0, |p| p.iteration),
+            pct(held_out.first().copied()),
+            pct(held_out.last().copied()),
+            pct(best),
+            c.env_steps,
+            c.wall_s
+        );
+    }
+}

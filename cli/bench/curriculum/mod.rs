@@ -1,0 +1,391 @@
+//! `surfgym bench curriculum`: TTI's comparison at equal environment steps. Runs training
+//! runs that differ only in their horizon schedule (fixed short, fixed long, TTI's, TTI's
+//! stages scaled to the suite's horizons, adaptive) and a warm start (one filtered-BC
+//! update on scripted-solver or reference traces, then RL), each with the same
+//! `max_env_steps`, tasks, seeds, devices and held-out evaluation episodes, one after
+//! another or side by side (`--parallel`, for many-core machines), on the same database and
+//! sites, and prints their learning curves against cumulative environment steps.
+
+mod curve;
+mod warm;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use engine::policy::miniwob::SOLVED;
+use engine::store::{Store, TaskFilter};
+use futures::future::{FutureExt, LocalBoxFuture, join_all};
+use trainloop::devices::Devices;
+
+use crate::args::Common;
+use crate::setup::{Env, environment, finish};
+use curve::{Curve, Output, one_run, print_curve, print_summary};
+
+/// Which tasks.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Suite {
+    /// The MiniWoB++ tasks the `miniwob-solver` policy covers; held out: other seeds.
+    Miniwob,
+    /// The bundled sites' `split=train` tasks; held out: their `split=test` tasks.
+    Bundled,
+}
+
+/// A horizon schedule to compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Variant {
+    /// `--short` steps in every iteration.
+    FixedShort,
+    /// `--long` steps in every iteration.
+    FixedLong,
+    /// TTI's stages as published: 10 in iteration 1, 20 in 2-3, 30 from 4.
+    Tti,
+    /// TTI's stage shape on this suite's horizons: `--short` in iteration 1, halfway to
+    /// `--long` in 2-3, `--long` from 4.
+    TtiScaled,
+    /// Per task, from `--short` to `--long` by `--adaptive-step`.
+    Adaptive,
+    /// The warm start, then RL with the `--warm-then` schedule.
+    Warm,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Self::FixedShort => "fixed-short",
+            Self::FixedLong => "fixed-long",
+            Self::Tti => "tti",
+            Self::TtiScaled => "tti-scaled",
+            Self::Adaptive => "adaptive",
+            Self::Warm => "warm",
+        }
+    }
+
+    /// The run config's `curriculum`; `None` for the warm start (it takes `--warm-then`'s).
+    fn curriculum(self, a: &CurriculumArgs) -> Option<serde_json::Value> {
+        let mid = a.short + a.long.saturating_sub(a.short) / 2;
+        Some(match self {
+            Self::FixedShort => serde_json::json!({"kind": "fixed", "horizon": a.short}),
+            Self::FixedLong => serde_json::json!({"kind": "fixed", "horizon": a.long}),
+            Self::Tti => serde_json::json!({"kind": "tti"}),
+            Self::TtiScaled => serde_json::json!({"kind": "stepwise", "stages": [
+                {"from": 1, "horizon": a.short}, {"from": 2, "horizon": mid},
+                {"from": 4, "horizon": a.long}]}),
+            Self::Adaptive => serde_json::json!({"kind": "adaptive", "start": a.short,
+                "step": a.adaptive_step, "min": a.short, "max": a.long.max(a.short)}),
+            Self::Warm => return None,
+        })
+    }
+}
+
+/// `surfgym bench curriculum`.
+#[derive(Args)]
+pub struct CurriculumArgs {
+    /// The tasks.
+    #[arg(long, value_enum, default_value = "miniwob")]
+    suite: Suite,
+    /// Only the first N training tasks of the suite (default: all).
+    #[arg(long)]
+    tasks: Option<usize>,
+    /// Only these training tasks of the suite (repeat; default: all). With `--tasks`, the
+    /// first N of them.
+    #[arg(long = "task", value_name = "ID")]
+    only: Vec<String>,
+    /// The schedules to compare, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "fixed-short,fixed-long,tti,warm"
+    )]
+    variants: Vec<Variant>,
+    /// Also run the adaptive per-task schedule (the same as adding `adaptive` to `--variants`).
+    #[arg(long)]
+    adaptive: bool,
+    /// The adaptive schedule's change of horizon per adjustment.
+    #[arg(long, default_value_t = 10)]
+    adaptive_step: u32,
+    /// The schedule of the warm start's RL run.
+    #[arg(long, value_enum, default_value = "tti")]
+    warm_then: Variant,
+    /// Passes of the warm start's behaviour-cloning update over its demonstrations.
+    #[arg(long, default_value_t = 4)]
+    warm_epochs: usize,
+    /// Environment steps every variant may take (its runs' `max_env_steps`; a warm
+    /// start's scripted episodes count toward it).
+    #[arg(long)]
+    budget_steps: u64,
+    /// Rollouts per task per iteration (and the warm start's episodes per task).
+    #[arg(long, default_value_t = 4)]
+    rollouts_per_task: u32,
+    /// Held-out evaluation episodes per task.
+    #[arg(long, default_value_t = 4)]
+    eval_rollouts: u32,
+    /// Most iterations per run (the budget usually ends it first).
+    #[arg(long, default_value_t = 20)]
+    iterations: u32,
+    /// Seed of every run (the same rollouts' and evaluations' seeds in every variant).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The model to start from (default: the tiny-text model the tests use).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// `fixed-short`'s horizon (TTI's first stage).
+    #[arg(long, default_value_t = 10)]
+    short: u32,
+    /// `fixed-long`'s horizon (TTI's last stage) and the evaluation's.
+    #[arg(long, default_value_t = 30)]
+    long: u32,
+    /// Where every run computes, as a run config's `devices`, e.g.
+    /// '{"policy_threads": 4, "train": "cuda", "precision": "bf16"}' (default: the CPU).
+    #[arg(long, value_name = "JSON")]
+    devices: Option<String>,
+    /// Run the variants side by side rather than one after another (for machines with
+    /// cores to spare; each run holds its own policies and browsers). Progress comes as
+    /// lines prefixed by the variant rather than bars.
+    #[arg(long)]
+    parallel: bool,
+    /// Write the curves here (JSON).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// First port of the practice sites (0: any free ports).
+    #[arg(long, default_value_t = 0)]
+    sites_port: u16,
+}
+
+impl CurriculumArgs {
+    /// Checks what needs no database, naming the bad option.
+    fn validate(&mut self) -> anyhow::Result<Option<Devices>> {
+        if self.budget_steps == 0 {
+            bail!("--budget-steps: must be at least 1");
+        }
+        if self.tasks == Some(0) {
+            bail!("--tasks: must be at least 1 (leave it out for the whole suite)");
+        }
+        if self.rollouts_per_task < 2 {
+            bail!("--rollouts-per-task: must be at least 2 (a group compares rollouts)");
+        }
+        if self.eval_rollouts == 0
+            || self.iterations == 0
+            || self.short == 0
+            || self.long == 0
+            || self.warm_epochs == 0
+            || self.adaptive_step == 0
+        {
+            bail!(
+                "--eval-rollouts, --iterations, --short, --long, --warm-epochs and --adaptive-step: must be at least 1"
+            );
+        }
+        if self.warm_then == Variant::Warm {
+            bail!(
+                "--warm-then: a schedule (fixed-short, fixed-long, tti, tti-scaled or adaptive), not warm"
+            );
+        }
+        if self.adaptive && !self.variants.contains(&Variant::Adaptive) {
+            self.variants.push(Variant::Adaptive);
+        }
+        let mut seen = Vec::new();
+        self.variants.retain(|v| {
+            let new = !seen.contains(v);
+            seen.push(*v);
+            new
+        });
+        let Some(json) = &self.devices else {
+            return Ok(None);
+        };
+        let d: Devices = serde_json::from_str(json)
+            .map_err(|e| anyhow::anyhow!("--devices: {e} (a run config's `devices` object)"))?;
+        d.validate()
+            .map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
+        Ok(Some(d))
+    }
+}
+/// Runs the benchmark.
+pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitCode> {
+    let devices = a.validate()?;
+    let model = a
+        .model
+        .clone()
+        .unwrap_or_else(|| common.data_dir.join("models/tiny-text"));
+    if !model.is_dir() {
+        bail!(
+            "--model {}: no such model directory (./scripts/setup-python.sh makes tiny-text)",
+            model.display()
+        );
+    }
+    let env = environment(common, a.sites_port).await?;
+    let result = variants(common, &env, &a, &model, devices.as_ref()).await;
+    finish(env).await?;
+    let (curves, held) = result?;
+    print_summary(&curves, a.budget_steps, &held);
+    if let Some(out) = &a.out {
+        let doc = serde_json::json!({
+            "suite": match a.suite { Suite::Miniwob => "miniwob", Suite::Bundled => "bundled" },
+            "held_out": held,
+            "budget_steps": a.budget_steps,
+            "rollouts_per_task": a.rollouts_per_task,
+            "eval_rollouts": a.eval_rollouts,
+            "short": a.short,
+            "long": a.long,
+            "seed": a.seed,
+            "model": model,
+            "devices": devices,
+            "parallel": a.parallel,
+            "variants": curves,
+        });
+        std::fs::write(out, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("--out {}", out.display()))?;
+        println!("curves written to {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The training tasks and the run's `held_out`, and a word on what is held out.
+async fn suite(
+    store: &Store,
+    a: &CurriculumArgs,
+) -> anyhow::Result<(Vec<String>, serde_json::Value, String)> {
+    match a.suite {
+        Suite::Miniwob => {
+            let wanted: Vec<String> = SOLVED.iter().map(|n| format!("miniwob.{n}")).collect();
+            let have = store
+                .load_tasks(&TaskFilter {
+                    ids: wanted.clone(),
+                    ..Default::default()
+                })
+                .await?;
+            let mut ids: Vec<String> = wanted
+                .into_iter()
+                .filter(|id| have.iter().any(|t| t.id.as_str() == id))
+                .collect();
+            if ids.is_empty() {
+                bail!(
+                    "--suite miniwob: no MiniWoB++ task is registered (./scripts/setup-python.sh installs MiniWoB++)"
+                );
+            }
+            keep_only(&mut ids, &a.only)?;
+            ids.truncate(a.tasks.unwrap_or(usize::MAX));
+            Ok((
+                ids,
+                serde_json::json!("seeds"),
+                "the same tasks on held-out seeds".into(),
+            ))
+        }
+        Suite::Bundled => {
+            let split = |s: &str| TaskFilter {
+                split: Some(s.into()),
+                ..Default::default()
+            };
+            let bundled = |ts: Vec<tasks::Task>| -> Vec<String> {
+                ts.into_iter()
+                    .filter(|t| t.site != "miniwob")
+                    .map(|t| t.id.as_str().to_string())
+                    .collect()
+            };
+            let mut train = bundled(store.load_tasks(&split("train")).await?);
+            let test = bundled(store.load_tasks(&split("test")).await?);
+            if train.is_empty() || test.is_empty() {
+                bail!("--suite bundled: no bundled task in the train or the test split");
+            }
+            keep_only(&mut train, &a.only)?;
+            train.truncate(a.tasks.unwrap_or(usize::MAX));
+            let n = test.len();
+            Ok((
+                train,
+                serde_json::json!({"tasks": {"ids": test}}),
+                format!("the {n} bundled split=test tasks (other tasks, never trained on)"),
+            ))
+        }
+    }
+}
+
+/// `--task`: the suite's training tasks named there, every one of them a training task.
+fn keep_only(ids: &mut Vec<String>, only: &[String]) -> anyhow::Result<()> {
+    if only.is_empty() {
+        return Ok(());
+    }
+    if let Some(t) = only.iter().find(|t| !ids.contains(t)) {
+        bail!("--task {t}: not a training task of this suite (see `surfgym tasks list`)");
+    }
+    ids.retain(|id| only.contains(id));
+    Ok(())
+}
+
+async fn variants(
+    common: &Common,
+    env: &Env,
+    a: &CurriculumArgs,
+    model: &std::path::Path,
+    devices: Option<&Devices>,
+) -> anyhow::Result<(Vec<Curve>, String)> {
+    let store = env.db.store.clone();
+    let (train, held_out, held_word) = suite(&store, a).await?;
+    println!(
+        "{} training tasks; held out: {held_word}; budget {} environment steps per variant",
+        train.len(),
+        a.budget_steps
+    );
+    let base = |name: &str, curriculum: serde_json::Value| {
+        let mut cfg = serde_json::json!({
+            "name": format!("bench curriculum · {name}"),
+            "model": model,
+            "train": {"ids": train},
+            "held_out": held_out,
+            "iterations": a.iterations,
+            "rollouts_per_task": a.rollouts_per_task,
+            "curriculum": curriculum,
+            "eval_horizon": a.long,
+            "eval_rollouts": a.eval_rollouts,
+            "seed": a.seed,
+            "max_env_steps": a.budget_steps,
+        });
+        if let Some(d) = devices {
+            cfg["devices"] = serde_json::json!(d);
+        }
+        cfg
+    };
+    let output = if a.parallel {
+        Output::Lines
+    } else {
+        Output::Bars
+    };
+    let mut runs: Vec<LocalBoxFuture<'_, anyhow::Result<Curve>>> = Vec::new();
+    for &v in &a.variants {
+        let started = Instant::now();
+        let run = match v.curriculum(a) {
+            Some(c) => {
+                let cfg = base(v.name(), c);
+                async move { one_run(common, env, v.name(), cfg, 0, started, output).await }
+                    .boxed_local()
+            }
+            None => {
+                let then = a.warm_then;
+                let name = format!("warm+{}", then.name());
+                let cfg = base(&name, then.curriculum(a).context("--warm-then")?);
+                let train = &train;
+                async move { warm::run(common, env, a, train, cfg, &name, output).await }
+                    .boxed_local()
+            }
+        };
+        runs.push(run);
+    }
+    let mut curves = Vec::new();
+    if a.parallel {
+        println!("running {} variants side by side", runs.len());
+        for c in join_all(runs).await {
+            let c = c?;
+            print_curve(&c);
+            curves.push(c);
+        }
+    } else {
+        for (run, v) in runs.into_iter().zip(&a.variants) {
+            println!("\n== {}", v.name());
+            let c = run.await?;
+            print_curve(&c);
+            curves.push(c);
+        }
+    }
+    Ok((curves, held_word))
+}

@@ -1,0 +1,151 @@
+//! The warm start: the teacher's episodes on the training tasks, each step recorded as the
+//! base model would have written it, one filtered-BC update on them, then RL from that
+//! version for what is left of the budget (as WebAgent-R1 warms up before RL).
+
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Parser;
+use engine::CampaignSpec;
+use engine::store::TaskFilter;
+use trainloop::RunConfig;
+use trainloop::run;
+
+use super::curve::{Curve, Output, one_run};
+use super::{CurriculumArgs, Suite};
+use crate::args::Common;
+use crate::cmd::train::step::{StepArgs, step};
+use crate::progress;
+use crate::setup::{Env, engine_with};
+
+/// Runs the warm start and the RL run after it. `cfg`: the RL run's config as the other
+/// variants have it (its `model` is replaced by the warm-started version).
+pub async fn run(
+    common: &Common,
+    env: &Env,
+    a: &CurriculumArgs,
+    train: &[String],
+    cfg: serde_json::Value,
+    name: &str,
+    output: Output,
+) -> anyhow::Result<Curve> {
+    let started = Instant::now();
+    let store = env.db.store.clone();
+    let model = std::path::PathBuf::from(
+        cfg["model"]
+            .as_str()
+            .context("the run config names no model")?,
+    );
+    let teacher = match a.suite {
+        Suite::Miniwob => "miniwob-solver",
+        Suite::Bundled => "scripted",
+    };
+    let policy = format!("demonstrated-{teacher}");
+    let rl = RunConfig::parse(&cfg.to_string()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    let dylib = common.models.onnx_options(common, model.clone())?.dylib;
+    let teacher_policy = engine::policy::PolicyRegistry::builtin()
+        .get(teacher)
+        .with_context(|| format!("no built-in policy {teacher}"))?;
+    let demo = run::demonstrator(&rl, &policy, teacher_policy, &dylib)?;
+    let demo_engine = engine_with(common, &env.db, vec![demo])?;
+    let spec = CampaignSpec {
+        name: Some(format!("bench curriculum · warm start ({policy})")),
+        policy: Some(policy.clone()),
+        tasks: Some(TaskFilter {
+            ids: train.to_vec(),
+            ..Default::default()
+        }),
+        rollouts_per_task: Some(a.rollouts_per_task),
+        max_steps: Some(a.long),
+        seed: Some(a.seed ^ 0x3A53_0000),
+        ..Default::default()
+    };
+    let campaign = demo_engine.create_campaign(spec).await?;
+    let runner = demo_engine.clone();
+    let watch = tokio::spawn(async move { runner.run_campaign(campaign).await });
+    if output == Output::Bars {
+        let _ = progress::watch(&store, &[campaign]).await;
+    }
+    let status = watch.await??;
+    demo_engine.shutdown().await;
+    let v = store
+        .get_campaign(campaign)
+        .await?
+        .context("the warm-start campaign vanished")?;
+    let warm_steps = v.steps.max(0) as u64;
+    println!(
+        "{name}: warm start: {policy} campaign {campaign} {status}: {}/{} episodes succeeded, {warm_steps} environment steps (counted toward this variant's budget)",
+        v.successes, v.counts.finished
+    );
+    let out = common
+        .data_dir
+        .join("runs")
+        .join(format!("bench-warm-{campaign}"));
+    if let Err(e) = update(common, a, &rl, campaign, &model, &out).await {
+        // A teacher whose actions the model cannot write (or a warm-up that failed every
+        // episode) selects nothing: the variant is reported as not run rather than ending
+        // the benchmark.
+        println!("{name} not run: the warm start's FBC update failed: {e:#}");
+        return Ok(Curve {
+            variant: name.into(),
+            run: None,
+            state: format!("not run: {e:#}"),
+            warm_env_steps: warm_steps,
+            env_steps: warm_steps,
+            wall_s: started.elapsed().as_secs_f64(),
+            points: Vec::new(),
+        });
+    }
+    let mut cfg = cfg;
+    cfg["model"] = serde_json::json!(out);
+    let left = a.budget_steps.saturating_sub(warm_steps);
+    if left == 0 {
+        // The warm start spent the budget: its version's iteration 0 only (one iteration
+        // with a budget of 1 step would still roll out; this evaluates and stops).
+        println!("{name}: the warm start used the whole budget: no RL iteration");
+        cfg["max_env_steps"] = serde_json::json!(1);
+        cfg["iterations"] = serde_json::json!(1);
+        let mut c = one_run(common, env, name, cfg, warm_steps, started, output).await?;
+        c.points.retain(|p| p.iteration == 0);
+        return Ok(c);
+    }
+    cfg["max_env_steps"] = serde_json::json!(left);
+    one_run(common, env, name, cfg, warm_steps, started, output).await
+}
+
+/// The filtered-BC update on the warm-start campaign, on the run's trainer device.
+async fn update(
+    common: &Common,
+    a: &CurriculumArgs,
+    rl: &RunConfig,
+    campaign: uuid::Uuid,
+    model: &std::path::Path,
+    out: &std::path::Path,
+) -> anyhow::Result<()> {
+    #[derive(Parser)]
+    struct StepCli {
+        #[command(flatten)]
+        a: StepArgs,
+    }
+    let argv = [
+        "step".to_string(),
+        "--campaign".into(),
+        campaign.to_string(),
+        "--model".into(),
+        model.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--objective".into(),
+        "fbc".into(),
+        "--seed".into(),
+        a.seed.to_string(),
+        "--epochs".into(),
+        a.warm_epochs.to_string(),
+        "--train-device".into(),
+        rl.devices.train.clone(),
+        "--precision".into(),
+        rl.devices.precision.to_string(),
+    ];
+    step(common, StepCli::try_parse_from(argv)?.a).await?;
+    Ok(())
+}
