@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Learning curves of training runs read back from `surfgym train show --json`, as Markdown.
 
-    python scripts/bench/curriculum_summary.py run-A.json run-B.json ...
+    python scripts/bench/curriculum_summary.py run-A.json run-B.json[+STEPS] ...
 
 For runs that `surfgym bench curriculum` started and that may not have ended (a time limit
 cut the benchmark): each finished iteration's cumulative environment steps, train success
 and held-out success, and a last table of held-out success at the largest number of
 environment steps every run reached (the comparison at equal steps). A warm start's
-scripted steps are not in its run (the benchmark's own curves.json has them).
+scripted steps are not in its run: `run-warm.json+STEPS` starts that curve at STEPS (the
+benchmark prints them: "warm start: ... N environment steps").
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ def pct(v):
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def curve(doc):
-    steps, points = 0, []
+def curve(doc, offset):
+    steps, points = offset, []
     for it in sorted(doc.get("iterations", []), key=lambda i: i["idx"]):
         if it.get("phase") != "done":
             continue
@@ -34,7 +35,10 @@ def curve(doc):
 
 def main(paths):
     runs = []
-    for p in paths:
+    for arg in paths:
+        p, plus, offset = arg.rpartition("+")
+        if not plus or not offset.isdigit():
+            p, offset = arg, "0"
         try:
             with open(p) as f:
                 doc = json.load(f)
@@ -42,7 +46,7 @@ def main(paths):
             print(f"skipped {p}: {e}", file=sys.stderr)
             continue
         name = os.path.basename(p).removeprefix("run-").removesuffix(".json")
-        runs.append((name, doc["run"].get("state"), curve(doc)))
+        runs.append((name, doc["run"].get("state"), curve(doc, int(offset))))
     if not runs:
         sys.exit("curriculum_summary: no run to show")
     print("| variant | state | curve (iteration: env steps, train, held-out, horizons) |")
@@ -59,6 +63,7 @@ def main(paths):
     print(f"| variant | held-out at start | held-out at ≤ {common} env steps | last | best | env steps |")
     print("|---|---|---|---|---|---|")
     for name, _, pts in runs:
+        # A warm start's iteration 0 comes after its warm-up: it is the start of nothing else.
         evals = [p for p in pts if p[3] is not None]
         at = [p for p in evals if p[1] <= common]
         best = max((p[3] for p in evals), default=None)

@@ -16,7 +16,8 @@
 # folder holding the `gguf` package), MODEL (an already converted model instead),
 # TASKS (space-separated MiniWoB++ task names), VARIANTS, SHORT (2), LONG (4), BUDGET
 # (environment steps per variant, 200), ROLLOUTS (4 per task), THREADS (policy threads per
-# session, 4), RUN_LIMIT (seconds, 420), OUT (results folder).
+# session, 4), TRAIN_DEVICE (cuda) and PRECISION (bf16) for `devices`, RUN_LIMIT (seconds,
+# 420), OUT (results folder).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bundle="$(cd "${1:?usage: gpu-curriculum.sh BUNDLE_DIR}" && pwd)"
@@ -58,11 +59,15 @@ timeout "${RUN_LIMIT:-420}" "$bundle/surfgym" bench curriculum --suite miniwob "
   --warm-then tti-scaled --short "${SHORT:-2}" --long "${LONG:-4}" \
   --rollouts-per-task "${ROLLOUTS:-4}" --eval-rollouts 1 --budget-steps "${BUDGET:-200}" \
   --iterations 20 --seed 5 --out "$out/curves.json" \
-  --devices "{\"policy_threads\": $threads, \"train\": \"cuda\", \"precision\": \"bf16\"}" \
+  --devices "{\"policy_threads\": $threads, \"train\": \"${TRAIN_DEVICE:-cuda}\", \"precision\": \"${PRECISION:-bf16}\"}" \
   >"$out/bench.log" 2>&1
 say "bench curriculum: exit $?"
-sed -n 's/^training run \([0-9a-f-]\{36\}\) (\(.*\))$/\1 \2/p' "$out/bench.log" | while read -r id name; do
+runs=()
+while read -r id name; do
   "$bundle/surfgym" train show --json "$id" >"$out/run-$name.json" 2>"$out/run-$name.err"
-done
+  # A warm start's scripted steps count toward its budget but are not in its run.
+  warm="$(sed -n "s/^$name: warm start: .* \([0-9]\+\) environment steps.*/\1/p" "$out/bench.log" | head -n 1)"
+  runs+=("$out/run-$name.json${warm:++$warm}")
+done < <(sed -n 's/^training run \([0-9a-f-]\{36\}\) (\(.*\))$/\1 \2/p' "$out/bench.log")
 grep -E '^(summary|variant|fixed|tti|warm|adaptive)' "$out/bench.log" | tail -n 12
-python3 "$root/scripts/bench/curriculum_summary.py" "$out"/run-*.json | tee "$out/summary.md"
+[ ${#runs[@]} -gt 0 ] && python3 "$root/scripts/bench/curriculum_summary.py" "${runs[@]}" | tee "$out/summary.md"
