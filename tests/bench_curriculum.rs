@@ -60,6 +60,8 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         "3",
         "--devices",
         r#"{"policy_threads": 1}"#,
+        "--lr",
+        "0.002",
         "--model",
         model.to_str().unwrap(),
         "--out",
@@ -108,6 +110,7 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
             cfg["devices"]["policy_threads"], 1,
             "{name}: the devices reach every run: {cfg}"
         );
+        assert_eq!(cfg["lr"], 0.002, "{name}: so does the learning rate");
         let warm = v["warm_env_steps"].as_u64().unwrap();
         assert_eq!(
             cfg["max_env_steps"].as_u64(),
@@ -174,6 +177,7 @@ fn options_it_cannot_run_are_refused_naming_the_option() {
             "--adaptive-step",
         ),
         (vec!["--budget-steps", "0"], "--budget-steps"),
+        (vec!["--budget-steps", "10", "--lr", "-1"], "--lr"),
     ] {
         let out = bench(&args, unused, data.path());
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -16,8 +16,9 @@
 # folder holding the `gguf` package), MODEL (an already converted model instead),
 # TASKS (space-separated MiniWoB++ task names), VARIANTS, SHORT (2), LONG (4), BUDGET
 # (environment steps per variant, 200), ROLLOUTS (4 per task), THREADS (policy threads per
-# session, 4), TRAIN_DEVICE (cuda) and PRECISION (bf16) for `devices`, RUN_LIMIT (seconds,
-# 420), OUT (results folder).
+# session, 4), TRAIN_DEVICE (cuda) and PRECISION (bf16) for `devices`, LR (the runs' and
+# the warm start's learning rate; the default, 1e-3, is the tiny model's), RUN_LIMIT
+# (seconds, 420), OUT (results folder).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bundle="$(cd "${1:?usage: gpu-curriculum.sh BUNDLE_DIR}" && pwd)"
@@ -58,7 +59,7 @@ timeout "${RUN_LIMIT:-420}" "$bundle/surfgym" bench curriculum --suite miniwob "
   --model "$model" --parallel --variants "${VARIANTS:-fixed-short,fixed-long,tti-scaled,warm}" \
   --warm-then tti-scaled --short "${SHORT:-2}" --long "${LONG:-4}" \
   --rollouts-per-task "${ROLLOUTS:-4}" --eval-rollouts 1 --budget-steps "${BUDGET:-200}" \
-  --iterations 20 --seed 5 --out "$out/curves.json" \
+  --iterations 20 --seed 5 --out "$out/curves.json" ${LR:+--lr "$LR"} \
   --devices "{\"policy_threads\": $threads, \"train\": \"${TRAIN_DEVICE:-cuda}\", \"precision\": \"${PRECISION:-bf16}\"}" \
   >"$out/bench.log" 2>&1
 say "bench curriculum: exit $?"

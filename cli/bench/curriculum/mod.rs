@@ -138,6 +138,10 @@ pub struct CurriculumArgs {
     /// `fixed-long`'s horizon (TTI's last stage) and the evaluation's.
     #[arg(long, default_value_t = 30)]
     long: u32,
+    /// Every run's learning rate (default: a run config's, 1e-3, set for the tiny model; a
+    /// pretrained model such as SmolLM2-135M wants about 1e-5).
+    #[arg(long)]
+    lr: Option<f64>,
     /// Where every run computes, as a run config's `devices`, e.g.
     /// '{"policy_threads": 4, "train": "cuda", "precision": "bf16"}' (default: the CPU).
     #[arg(long, value_name = "JSON")]
@@ -177,6 +181,9 @@ impl CurriculumArgs {
             bail!(
                 "--eval-rollouts, --iterations, --short, --long, --warm-epochs and --adaptive-step: must be at least 1"
             );
+        }
+        if self.lr.is_some_and(|lr| !(lr > 0.0 && lr.is_finite())) {
+            bail!("--lr: must be a positive number");
         }
         if self.warm_then == Variant::Warm {
             bail!(
@@ -230,6 +237,7 @@ pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitC
             "short": a.short,
             "long": a.long,
             "seed": a.seed,
+            "lr": a.lr,
             "model": model,
             "devices": devices,
             "parallel": a.parallel,
@@ -343,6 +351,9 @@ async fn variants(
         });
         if let Some(d) = devices {
             cfg["devices"] = serde_json::json!(d);
+        }
+        if let Some(lr) = a.lr {
+            cfg["lr"] = serde_json::json!(lr);
         }
         cfg
     };

@@ -113,7 +113,8 @@ pub async fn run(
     one_run(common, env, name, cfg, warm_steps, started, output).await
 }
 
-/// The filtered-BC update on the warm-start campaign, on the run's trainer device.
+/// The filtered-BC update on the warm-start campaign, with the run's learning rate on its
+/// trainer device.
 async fn update(
     common: &Common,
     a: &CurriculumArgs,
@@ -141,6 +142,8 @@ async fn update(
         a.seed.to_string(),
         "--epochs".into(),
         a.warm_epochs.to_string(),
+        "--lr".into(),
+        rl.lr.to_string(),
         "--train-device".into(),
         rl.devices.train.clone(),
         "--precision".into(),
