@@ -177,7 +177,7 @@ fn options_it_cannot_run_are_refused_naming_the_option() {
             "--adaptive-step",
         ),
         (vec!["--budget-steps", "0"], "--budget-steps"),
-        (vec!["--budget-steps", "10", "--lr", "-1"], "--lr"),
+        (vec!["--budget-steps", "10", "--lr", "0"], "--lr"),
     ] {
         let out = bench(&args, unused, data.path());
         let stderr = String::from_utf8_lossy(&out.stderr);
