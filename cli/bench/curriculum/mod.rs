@@ -247,7 +247,29 @@ pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitC
             .with_context(|| format!("--out {}", out.display()))?;
         println!("curves written to {}", out.display());
     }
+    let failures = curves
+        .iter()
+        .filter(|c| c.state.starts_with("failed"))
+        .count();
+    if failures > 0 {
+        eprintln!("{failures} of {} variants failed (see above)", curves.len());
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A variant whose run could not be made or run to its end.
+fn failed(name: &str, e: &anyhow::Error, started: Instant) -> Curve {
+    println!("{name} failed: {e:#}");
+    Curve {
+        variant: name.into(),
+        run: None,
+        state: format!("failed: {e:#}"),
+        warm_env_steps: 0,
+        env_steps: 0,
+        wall_s: started.elapsed().as_secs_f64(),
+        points: Vec::new(),
+    }
 }
 
 /// The training tasks and the run's `held_out`, and a word on what is held out.
@@ -362,22 +384,33 @@ async fn variants(
     } else {
         Output::Bars
     };
-    let mut runs: Vec<LocalBoxFuture<'_, anyhow::Result<Curve>>> = Vec::new();
+    // A variant that fails is reported as failed rather than taking the others' curves
+    // with it (side by side, they may have finished).
+    let mut runs: Vec<LocalBoxFuture<'_, Curve>> = Vec::new();
     for &v in &a.variants {
-        let started = Instant::now();
         let run = match v.curriculum(a) {
             Some(c) => {
                 let cfg = base(v.name(), c);
-                async move { one_run(common, env, v.name(), cfg, 0, started, output).await }
-                    .boxed_local()
+                async move {
+                    let started = Instant::now();
+                    one_run(common, env, v.name(), cfg, 0, started, output)
+                        .await
+                        .unwrap_or_else(|e| failed(v.name(), &e, started))
+                }
+                .boxed_local()
             }
             None => {
                 let then = a.warm_then;
                 let name = format!("warm+{}", then.name());
                 let cfg = base(&name, then.curriculum(a).context("--warm-then")?);
                 let train = &train;
-                async move { warm::run(common, env, a, train, cfg, &name, output).await }
-                    .boxed_local()
+                async move {
+                    let started = Instant::now();
+                    warm::run(common, env, a, train, cfg, &name, output)
+                        .await
+                        .unwrap_or_else(|e| failed(&name, &e, started))
+                }
+                .boxed_local()
             }
         };
         runs.push(run);
@@ -386,14 +419,13 @@ async fn variants(
     if a.parallel {
         println!("running {} variants side by side", runs.len());
         for c in join_all(runs).await {
-            let c = c?;
             print_curve(&c);
             curves.push(c);
         }
     } else {
         for (run, v) in runs.into_iter().zip(&a.variants) {
             println!("\n== {}", v.name());
-            let c = run.await?;
+            let c = run.await;
             print_curve(&c);
             curves.push(c);
         }
