@@ -41,7 +41,7 @@ pub struct TrainArgs {
     steps: usize,
     /// Where to train: cpu, cuda or cuda:N (cuda needs a `--features train-cuda` build).
     #[arg(long = "train-device", default_value = "cpu")]
-    train_device: String,
+    train_device: training::TrainDevice,
     /// Precision of the passes: auto (bf16 on a GPU, f32 on the CPU), f32 or bf16.
     #[arg(long, default_value = "auto")]
     precision: training::Precision,
@@ -68,7 +68,7 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             models.push(dir.join("smollm2-135m"));
         }
     }
-    let device = training::parse_device(&a.train_device).context("--train-device")?;
+    let device = a.train_device.open().context("--train-device")?;
     let precision = a.precision;
     if !a.json {
         println!(

@@ -69,39 +69,94 @@ pub fn dtype_name(dtype: DType) -> &'static str {
     }
 }
 
-/// Checks a device name (`cpu`, `cuda` or `cuda:N`) and that this build can compute
-/// there, without touching a GPU: what a config's validation can ask on any machine.
-/// Returns the CUDA ordinal (`None` for the CPU).
-pub fn check_device_spec(spec: &str) -> Result<Option<usize>, TrainError> {
-    let ordinal = match spec {
-        "cpu" => return Ok(None),
-        "cuda" => 0,
-        s => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
-            Some(Ok(n)) => n,
-            _ => {
-                return Err(TrainError::Input(format!(
-                    "device: unknown {spec:?} (expected cpu, cuda or cuda:N)"
-                )));
-            }
-        },
-    };
-    if !cfg!(feature = "cuda") {
-        return Err(TrainError::Input(format!(
-            "device: {spec} needs a build with the trainer's CUDA backend \
-             (cargo build --release --features train-cuda, with nvcc on the PATH)"
-        )));
-    }
-    Ok(Some(ordinal))
+/// Where the trainer computes: `cpu`, `cuda` (the first GPU) or `cuda:N`, as configs and
+/// options spell it. Parsing checks the spelling only; whether this build and machine can
+/// compute there is [`TrainDevice::check`]'s and [`TrainDevice::open`]'s.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TrainDevice {
+    /// The CPU.
+    #[default]
+    Cpu,
+    /// The GPU of this CUDA ordinal.
+    Cuda(usize),
 }
 
-/// The device named by `cpu`, `cuda` or `cuda:N` (opening the GPU).
-pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
-    match check_device_spec(spec)? {
-        None => Ok(Device::Cpu),
-        Some(ordinal) => {
-            Device::new_cuda(ordinal).map_err(|e| TrainError::Input(format!("device: {spec}: {e}")))
+impl TrainDevice {
+    /// Whether this build can compute here, without touching a GPU: what a config's
+    /// validation can ask on any machine.
+    pub fn check(self) -> Result<(), TrainError> {
+        match self {
+            Self::Cpu => Ok(()),
+            Self::Cuda(_) if cfg!(feature = "cuda") => Ok(()),
+            Self::Cuda(_) => Err(TrainError::Input(format!(
+                "device: {self} needs a build with the trainer's CUDA backend \
+                 (cargo build --release --features train-cuda, with nvcc on the PATH)"
+            ))),
         }
     }
+
+    /// The device, opened (a GPU that is not there is an error).
+    pub fn open(self) -> Result<Device, TrainError> {
+        self.check()?;
+        match self {
+            Self::Cpu => Ok(Device::Cpu),
+            Self::Cuda(ordinal) => Device::new_cuda(ordinal)
+                .map_err(|e| TrainError::Input(format!("device: {self}: {e}"))),
+        }
+    }
+
+    /// Whether it is the CPU.
+    pub fn is_cpu(self) -> bool {
+        self == Self::Cpu
+    }
+}
+
+impl std::str::FromStr for TrainDevice {
+    type Err = TrainError;
+
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        match spec {
+            "cpu" => Ok(Self::Cpu),
+            "cuda" => Ok(Self::Cuda(0)),
+            s => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
+                Some(Ok(n)) => Ok(Self::Cuda(n)),
+                _ => Err(TrainError::Input(format!(
+                    "device: unknown {spec:?} (expected cpu, cuda or cuda:N)"
+                ))),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for TrainDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => f.write_str("cpu"),
+            Self::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+// As its spelling, so stored configs read as they were written.
+impl Serialize for TrainDevice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TrainDevice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(|e: TrainError| {
+            let msg = e.to_string();
+            serde::de::Error::custom(msg.strip_prefix("device: ").unwrap_or(&msg).to_string())
+        })
+    }
+}
+
+/// The device named by `cpu`, `cuda` or `cuda:N`, opened.
+pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
+    spec.parse::<TrainDevice>()?.open()
 }
 
 /// A short name of `device` for reports (`cpu`, `cuda:0`).
@@ -132,5 +187,29 @@ mod tests {
             assert!(err.contains("train-cuda"), "{err}");
         }
         assert_eq!(device_name(&Device::Cpu), "cpu");
+    }
+
+    #[test]
+    fn a_train_device_reads_and_writes_as_it_is_spelled() {
+        assert_eq!("cpu".parse::<TrainDevice>().unwrap(), TrainDevice::Cpu);
+        assert_eq!("cuda".parse::<TrainDevice>().unwrap(), TrainDevice::Cuda(0));
+        assert_eq!(
+            "cuda:3".parse::<TrainDevice>().unwrap(),
+            TrainDevice::Cuda(3)
+        );
+        for bad in ["gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", ""] {
+            assert!(bad.parse::<TrainDevice>().is_err(), "{bad:?}");
+        }
+        let d: TrainDevice = serde_json::from_str("\"cuda:2\"").unwrap();
+        assert_eq!(serde_json::to_string(&d).unwrap(), "\"cuda:2\"");
+        let e = serde_json::from_str::<TrainDevice>("\"tpu\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("unknown \"tpu\" (expected cpu, cuda or cuda:N)"),
+            "{e}"
+        );
+        assert!(TrainDevice::Cpu.check().is_ok());
+        assert_eq!(TrainDevice::Cuda(1).check().is_ok(), cfg!(feature = "cuda"));
     }
 }

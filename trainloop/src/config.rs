@@ -184,7 +184,26 @@ pub const DEMONSTRATORS: [&str; 2] = ["miniwob-solver", "scripted"];
 impl RunConfig {
     /// Parses and validates a config (JSON); the error names the field.
     pub fn parse(text: &str) -> Result<RunConfig, String> {
-        let cfg: RunConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let cfg: RunConfig =
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
+                .map_err(|e| {
+                    let path = e.path().to_string();
+                    let inner = e.into_inner();
+                    if !inner.is_data() {
+                        // Not JSON, or cut short: the position is what helps.
+                        return inner.to_string();
+                    }
+                    // A bad value: its field's path says more than serde_json's position.
+                    let msg = inner.to_string();
+                    let msg = msg
+                        .rsplit_once(" at line ")
+                        .map_or(msg.as_str(), |(m, _)| m);
+                    if path == "." {
+                        msg.to_string()
+                    } else {
+                        format!("{path}: {msg}")
+                    }
+                })?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -491,7 +510,7 @@ mod tests {
             (
                 "overlap",
                 serde_json::json!({"max_staleness": 1, "eager": true}),
-                "unknown field `eager`",
+                "overlap.eager: unknown field `eager`",
             ),
             ("train", serde_json::json!({}), "train: names no tasks"),
             (
@@ -499,7 +518,11 @@ mod tests {
                 serde_json::json!({"tasks": {}}),
                 "held_out.tasks",
             ),
-            ("held_out", serde_json::json!("nope"), "unknown variant"),
+            (
+                "held_out",
+                serde_json::json!("nope"),
+                "held_out: unknown variant",
+            ),
             ("eval_horizon", serde_json::json!(0), "eval_horizon"),
             (
                 "eval_answer_checks",
@@ -524,7 +547,14 @@ mod tests {
             v[field] = value;
             let e = RunConfig::parse(&v.to_string()).unwrap_err();
             assert!(e.contains(want), "{field}: {e}");
+            assert!(
+                !e.contains(" at line "),
+                "a bad value is named by its path: {e}"
+            );
         }
+        // Text that is not JSON keeps serde_json's position.
+        let e = RunConfig::parse("{\"name\": \"x\",\n \"iterations\": }").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
     }
 
     #[test]
@@ -537,7 +567,7 @@ mod tests {
             serde_json::json!({"kind": "external", "command": ["t"], "returns": "served_model"});
         let e = RunConfig::parse(&v.to_string()).unwrap_err();
         assert!(e.starts_with("devices: a served run"), "{e}");
-        if training::check_device_spec("cuda").is_ok() {
+        if training::TrainDevice::Cuda(0).check().is_ok() {
             let mut v = good();
             v["devices"] = serde_json::json!({"train": "cuda"});
             v["trainer"] = serde_json::json!({"kind": "external", "command": ["t"]});

@@ -3,7 +3,7 @@
 //! config, everything runs on the CPU as it always did; a GPU machine names `cuda` here.
 
 use serde::{Deserialize, Serialize};
-use training::Precision;
+use training::{Precision, TrainDevice};
 
 /// See the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,8 +17,8 @@ pub struct Devices {
     #[serde(default = "two")]
     pub policy_threads: u32,
     /// The built-in trainer: `cpu`, `cuda` or `cuda:N`.
-    #[serde(default = "cpu")]
-    pub train: String,
+    #[serde(default)]
+    pub train: TrainDevice,
     /// The trainer's precision: `auto` (bf16 on a GPU, f32 on the CPU), `f32` or `bf16`.
     #[serde(default)]
     pub precision: Precision,
@@ -44,7 +44,7 @@ impl Default for Devices {
         Self {
             policy: PolicyDevice::Cpu,
             policy_threads: two(),
-            train: cpu(),
+            train: TrainDevice::Cpu,
             precision: Precision::Auto,
         }
     }
@@ -68,14 +68,15 @@ impl Devices {
         if self.policy == PolicyDevice::Cuda && !engine::policy::onnx::CUDA_BUILT {
             return Err("devices.policy: cuda needs a build with ONNX Runtime's CUDA provider (cargo build --release --features cuda) and the onnxruntime-gpu library".into());
         }
-        training::check_device_spec(&self.train)
-            .map(|_| ())
+        self.train
+            .check()
             .map_err(|e| format!("devices.train: {}", strip_device(&e.to_string())))
     }
 
     /// The trainer's device, opened (a GPU that is not there is an error naming the field).
     pub fn open_train(&self) -> Result<candle_core::Device, String> {
-        training::parse_device(&self.train)
+        self.train
+            .open()
             .map_err(|e| format!("devices.train: {}", strip_device(&e.to_string())))
     }
 
@@ -89,7 +90,7 @@ impl Devices {
 
     /// Whether the trainer runs anywhere but the CPU.
     pub fn trains_off_cpu(&self) -> bool {
-        self.train != "cpu"
+        !self.train.is_cpu()
     }
 }
 
@@ -100,10 +101,6 @@ fn strip_device(msg: &str) -> &str {
 
 fn two() -> u32 {
     2
-}
-
-fn cpu() -> String {
-    "cpu".into()
 }
 
 #[cfg(test)]
@@ -130,8 +127,9 @@ mod tests {
             e.starts_with("devices.policy_threads: must be between 1"),
             "{e}"
         );
+        // Misspelt, it does not deserialise (`RunConfig::parse` names the path).
         let e = parse(serde_json::json!({"train": "gpu"})).unwrap_err();
-        assert!(e.starts_with("devices.train: unknown \"gpu\""), "{e}");
+        assert!(e.starts_with("unknown \"gpu\""), "{e}");
         assert!(e.contains("cpu, cuda or cuda:N"), "{e}");
         let e = parse(serde_json::json!({"precision": "fp16"})).unwrap_err();
         assert!(e.contains("unknown variant `fp16`"), "{e}");
@@ -149,13 +147,13 @@ mod tests {
             assert!(e.starts_with("devices.policy: cuda needs a build"), "{e}");
             assert!(e.contains("--features cuda"), "{e}");
         }
-        match training::check_device_spec("cuda:1") {
-            Err(_) => {
-                let e = parse(serde_json::json!({"train": "cuda:1"})).unwrap_err();
-                assert!(e.starts_with("devices.train: cuda:1 needs a build"), "{e}");
-                assert!(e.contains("--features train-cuda"), "{e}");
-            }
-            Ok(ordinal) => assert_eq!(ordinal, Some(1)),
+        let d = parse(serde_json::json!({"train": "cuda:1"}));
+        if TrainDevice::Cuda(1).check().is_err() {
+            let e = d.unwrap_err();
+            assert!(e.starts_with("devices.train: cuda:1 needs a build"), "{e}");
+            assert!(e.contains("--features train-cuda"), "{e}");
+        } else {
+            assert_eq!(d.unwrap().train, TrainDevice::Cuda(1));
         }
     }
 }

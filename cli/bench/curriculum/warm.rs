@@ -145,7 +145,7 @@ async fn update(
         "--lr".into(),
         rl.lr.to_string(),
         "--train-device".into(),
-        rl.devices.train.clone(),
+        rl.devices.train.to_string(),
         "--precision".into(),
         rl.devices.precision.to_string(),
     ];

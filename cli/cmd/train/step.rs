@@ -99,7 +99,7 @@ pub struct StepArgs {
     seed: u64,
     /// Where to train: cpu, cuda or cuda:N (cuda needs a `--features train-cuda` build).
     #[arg(long = "train-device", default_value = "cpu")]
-    train_device: String,
+    train_device: training::TrainDevice,
     /// Precision of the passes: auto (bf16 on a GPU, f32 on the CPU), f32 or bf16. The
     /// weights and optimiser state stay f32.
     #[arg(long, default_value = "auto")]
@@ -267,7 +267,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         "partial_reward": a.partial_reward,
         "grpo_k": a.grpo_k,
     });
-    let device = training::parse_device(&a.train_device).context("--train-device")?;
+    let device = a.train_device.open().context("--train-device")?;
     let train_bar = bar(0, "training", "optimiser steps")?;
     let tb = train_bar.clone();
     let (report, lineage) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
