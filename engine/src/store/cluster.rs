@@ -283,7 +283,7 @@ impl LocalCluster {
     fn command(&self, tool: &str) -> Command {
         let exe = self.bin.join(tool);
         let mut cmd = if self.as_postgres {
-            let mut c = Command::new("runuser");
+            let mut c = Command::new(runuser());
             c.args(["-u", "postgres", "--"]).arg(exe);
             c
         } else {
@@ -494,6 +494,19 @@ fn require_scram(hba: &str) -> String {
 fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
+}
+
+/// `runuser` (util-linux): on the PATH, else where Debian and others keep it, since a
+/// PATH without the sbin folders (a non-login shell, `env -i`) is common.
+fn runuser() -> PathBuf {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("runuser"));
+    on_path
+        .chain(["/usr/sbin/runuser", "/sbin/runuser"].map(PathBuf::from))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("runuser"))
 }
 
 #[cfg(test)]
