@@ -26,15 +26,8 @@ out="${OUT:-/tmp/gpu-curriculum}"
 mkdir -p "$out"
 say() { echo "gpu-curriculum: $(date +%T) $*" >&2; }
 
-. "$root/scripts/bench/cuda-libs.sh"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || say "no nvidia-smi"
-say "$(nproc) cores"
-[ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1 && useradd --system postgres
-
-work="${WORK:-/tmp/gpu-curriculum-work}"
-rm -rf "$work" && mkdir -p "$work" && chmod 755 "$work"
-export SURFGYM_DATA_DIR="$work/data"
-mkdir -p "$SURFGYM_DATA_DIR"
+. "$root/scripts/bench/gpu-machine.sh"
+gpu_machine gpu-curriculum
 [ -d "$bundle/data/models" ] && cp -r "$bundle/data/models" "$SURFGYM_DATA_DIR/models"
 model="${MODEL:-}"
 if [ -z "$model" ]; then
@@ -44,9 +37,7 @@ if [ -z "$model" ]; then
     --out "$model" --gguf "$GGUF" >"$out/convert.log" 2>&1 || { tail -n 20 "$out/convert.log"; exit 1; }
   say "converted"
 fi
-"$bundle/surfgym" db start >"$work/db.txt" 2>&1 || { cat "$work/db.txt"; exit 1; }
-export "$(grep '^DATABASE_URL=' "$work/db.txt")"
-trap '"$bundle/surfgym" db stop >/dev/null 2>&1' EXIT
+gpu_database || exit 1
 
 tasks=()
 for t in ${TASKS:-click-button click-dialog click-dialog-2 click-link click-option click-tab \

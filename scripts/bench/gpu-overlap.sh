@@ -26,23 +26,15 @@ out="${OUT:-/tmp/gpu-overlap}"
 mkdir -p "$out"
 say() { echo "gpu-overlap: $*" >&2; }
 
-. "$root/scripts/bench/cuda-libs.sh"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || say "no nvidia-smi"
-say "$(nproc) cores; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-[ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1 && useradd --system postgres
-
-work="${WORK:-/tmp/gpu-overlap-work}"
-rm -rf "$work" && mkdir -p "$work" && chmod 755 "$work"
-export SURFGYM_DATA_DIR="$work/data"
+. "$root/scripts/bench/gpu-machine.sh"
+gpu_machine gpu-overlap
 model="${MODEL:-}"
 if [ -z "$model" ]; then
   model="$work/smollm2-135m-random"
   python3 "$root/scripts/bench/random_llama.py" --shape smollm2-135m --out "$model" \
     --like "$bundle/data/models/smollm2-135m-like" || exit 1
 fi
-"$bundle/surfgym" db start >"$work/db.txt" 2>&1 || { cat "$work/db.txt"; exit 1; }
-export "$(grep '^DATABASE_URL=' "$work/db.txt")"
-trap '"$bundle/surfgym" db stop >/dev/null 2>&1' EXIT
+gpu_database || exit 1
 
 config() { # NAME OVERLAP_JSON
   python3 - "$@" <<PY
