@@ -69,6 +69,19 @@ pub fn dtype_name(dtype: DType) -> &'static str {
     }
 }
 
+/// Why a [`TrainDevice`] cannot be read or used. The message names no field: a config says
+/// `devices.train: ...`, the command line `--train-device: ...`, and a [`TrainError`]
+/// made from it `device: ...`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DeviceError(String);
+
+impl From<DeviceError> for TrainError {
+    fn from(e: DeviceError) -> Self {
+        TrainError::Input(format!("device: {}", e.0))
+    }
+}
+
 /// Where the trainer computes: `cpu`, `cuda` (the first GPU) or `cuda:N`, as configs and
 /// options spell it. Parsing checks the spelling only; whether this build and machine can
 /// compute there is [`TrainDevice::check`]'s and [`TrainDevice::open`]'s.
@@ -84,24 +97,25 @@ pub enum TrainDevice {
 impl TrainDevice {
     /// Whether this build can compute here, without touching a GPU: what a config's
     /// validation can ask on any machine.
-    pub fn check(self) -> Result<(), TrainError> {
+    pub fn check(self) -> Result<(), DeviceError> {
         match self {
             Self::Cpu => Ok(()),
             Self::Cuda(_) if cfg!(feature = "cuda") => Ok(()),
-            Self::Cuda(_) => Err(TrainError::Input(format!(
-                "device: {self} needs a build with the trainer's CUDA backend \
+            Self::Cuda(_) => Err(DeviceError(format!(
+                "{self} needs a build with the trainer's CUDA backend \
                  (cargo build --release --features train-cuda, with nvcc on the PATH)"
             ))),
         }
     }
 
     /// The device, opened (a GPU that is not there is an error).
-    pub fn open(self) -> Result<Device, TrainError> {
+    pub fn open(self) -> Result<Device, DeviceError> {
         self.check()?;
         match self {
             Self::Cpu => Ok(Device::Cpu),
-            Self::Cuda(ordinal) => Device::new_cuda(ordinal)
-                .map_err(|e| TrainError::Input(format!("device: {self}: {e}"))),
+            Self::Cuda(ordinal) => {
+                Device::new_cuda(ordinal).map_err(|e| DeviceError(format!("{self}: {e}")))
+            }
         }
     }
 
@@ -112,7 +126,7 @@ impl TrainDevice {
 }
 
 impl std::str::FromStr for TrainDevice {
-    type Err = TrainError;
+    type Err = DeviceError;
 
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
         match spec {
@@ -120,8 +134,8 @@ impl std::str::FromStr for TrainDevice {
             "cuda" => Ok(Self::Cuda(0)),
             s => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
                 Some(Ok(n)) => Ok(Self::Cuda(n)),
-                _ => Err(TrainError::Input(format!(
-                    "device: unknown {spec:?} (expected cpu, cuda or cuda:N)"
+                _ => Err(DeviceError(format!(
+                    "unknown {spec:?} (expected cpu, cuda or cuda:N)"
                 ))),
             },
         }
@@ -146,17 +160,15 @@ impl Serialize for TrainDevice {
 
 impl<'de> Deserialize<'de> for TrainDevice {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(|e: TrainError| {
-            let msg = e.to_string();
-            serde::de::Error::custom(msg.strip_prefix("device: ").unwrap_or(&msg).to_string())
-        })
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
 /// The device named by `cpu`, `cuda` or `cuda:N`, opened.
 pub fn parse_device(spec: &str) -> Result<Device, TrainError> {
-    spec.parse::<TrainDevice>()?.open()
+    Ok(spec.parse::<TrainDevice>()?.open()?)
 }
 
 /// A short name of `device` for reports (`cpu`, `cuda:0`).

@@ -23,7 +23,7 @@ pub mod select;
 pub mod trainer;
 pub mod version;
 
-pub use device::{Precision, TrainDevice, device_name, dtype_name, parse_device};
+pub use device::{DeviceError, Precision, TrainDevice, device_name, dtype_name, parse_device};
 pub use inference::TokenSet;
 pub use objective::{GrpoConfig, Objective};
 pub use optim::{AdamWConfig, Schedule};

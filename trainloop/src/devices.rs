@@ -70,14 +70,12 @@ impl Devices {
         }
         self.train
             .check()
-            .map_err(|e| format!("devices.train: {}", strip_device(&e.to_string())))
+            .map_err(|e| format!("devices.train: {e}"))
     }
 
     /// The trainer's device, opened (a GPU that is not there is an error naming the field).
     pub fn open_train(&self) -> Result<candle_core::Device, String> {
-        self.train
-            .open()
-            .map_err(|e| format!("devices.train: {}", strip_device(&e.to_string())))
+        self.train.open().map_err(|e| format!("devices.train: {e}"))
     }
 
     /// The policies' ONNX Runtime device.
@@ -92,11 +90,6 @@ impl Devices {
     pub fn trains_off_cpu(&self) -> bool {
         !self.train.is_cpu()
     }
-}
-
-/// The training crate's messages start with `device: `; the field's name replaces it.
-fn strip_device(msg: &str) -> &str {
-    msg.strip_prefix("device: ").unwrap_or(msg)
 }
 
 fn two() -> u32 {

@@ -9,6 +9,7 @@ use trainloop::RunConfig;
 use trainloop::run::{self, Event};
 
 use crate::args::Common;
+use crate::cmd::train::run::pct;
 use crate::progress;
 use crate::setup::Env;
 
@@ -118,10 +119,6 @@ pub async fn one_run(
         wall_s: started.elapsed().as_secs_f64(),
         points,
     })
-}
-
-pub fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
 }
 
 pub fn print_curve(c: &Curve) {

@@ -161,7 +161,8 @@ async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result
     })
 }
 
-fn pct(v: Option<f64>) -> String {
+/// A success rate as a percentage, `-` when there is none.
+pub(crate) fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
 }
 
