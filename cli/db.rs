@@ -2,8 +2,8 @@
 //! under the data directory (started when it is not running).
 
 use anyhow::Context;
-use engine::store::Store;
-use engine::store::cluster::LocalCluster;
+use pg_cluster::LocalCluster;
+use store::Store;
 
 use crate::args::Common;
 

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use engine::policy::http::{HttpOptions, HttpPolicy};
-use engine::policy::onnx;
-use engine::policy::onnx::grammar::Constraint;
-use engine::policy::onnx::version_link as inference_link;
-use engine::policy::{BatchLimits, Demonstrated, PolicyRegistry};
+use inference::grammar::Constraint;
+use inference::version_link as inference_link;
+use policy::http::{HttpOptions, HttpPolicy};
+use policy::onnx;
+use policy::{BatchLimits, Demonstrated, PolicyRegistry};
 
 use crate::args::Common;
 
@@ -77,7 +77,7 @@ pub fn register(common: &Common, policies: &mut PolicyRegistry) -> anyhow::Resul
 /// The model judge the options name, if any.
 pub fn model_judge(
     common: &Common,
-    store: &engine::store::Store,
+    store: &store::Store,
 ) -> anyhow::Result<Option<Arc<engine::judge::ModelJudge>>> {
     use engine::judge::{HttpJudge, JudgeBackend, JudgeConfig, ModelJudge, OnnxJudge};
     let m = &common.models;

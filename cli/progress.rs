@@ -3,11 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use engine::store::Store;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use store::{Status, Store};
 use uuid::Uuid;
-
-const TERMINAL: &[&str] = &["completed", "cancelled", "failed", "paused"];
 
 /// A bar of `len` in the CLI's one look: `prefix` in bold, right-aligned in `width`
 /// columns, the bar, then `tail` (an indicatif template: `{pos}/{len} episodes {msg}`).
@@ -31,9 +29,14 @@ fn style(width: usize, tail: &str) -> anyhow::Result<ProgressStyle> {
     .progress_chars("=> "))
 }
 
+/// Ended, or paused: a campaign that no longer runs by itself.
+fn stopped(s: Status) -> bool {
+    s.is_ended() || s == Status::Paused
+}
+
 /// Shows one bar per campaign until every campaign has stopped running; returns their
 /// final statuses.
-pub async fn watch(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<Vec<String>> {
+pub async fn watch(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<Vec<Status>> {
     let multi = MultiProgress::new();
     let style = style(18, "{pos:>4}/{len:4} {msg} {elapsed_precise} eta {eta}")?;
     let mut bars = Vec::new();
@@ -71,14 +74,12 @@ pub async fn watch(store: &Store, campaigns: &[Uuid]) -> anyhow::Result<Vec<Stri
                 v.counts.failed,
                 v.status
             ));
-            if TERMINAL.contains(&v.status.as_str()) && !bar.is_finished() {
+            if stopped(v.status) && !bar.is_finished() {
                 bar.finish();
             }
             statuses.push(v.status);
         }
-        if statuses.len() == campaigns.len()
-            && statuses.iter().all(|s| TERMINAL.contains(&s.as_str()))
-        {
+        if statuses.len() == campaigns.len() && statuses.iter().all(|s| stopped(*s)) {
             return Ok(statuses);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

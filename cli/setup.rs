@@ -9,9 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use browser_pool::PoolConfig;
 use engine::Engine;
-use engine::policy::{LatencyModel, PolicyRegistry};
+use engine::env::sites::SitesServer;
 use engine::runner::RunnerConfig;
-use engine::sites::SitesServer;
+use policy::{LatencyModel, PolicyRegistry};
 
 use crate::args::{Common, ServerArgs};
 use crate::db::{self, Database};
@@ -69,7 +69,7 @@ pub fn engine(common: &Common, db: &Database) -> anyhow::Result<Engine> {
 pub fn engine_with(
     common: &Common,
     db: &Database,
-    extra: Vec<std::sync::Arc<dyn engine::policy::Policy>>,
+    extra: Vec<std::sync::Arc<dyn policy::Policy>>,
 ) -> anyhow::Result<Engine> {
     let model = LatencyModel {
         median: Duration::from_millis(common.sim_latency_ms),
@@ -95,7 +95,7 @@ pub fn engine_with(
 pub async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
     pool_config(common)?;
     let db = db::open(common).await?;
-    let miniwob = engine::sites::find_miniwob(&common.data_dir);
+    let miniwob = engine::env::sites::find_miniwob(&common.data_dir);
     let extra = miniwob
         .iter()
         .map(|d| ("miniwob".to_string(), d.clone()))

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use engine::store::{BreakdownRow, EpisodeFilter, Store};
+use store::{BreakdownRow, EpisodeFilter, Store};
 use uuid::Uuid;
 
 #[derive(Default)]
@@ -126,7 +126,7 @@ pub async fn print_failures(store: &Store, campaign: Uuid) -> anyhow::Result<usi
 }
 
 /// The model judge's cost against exhaustive verification, when the campaign used one.
-pub fn judge_line(view: &engine::store::CampaignView) -> Option<String> {
+pub fn judge_line(view: &store::CampaignView) -> Option<String> {
     (view.judge_facts > 0).then(|| {
         format!(
             "  model judge: {} calls made, {} for an exhaustive judge ({} facts in words); {} saved ({:.0}%)",

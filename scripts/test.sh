@@ -34,7 +34,7 @@ trap cleanup EXIT
 # Where, not who: the private cluster's URL carries its password.
 echo "test: database …@${DATABASE_URL##*@}" >&2
 cargo test --workspace "$@"
-# Only on a full run: the bundled suite's rubric audit (docs/judges.md; any finding its task
+# Only on a full run: the bundled suite's rubric audit (docs/guides/judges.md; any finding its task
 # files do not accept exits non-zero and fails the run), and the offline bundle
 # (scripts/bundle.sh), which runs from its own copies.
 if [ $# -eq 0 ]; then

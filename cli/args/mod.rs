@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
 use clap::Args;
-use engine::store::TaskFilter;
+use store::TaskFilter;
 
 /// Options every command shares.
 #[derive(Args, Clone)]

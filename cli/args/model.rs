@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use engine::policy::onnx::grammar::Constraint;
-use engine::policy::onnx::{self, Device, OnnxOptions, PromptConfig, PromptStyle};
-use engine::policy::output::Grounding;
+use inference::Device;
+use inference::grammar::Constraint;
+use policy::onnx::{OnnxOptions, PromptConfig, PromptStyle};
+use policy::output::Grounding;
 
 use super::Common;
 
@@ -142,7 +143,7 @@ impl ModelArgs {
     pub fn onnx_options(&self, common: &Common, dir: PathBuf) -> anyhow::Result<OnnxOptions> {
         let dylib = match &self.ort_dylib {
             Some(p) => p.clone(),
-            None => onnx::find_ort_dylib(&common.data_dir).context(
+            None => inference::find_ort_dylib(&common.data_dir).context(
                 "ONNX Runtime not found: run ./scripts/setup-python.sh (installs the onnxruntime wheel), or set ORT_DYLIB_PATH",
             )?,
         };

@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use browser_pool::{Action, BrowserPool, Session};
-use engine::environments::{miniwob_done, miniwob_start};
-use engine::policy::miniwob::{MiniWobSolver, SOLVED};
-use engine::policy::{PastStep, Policy, RandomPolicy, ScriptedPolicy, StepInput};
-use engine::sites::SitesServer;
+use engine::env::miniwob::{miniwob_done, miniwob_start};
+use engine::env::sites::SitesServer;
+use policy::miniwob::{MiniWobSolver, SOLVED};
+use policy::{PastStep, Policy, RandomPolicy, ScriptedPolicy, StepInput};
 use serde::Serialize;
 use tasks::Task;
 
@@ -182,7 +182,7 @@ pub fn bundled_tasks(bases: &BTreeMap<String, String>, limit: Option<usize>) -> 
 /// The bundled practice sites on loopback, with MiniWoB++'s HTML as the `miniwob` site
 /// where it is installed.
 pub async fn practice_sites(common: &Common) -> anyhow::Result<SitesServer> {
-    let extra = engine::sites::find_miniwob(&common.data_dir)
+    let extra = engine::env::sites::find_miniwob(&common.data_dir)
         .map(|d| ("miniwob".to_string(), d))
         .into_iter()
         .collect();
@@ -191,7 +191,7 @@ pub async fn practice_sites(common: &Common) -> anyhow::Result<SitesServer> {
         .context("serving the practice sites")
 }
 
-// ---- MiniWoB++: started and ended as the runner does (engine::environments) ----
+// ---- MiniWoB++: started and ended as the runner does (engine::env::miniwob) ----
 
 async fn miniwob_reward(session: &Session) -> anyhow::Result<f64> {
     Ok(session

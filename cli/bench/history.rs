@@ -1,12 +1,12 @@
 //! `surfgym bench history`: writes a synthetic history (campaigns, tasks, episodes, steps,
 //! verdicts, marked `synthetic`) into the database, for `bench api` to measure the API
-//! against. The generator is `engine::store::synthetic`; this is its command line.
+//! against. The generator is `store::synthetic`; this is its command line.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use engine::store::synthetic::{HistorySpec, MARK};
+use store::synthetic::{HistorySpec, MARK};
 
 use crate::args::Common;
 

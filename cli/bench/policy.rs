@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
 use clap::Args;
-use engine::policy::onnx::OnnxBackend;
-use engine::policy::{BatchLimits, Batched, Policy, StepInput};
 use image::{Rgb, RgbImage};
+use policy::onnx::OnnxBackend;
+use policy::{BatchLimits, Batched, Policy, StepInput};
 
 use super::stats::{ms, nearest_rank};
 use crate::args::Common;

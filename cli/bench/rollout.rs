@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use engine::policy::{LatencyModel, PolicyRegistry};
+use engine::env::sites::SitesServer;
 use engine::runner::RunnerConfig;
-use engine::sites::SitesServer;
 use engine::{CampaignSpec, Engine};
+use policy::{LatencyModel, PolicyRegistry};
 use serde::Serialize;
 
 use super::stats::steady_per_hour;
@@ -107,7 +107,7 @@ pub async fn run(common: &Common, args: RolloutArgs) -> anyhow::Result<ExitCode>
                     seed: Some(2026),
                     // Only the bundled sites: other suites in the database (MiniWoB++,
                     // imports) may point at servers this run does not start.
-                    tasks: Some(engine::store::TaskFilter {
+                    tasks: Some(store::TaskFilter {
                         tag: Some(engine::BUNDLED_TAG.into()),
                         ..Default::default()
                     }),

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use engine::policy::{LatencyModel, PolicyRegistry};
+use engine::env::sites::SitesServer;
 use engine::runner::RunnerConfig;
-use engine::sites::SitesServer;
 use engine::{CampaignSpec, Engine};
+use policy::{LatencyModel, PolicyRegistry};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -136,7 +136,7 @@ pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode>
                 seed: Some(2026),
                 // Only the bundled sites: other suites in the database (MiniWoB++, imports)
                 // may point at servers this run does not start.
-                tasks: Some(engine::store::TaskFilter {
+                tasks: Some(store::TaskFilter {
                     tag: Some(engine::BUNDLED_TAG.into()),
                     ..Default::default()
                 }),
@@ -151,7 +151,7 @@ pub async fn run(common: &Common, args: WorkersArgs) -> anyhow::Result<ExitCode>
                 .get_campaign(id)
                 .await?
                 .context("campaign vanished")?;
-            if matches!(v.status.as_str(), "completed" | "failed" | "cancelled") {
+            if v.status.is_ended() {
                 break v;
             }
             if t.elapsed() > Duration::from_secs(3600) {

@@ -11,9 +11,9 @@ use anyhow::{Context, bail};
 use browser_pool::BrowserPool;
 use clap::Args;
 use engine::audit::{self, Exploration, Finding, labels};
+use engine::env::sites::SitesServer;
 use engine::judge::calibration::LabelledEpisode;
 use engine::runner::InfraError;
-use engine::sites::SitesServer;
 use futures::StreamExt;
 use indicatif::ProgressBar;
 use tasks::Task;
@@ -86,7 +86,7 @@ fn load(sites: &SitesServer, args: &SuiteArgs, default: &[&str]) -> anyhow::Resu
                 let base = sites.bases().get("miniwob").context(
                     "MiniWoB++ not found (run ./scripts/setup-python.sh or set SURFGYM_MINIWOB_DIR)",
                 )?;
-                for name in engine::policy::miniwob::SOLVED {
+                for name in policy::miniwob::SOLVED {
                     let t = tasks::miniwob_task(name, base)
                         .map_err(|e| anyhow::anyhow!("miniwob task {name}: {e:?}"))?;
                     out.push(Arc::new(t));
@@ -154,7 +154,7 @@ pub async fn explore(
     default: &[&str],
     reviewed: bool,
 ) -> anyhow::Result<Explored> {
-    let extra = engine::sites::find_miniwob(&common.data_dir)
+    let extra = engine::env::sites::find_miniwob(&common.data_dir)
         .map(|d| ("miniwob".to_string(), d))
         .into_iter()
         .collect();

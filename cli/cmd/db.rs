@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use engine::store::Store;
-use engine::store::cluster::LocalCluster;
+use pg_cluster::LocalCluster;
+use store::Store;
 
 use crate::args::Common;
 

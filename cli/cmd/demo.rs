@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use engine::CampaignSpec;
-use engine::store::TaskFilter;
+use store::TaskFilter;
 use uuid::Uuid;
 
 use crate::args::{Common, ServerArgs};

@@ -38,7 +38,7 @@ pub async fn start(common: &Common, engine: &Engine) -> anyhow::Result<Option<Uu
     }
     let miniwob = engine
         .store()
-        .load_tasks(&engine::store::TaskFilter {
+        .load_tasks(&store::TaskFilter {
             ids: vec!["miniwob.click-test".into()],
             ..Default::default()
         })
@@ -53,7 +53,7 @@ pub async fn start(common: &Common, engine: &Engine) -> anyhow::Result<Option<Uu
 }
 
 /// Waits for the run to end, printing each finished iteration.
-pub async fn watch(engine: &Engine, id: Uuid) -> anyhow::Result<String> {
+pub async fn watch(engine: &Engine, id: Uuid) -> anyhow::Result<store::Status> {
     let store = engine.store();
     let mut shown = 0;
     loop {
@@ -65,7 +65,7 @@ pub async fn watch(engine: &Engine, id: Uuid) -> anyhow::Result<String> {
             .run_iterations(id)
             .await?
             .into_iter()
-            .filter(|i| i.phase == "done")
+            .filter(|i| i.phase == store::Stage::Done)
             .collect();
         for it in done.iter().skip(shown) {
             let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.0}%", v * 100.0));
@@ -77,7 +77,7 @@ pub async fn watch(engine: &Engine, id: Uuid) -> anyhow::Result<String> {
             );
         }
         shown = done.len();
-        if matches!(run.state.as_str(), "completed" | "failed" | "cancelled") {
+        if run.state.is_ended() {
             if let Some(e) = run.error {
                 println!("training run {}: {e}", run.state);
             }

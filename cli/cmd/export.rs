@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use engine::export::ExportFilter;
-use engine::store::Store;
 use futures::StreamExt;
 use indicatif::ProgressBar;
+use store::Store;
+use store::export::ExportFilter;
 use uuid::Uuid;
 
 use crate::args::Common;
@@ -75,7 +75,7 @@ pub async fn export(common: &Common, args: ExportArgs) -> anyhow::Result<ExitCod
 
     let mut total = 0;
     for f in &filters {
-        total += engine::export::count(&db.store, f).await?;
+        total += store::export::count(&db.store, f).await?;
     }
     let (mut out, bar): (Box<dyn Write>, ProgressBar) = match &args.out {
         Some(path) => {
@@ -99,7 +99,7 @@ pub async fn export(common: &Common, args: ExportArgs) -> anyhow::Result<ExitCod
     let mut written_shots = HashMap::new();
     let mut episodes = 0u64;
     for f in filters {
-        let mut stream = std::pin::pin!(engine::export::episodes(db.store.clone(), f));
+        let mut stream = std::pin::pin!(store::export::episodes(db.store.clone(), f));
         while let Some(episode) = stream.next().await {
             let mut line = serde_json::to_value(episode?)?;
             if let Some(dir) = &args.screenshots {

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use engine::CampaignSpec;
 use engine::judge::calibration::{self, LabelledEpisode};
-use engine::store::{EpisodeFilter, TaskFilter};
+use store::{EpisodeFilter, TaskFilter};
 
 use crate::args::Common;
 
@@ -263,7 +263,7 @@ async fn record(common: &Common, args: RecordArgs) -> anyhow::Result<ExitCode> {
 
 /// The episode's last `k` screenshots (the final page's last), base64.
 async fn last_screenshots(
-    store: &engine::store::Store,
+    store: &store::Store,
     episode: uuid::Uuid,
     k: usize,
     max_width: u32,

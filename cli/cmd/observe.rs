@@ -51,7 +51,7 @@ pub async fn observe(common: &Common, args: ObserveArgs) -> anyhow::Result<ExitC
         .map(|(i, line)| {
             parse_action(line).map_err(|e| {
                 anyhow::anyhow!(
-                    "--act #{} {line:?} is not an action: {e} (see docs/formats.md for the grammar)",
+                    "--act #{} {line:?} is not an action: {e} (see docs/reference/formats.md for the grammar)",
                     i + 1
                 )
             })

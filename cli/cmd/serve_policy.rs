@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use engine::policy::onnx;
+use policy::onnx;
 
 use crate::args::Common;
 
@@ -41,9 +41,9 @@ pub struct ServePolicyArgs {
 /// `surfgym serve-policy`.
 pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Result<ExitCode> {
     let opts = common.models.onnx_options(common, args.model.clone())?;
-    let link = if onnx::version_link::is_link(&args.model) {
+    let link = if inference::version_link::is_link(&args.model) {
         Some(
-            onnx::version_link::VersionLink::new(&args.model)
+            inference::version_link::VersionLink::new(&args.model)
                 .with_context(|| format!("--model {}", args.model.display()))?,
         )
     } else {
@@ -59,16 +59,16 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
         fallback.map(|f| format!(" ({f})")).unwrap_or_default(),
         listener.local_addr()?
     );
-    let batching = web::policy_server::Batching {
+    let batching = inference::server::Batching {
         max_batch: common.models.max_batch.max(1),
         max_wait: Duration::from_millis(common.models.max_wait_ms),
         ..Default::default()
     };
-    let mut server = web::policy_server::PolicyServer::start(backend.model(), args.name, batching)?;
+    let mut server = inference::server::PolicyServer::start(backend.model(), args.name, batching)?;
     if let Some(root) = &args.load_root {
         let o = opts.clone();
-        let load: web::policy_server::ModelLoader = std::sync::Arc::new(move |dir| {
-            onnx::Model::load(dir, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
+        let load: inference::server::ModelLoader = std::sync::Arc::new(move |dir| {
+            inference::Model::load(dir, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
         });
         server = server
             .with_loading(root, load)
@@ -78,7 +78,7 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
     if let Some(link) = link {
         tokio::spawn(follow(link, server.clone(), opts));
     }
-    let app = web::policy_server::router(server);
+    let app = inference::server::router(server);
     let server = tokio::spawn(async move { axum_serve(listener, app).await });
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
@@ -92,8 +92,8 @@ const LINK_POLL: Duration = Duration::from_secs(1);
 
 /// Serves each version the link is moved to, once it has loaded.
 async fn follow(
-    mut link: onnx::version_link::VersionLink,
-    server: web::policy_server::PolicyServer,
+    mut link: inference::version_link::VersionLink,
+    server: inference::server::PolicyServer,
     opts: onnx::OnnxOptions,
 ) {
     loop {
@@ -104,7 +104,7 @@ async fn follow(
         let o = opts.clone();
         let d = dir.clone();
         let loaded = tokio::task::spawn_blocking(move || {
-            onnx::Model::load(&d, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
+            inference::Model::load(&d, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
         })
         .await
         .unwrap_or_else(|e| Err(format!("loading thread failed: {e}")));

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use engine::CampaignSpec;
-use engine::store::TaskFilter;
+use store::TaskFilter;
 
 use crate::args::{Common, TaskArgs};
 use crate::cmd::run::run_here;

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use engine::store::{Scope, TokenView};
+use store::{Scope, TokenView};
 
 use crate::args::Common;
 use crate::db;

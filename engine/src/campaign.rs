@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tasks::{Difficulty, FieldError, MAX_STEPS_LIMIT, Split};
 
-use crate::store::TaskFilter;
+use store::TaskFilter;
 
 /// A campaign request as received; every field optional so validation names what is wrong.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -10,9 +10,9 @@ use uuid::Uuid;
 
 use crate::campaign::{CampaignSpec, episode_seed};
 use crate::error::EngineError;
-use crate::policy::PolicyRegistry;
 use crate::runner::{RunEvent, Runner, RunnerConfig};
-use crate::store::{PlannedEpisode, Store};
+use policy::PolicyRegistry;
+use store::{PlannedEpisode, Status, Store};
 
 /// The tag every bundled task carries, so campaigns can select the bundled suite.
 pub const BUNDLED_TAG: &str = "bundled";
@@ -84,7 +84,7 @@ impl Engine {
 
     /// Adds (or replaces) a policy while the engine runs: campaigns started afterwards may
     /// use it (a training run executed by a server registers its two policies so).
-    pub fn register_policy(&self, policy: Arc<dyn crate::policy::Policy>) {
+    pub fn register_policy(&self, policy: Arc<dyn policy::Policy>) {
         self.inner
             .policies
             .write()
@@ -213,18 +213,20 @@ impl Engine {
     }
 
     /// Runs a campaign in the calling task until it is done, paused or cancelled.
-    pub async fn run_campaign(&self, id: Uuid) -> Result<String, EngineError> {
+    pub async fn run_campaign(&self, id: Uuid) -> Result<Status, EngineError> {
         self.runner().await?.run_campaign(id).await
     }
 
     /// Pauses a running or queued campaign: workers finish their current episode and stop.
     pub async fn pause_campaign(&self, id: Uuid) -> Result<(), EngineError> {
-        self.transition(id, &["queued", "running"], "paused").await
+        self.transition(id, &[Status::Queued, Status::Running], Status::Paused)
+            .await
     }
 
     /// Resumes a paused campaign.
     pub async fn resume_campaign(&self, id: Uuid) -> Result<(), EngineError> {
-        self.transition(id, &["paused"], "queued").await?;
+        self.transition(id, &[Status::Paused], Status::Queued)
+            .await?;
         let _ = self.inner.queue.try_send(id);
         Ok(())
     }
@@ -232,20 +234,20 @@ impl Engine {
     /// Cancels a campaign: its episodes that have not started end as `cancelled`; those
     /// running end as they do (cancelled rather than retried if they fail).
     pub async fn cancel_campaign(&self, id: Uuid) -> Result<(), EngineError> {
-        self.transition(id, &["queued", "running", "paused"], "cancelled")
+        self.transition(id, Status::UNFINISHED, Status::Cancelled)
             .await?;
         self.inner.store.cancel_unrun(id).await?;
         Ok(())
     }
 
-    async fn transition(&self, id: Uuid, from: &[&str], to: &str) -> Result<(), EngineError> {
+    async fn transition(&self, id: Uuid, from: &[Status], to: Status) -> Result<(), EngineError> {
         let status = self
             .inner
             .store
             .campaign_status(id)
             .await?
             .ok_or(EngineError::NotFound("campaign"))?;
-        if !from.contains(&status.as_str()) {
+        if !from.contains(&status) {
             return Err(EngineError::Conflict(format!(
                 "campaign is {status}; cannot move it to {to}"
             )));
@@ -267,7 +269,7 @@ impl Engine {
                 let pending = match engine
                     .inner
                     .store
-                    .campaigns_with_status(&["running", "queued"])
+                    .campaigns_with_status(&[Status::Running, Status::Queued])
                     .await
                 {
                     Ok(ids) => ids,

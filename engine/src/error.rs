@@ -3,7 +3,7 @@
 use browser_pool::PoolError;
 use tasks::FieldError;
 
-use crate::store::StoreError;
+use store::StoreError;
 
 /// Engine failures, by what the caller should do about them.
 #[derive(Debug, thiserror::Error)]

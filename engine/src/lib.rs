@@ -18,18 +18,9 @@ pub mod campaign;
 mod engine;
 pub mod env;
 mod error;
-pub mod export;
 pub mod judge;
-pub mod metrics;
-pub mod policy;
 pub mod runner;
 pub mod snapshot;
-pub mod store;
-pub mod traces;
-
-// Where the task environments lived before `env` (the CLI and the tests use these paths).
-pub use env::miniwob as environments;
-pub use env::sites;
 
 pub use campaign::{CampaignConfig, CampaignSpec};
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};

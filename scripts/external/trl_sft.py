@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An external trainer for surfgym training runs: supervised fine-tuning with TRL.
 
-surfgym runs it once per iteration (docs/training.md, "External trainers"), e.g.
+surfgym runs it once per iteration (docs/guides/training.md, "External trainers"), e.g.
 
     "trainer": {"kind": "external", "format": "trl",
                 "command": [".surfgym/venv-trl/bin/python", "scripts/external/trl_sft.py",

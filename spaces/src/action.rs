@@ -1,7 +1,7 @@
 //! The action space and its one text grammar: the [`Action`] values here, the parser in
 //! `parse` (lexer in `lex`), the canonical spelling in `display`.
 //!
-//! Every policy speaks the same grammar (documented in `docs/formats.md`): scripted
+//! Every policy speaks the same grammar (documented in `docs/reference/formats.md`): scripted
 //! reference solutions, the random policy, model outputs. [`parse`] turns one line into an
 //! [`Action`]; `Display` writes the canonical line back, so `parse(&a.to_string()) == Ok(a)`.
 

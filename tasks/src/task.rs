@@ -152,7 +152,7 @@ pub struct TaskSpec {
     /// Where the episode starts (http or https).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_url: Option<String>,
-    /// The rubric (see `docs/formats.md`).
+    /// The rubric (see `docs/reference/formats.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<serde_json::Value>,
     /// `easy`, `medium` or `hard` (default: from the number of facts).
@@ -186,7 +186,7 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screen: Option<Screen>,
     /// What `surfgym tasks audit` accepts of its findings, and the declared effect of the
-    /// reference solution's prefixes and perturbations on each fact (docs/judges.md).
+    /// reference solution's prefixes and perturbations on each fact (docs/guides/judges.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditSpec>,
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A test external trainer (tests/train_external.rs), standard library only.
 
-It follows surfgym's external-trainer protocol (docs/training.md, "External trainers"):
+It follows surfgym's external-trainer protocol (docs/guides/training.md, "External trainers"):
 reads the training set in SURFGYM_TRAIN_INPUT, checks every JSON line (token ids,
 masks, log-probabilities, images on disk), and writes into SURFGYM_TRAIN_OUTPUT a
 weights.safetensors holding one tensor of the base weights scaled by SCALE_FACTOR.

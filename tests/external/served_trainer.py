@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A test external trainer for a served run (tests/train_served.rs), standard library only.
 
-It follows surfgym's external-trainer protocol (docs/training.md, "External trainers")
+It follows surfgym's external-trainer protocol (docs/guides/training.md, "External trainers")
 for a policy served over HTTP:
 - checks the training set as a served run writes it: the manifest names the served
   parent, every JSON line carries the user message as the request sent it (images

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::store::TaskFilter;
 use serde::{Deserialize, Serialize};
+use store::TaskFilter;
 
 use crate::curriculum::Curriculum;
 use crate::devices::Devices;
@@ -59,7 +59,7 @@ pub struct RunConfig {
     /// A warm start from demonstrations: the first `fbc_iterations` iterations roll out
     /// this built-in teacher (`miniwob-solver`, or `scripted`: the reference solutions)
     /// instead of the model, each step recorded as the model would have written the
-    /// teacher's action (`engine::policy::Demonstrated`), so their FBC updates clone it.
+    /// teacher's action (`policy::Demonstrated`), so their FBC updates clone it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demonstrator: Option<String>,
     /// GRPO: advantages are divided by this constant (AsyncWebRL: 10, for long

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use engine::traces::{ReplaySettings, Replayer, TraceEpisode};
+use policy::traces::{ReplaySettings, Replayer, TraceEpisode};
 use training::Sample;
 use training::select::StepMeta;
 
@@ -32,7 +32,7 @@ pub enum Source {
     /// The ONNX policy's, replayed through the model (their tokens are needed).
     Onnx,
     /// A policy served over HTTP, read as requested: its prompt and reply are needed, its
-    /// token ids only if the server reported them ([`engine::traces::requested`]).
+    /// token ids only if the server reported them ([`policy::traces::requested`]).
     Served,
 }
 

@@ -65,7 +65,7 @@ impl Devices {
                 "devices.policy_threads: must be between 1 and {MAX_POLICY_THREADS}"
             ));
         }
-        if self.policy == PolicyDevice::Cuda && !engine::policy::onnx::CUDA_BUILT {
+        if self.policy == PolicyDevice::Cuda && !inference::model::CUDA_BUILT {
             return Err("devices.policy: cuda needs a build with ONNX Runtime's CUDA provider (cargo build --release --features cuda) and the onnxruntime-gpu library".into());
         }
         self.train
@@ -79,10 +79,10 @@ impl Devices {
     }
 
     /// The policies' ONNX Runtime device.
-    pub fn policy_device(&self) -> engine::policy::onnx::Device {
+    pub fn policy_device(&self) -> inference::Device {
         match self.policy {
-            PolicyDevice::Cpu => engine::policy::onnx::Device::Cpu,
-            PolicyDevice::Cuda => engine::policy::onnx::Device::Cuda,
+            PolicyDevice::Cpu => inference::Device::Cpu,
+            PolicyDevice::Cuda => inference::Device::Cuda,
         }
     }
 
@@ -109,7 +109,7 @@ mod tests {
     fn defaults_are_the_cpu_and_bad_settings_name_the_field() {
         let d = parse(serde_json::json!({})).unwrap();
         assert!(d.is_default());
-        assert_eq!(d.policy_device(), engine::policy::onnx::Device::Cpu);
+        assert_eq!(d.policy_device(), inference::Device::Cpu);
         assert!(d.open_train().unwrap().is_cpu());
         let d = parse(serde_json::json!({"policy_threads": 8, "precision": "f32"})).unwrap();
         assert!(!d.is_default());
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn cuda_in_a_build_without_it_is_refused_before_anything_runs() {
         // CI builds neither CUDA feature: both fields must say what to rebuild with.
-        if !engine::policy::onnx::CUDA_BUILT {
+        if !inference::model::CUDA_BUILT {
             let e = parse(serde_json::json!({"policy": "cuda"})).unwrap_err();
             assert!(e.starts_with("devices.policy: cuda needs a build"), "{e}");
             assert!(e.contains("--features cuda"), "{e}");

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::Engine;
-use engine::store::Store;
+use store::{Status, Store};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -86,12 +86,12 @@ impl Executor {
         })
     }
 
-    async fn one(&self, id: Uuid) -> Result<String, RunError> {
+    async fn one(&self, id: Uuid) -> Result<Status, RunError> {
         let store = self.engine.store();
         let view = store.get_run(id).await?.ok_or(RunError::NoRun(id))?;
         let failed = |e: RunError| async move {
             let _ = store
-                .set_run_state(id, "failed", Some(&e.to_string()))
+                .set_run_state(id, Status::Failed, Some(&e.to_string()))
                 .await;
             e
         };
@@ -156,7 +156,7 @@ impl Executor {
 
 fn log(id: Uuid, e: Event) {
     match e {
-        Event::Phase { iteration, phase } => tracing::info!(run = %id, iteration, phase, "phase"),
+        Event::Phase { iteration, phase } => tracing::info!(run = %id, iteration, %phase, "phase"),
         Event::Campaign { iteration, id: c } => {
             tracing::info!(run = %id, iteration, campaign = %c, "campaign")
         }

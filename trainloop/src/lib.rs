@@ -46,13 +46,13 @@ pub enum RunError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] engine::store::StoreError),
+    Store(#[from] store::StoreError),
     /// The engine refused or failed.
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
     /// Recorded episodes could not be read.
     #[error(transparent)]
-    Trace(#[from] engine::traces::TraceError),
+    Trace(#[from] policy::traces::TraceError),
     /// The trainer failed.
     #[error(transparent)]
     Train(#[from] training::TrainError),

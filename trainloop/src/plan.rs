@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use engine::store::IterationView;
 use rand::{Rng, SeedableRng};
+use store::IterationView;
 
 use crate::config::RunConfig;
 use crate::curriculum::{History, TaskInfo, TaskOutcome};

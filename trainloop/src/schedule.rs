@@ -19,27 +19,7 @@
 //! nothing that started is left ([`finished`]). Variants compared at equal environment
 //! steps thus stop at the same cost whatever their horizons.
 
-/// A phase of an iteration, in the order an iteration runs them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Phase {
-    /// Rollout campaigns of the newest version, judged.
-    Rollout,
-    /// The update, publishing the iteration's version.
-    Train,
-    /// The greedy evaluation of the iteration's version.
-    Eval,
-}
-
-impl Phase {
-    /// As events and the store name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Rollout => "rollout",
-            Phase::Train => "train",
-            Phase::Eval => "eval",
-        }
-    }
-}
+use store::Phase;
 
 /// Where an iteration stands in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,14 +33,11 @@ pub enum Stage {
 }
 
 impl Stage {
-    /// The stored phase (`rollout`, `train`, `eval`, `done`; the table allows no other).
-    pub fn parse(phase: &str) -> Stage {
-        match phase {
-            "rollout" => Stage::At(Phase::Rollout),
-            "train" => Stage::At(Phase::Train),
-            "eval" => Stage::At(Phase::Eval),
-            "done" => Stage::Done,
-            _ => Stage::NotStarted,
+    /// From an iteration's stored phase (None: no row yet).
+    pub fn of(stored: Option<store::Stage>) -> Stage {
+        match stored {
+            None => Stage::NotStarted,
+            Some(s) => s.phase().map_or(Stage::Done, Stage::At),
         }
     }
 }
@@ -252,7 +229,9 @@ mod tests {
         // Killed in rollouts 2 before update 1 ended: both resume, rollout 3 waits.
         let s = [Done, At(Train), At(Rollout), NotStarted];
         assert_eq!(ready(&s, &[], Some(1), NONE), [(1, Train), (2, Rollout)]);
-        assert_eq!(Stage::parse("eval"), At(Eval));
+        assert_eq!(Stage::of(Some(store::Stage::Eval)), At(Eval));
+        assert_eq!(Stage::of(Some(store::Stage::Done)), Done);
+        assert_eq!(Stage::of(None), NotStarted);
     }
 
     #[test]

@@ -15,12 +15,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::policy::follow::{Following, Loader};
-use engine::policy::http::{ChatClient, HttpOptions, HttpPolicy};
-use engine::policy::onnx::grammar::Constraint;
-use engine::policy::onnx::prompt::PromptConfig;
-use engine::policy::{Policy, PolicyCard};
+use inference::grammar::Constraint;
+use policy::Policy;
+use policy::follow::{Following, Loader};
+use policy::http::{ChatClient, HttpOptions, HttpPolicy};
+use policy::onnx::prompt::PromptConfig;
 use serde::{Deserialize, Serialize};
+use store::PolicyCard;
 
 use crate::RunError;
 use crate::config::RunConfig;

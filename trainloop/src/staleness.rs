@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use engine::store::PolicyCard;
-use engine::traces::TraceEpisode;
+use policy::traces::TraceEpisode;
+use store::PolicyCard;
 
 use crate::data::Collected;
 
@@ -25,7 +25,7 @@ pub struct Known {
     pub index: u32,
     /// The directory's name (cards record it as `model`).
     pub name: String,
-    /// `engine::policy::fingerprint` of the directory (cards record it).
+    /// `policy::fingerprint` of the directory (cards record it).
     pub fingerprint: Option<String>,
 }
 
@@ -50,7 +50,7 @@ pub fn known(base: &Path, dir: &Path, parent: u32) -> Vec<Known> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            fingerprint: engine::policy::fingerprint(path).ok(),
+            fingerprint: policy::fingerprint(path).ok(),
         },
     };
     let mut out = vec![one(0, base)];

@@ -8,6 +8,10 @@
 //
 // Safety: everything that comes from the API (pages, tasks, model output) is put into the DOM
 // with textContent / setAttribute only; innerHTML is never used.
+//
+// The top bar around the views is the page frame every dashboard page shares (rendered by
+// web/src/page.rs); who is signed in, in it, is frame.js's. This file marks the current
+// link (setNav) and keeps the tasks count and the live indicator up to date.
 'use strict';
 
 (function () {
@@ -951,29 +955,6 @@
     });
   }
 
-  // Who this browser is signed in as, and a way in or out (the cookie is HttpOnly: only
-  // the server knows it).
-  async function showSession() {
-    const slot = document.getElementById('session');
-    if (!slot) return;
-    let s = null;
-    try { s = await api('/api/session'); } catch (_) { return; }
-    if (s && s.access === 'open') return;
-    const t = s && s.token;
-    if (!t) {
-      slot.replaceChildren(h('a', { class: 'nav-link', id: 'signin-link', href: '/signin?next=' + encodeURIComponent(location.pathname + location.hash) }, 'Sign in'));
-      return;
-    }
-    const out = h('button', { type: 'button', class: 'btn btn-small btn-ghost', id: 'signout' }, 'Sign out');
-    out.addEventListener('click', async () => {
-      try {
-        await api('/api/session', { method: 'DELETE', headers: { Accept: 'application/json', 'Content-Type': 'application/json' }, body: '{}' });
-      } catch (_) { /* the cookie is cleared or already gone */ }
-      location.assign('/signin');
-    });
-    slot.replaceChildren(h('span', { class: 'muted small', id: 'signed-in', title: String(t.name || '') }, `${t.prefix}… (${t.scope})`), ' ', out);
-  }
-
   window.addEventListener('hashchange', route);
   document.addEventListener('visibilitychange', () => {
     // Refresh promptly when a hidden tab comes back, instead of waiting for the next tick.
@@ -985,7 +966,6 @@
       fn();
     }
   });
-  showSession();
   // After every script of the page has run and registered its views.
   document.addEventListener('DOMContentLoaded', route);
 })();

@@ -1,12 +1,11 @@
 // The sign-in page: posts the pasted token to /api/session, which answers with an
 // HttpOnly cookie (this script never sees it again), then goes back to the dashboard.
+// Who is signed in, and signing out, are the page frame's (frame.js), as on every page.
 (function () {
   'use strict';
   const form = document.getElementById('signin-form');
   const input = document.getElementById('token');
   const message = document.getElementById('signin-message');
-  const state = document.getElementById('signin-state');
-  const signout = document.getElementById('signout');
 
   async function call(method, body) {
     const res = await fetch('/api/session', {
@@ -19,15 +18,6 @@
     let json = null;
     try { json = await res.json(); } catch (_) { json = null; }
     return { ok: res.ok, status: res.status, json: json };
-  }
-
-  function show(json) {
-    const t = json && json.token;
-    state.textContent = t
-      ? `Signed in with ${t.prefix}… (${t.name || 'unnamed'}, scope ${t.scope}).`
-      : 'Not signed in.';
-    signout.hidden = !t;
-    document.body.dataset.ready = '1';
   }
 
   form.addEventListener('submit', async (ev) => {
@@ -45,11 +35,5 @@
     message.textContent = err && err.message ? err.message : `Sign-in failed (HTTP ${r.status}).`;
   });
 
-  signout.addEventListener('click', async () => {
-    const r = await call('DELETE', {});
-    message.textContent = r.ok ? 'Signed out.' : `Sign-out failed (HTTP ${r.status}).`;
-    show(r.json);
-  });
-
-  call('GET').then((r) => show(r.json)).catch(() => show(null));
+  document.body.dataset.ready = '1';
 })();

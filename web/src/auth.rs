@@ -15,7 +15,7 @@ use axum::http::header::{self, HeaderMap};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use engine::store::{Scope, Store, TokenView};
+use store::{Scope, Store, TokenView};
 
 use crate::error::ApiError;
 

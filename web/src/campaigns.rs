@@ -7,11 +7,11 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use engine::CampaignSpec;
-use engine::export::ExportFilter;
-use engine::store::{CampaignView, PolicyUse};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
+use store::export::ExportFilter;
+use store::{CampaignView, PolicyUse};
 use uuid::Uuid;
 
 use crate::AppState;
@@ -44,7 +44,9 @@ pub async fn create(
     let id = state.engine.create_campaign(spec).await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"id": id, "status": "queued", "url": format!("/api/campaigns/{id}")})),
+        Json(
+            json!({"id": id, "status": store::Status::Queued, "url": format!("/api/campaigns/{id}")}),
+        ),
     ))
 }
 
@@ -121,7 +123,7 @@ pub async fn export(
     }
     // A database error mid-stream ends the body early: the client sees a truncated
     // response (no final newline), never a made-up line.
-    let lines = engine::export::episodes(store, filter).map(|e| {
+    let lines = store::export::episodes(store, filter).map(|e| {
         e.map(|e| {
             let mut line = serde_json::to_vec(&e).expect("episodes serialize");
             line.push(b'\n');

@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use engine::store::{EpisodeDetail, EpisodeFilter, EpisodeSummary};
 use serde::Deserialize;
+use store::{EpisodeDetail, EpisodeFilter, EpisodeSummary, StatusFilter};
 use uuid::Uuid;
 
 use crate::AppState;
@@ -42,28 +42,25 @@ pub async fn list(
             Uuid::parse_str(&c).map_err(|_| field("campaign", "is not a campaign id (a UUID)"))
         })
         .transpose()?;
-    if let Some(s) = &q.status
-        && ![
-            "pending",
-            "running",
-            "finished",
-            "failed",
-            "cancelled",
-            "judged",
-            "judge_error",
-        ]
-        .contains(&s.as_str())
-    {
-        return Err(field(
-            "status",
-            "must be pending, running, finished, failed, cancelled, judged (finished and \
-             scored) or judge_error (finished, rubric not evaluable)",
-        ));
-    }
+    let status = q
+        .status
+        .map(|s| {
+            s.parse::<StatusFilter>().map_err(|_| {
+                field(
+                    "status",
+                    format!(
+                        "must be one of {} (judged: finished and scored; judge_error: finished, \
+                         rubric not evaluable)",
+                        StatusFilter::words().join(", ")
+                    ),
+                )
+            })
+        })
+        .transpose()?;
     let filter = EpisodeFilter {
         campaign,
         task: q.task,
-        status: q.status,
+        status,
         success: q.success,
         split: crate::tasks::checked_split(q.split)?,
     };

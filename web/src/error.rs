@@ -5,8 +5,8 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use engine::EngineError;
-use engine::store::StoreError;
 use serde_json::json;
+use store::StoreError;
 use tasks::FieldError;
 
 /// An error answered to an API client.
@@ -25,7 +25,7 @@ pub enum ApiError {
     /// 403: a token whose scope is below the route's.
     InsufficientScope {
         /// The scope the route needs.
-        needed: engine::store::Scope,
+        needed: store::Scope,
         /// What to do about it.
         message: String,
     },

@@ -27,7 +27,6 @@ mod page;
 mod plot;
 mod progress;
 mod scripts;
-pub use inference::server as policy_server;
 mod session;
 mod tasks;
 mod tokens;
@@ -144,6 +143,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::app_js))
         .route("/assets/style.css", get(dashboard::style))
+        .route("/assets/frame.js", get(page::script))
         .route("/assets/{name}", get(scripts::script))
         .route("/assets/training.js", get(training::script))
         .route("/assets/training.css", get(training::style))

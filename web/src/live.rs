@@ -13,8 +13,6 @@ use uuid::Uuid;
 use crate::AppState;
 use crate::error::{ApiError, field};
 
-const TERMINAL: &[&str] = &["completed", "cancelled", "failed"];
-
 /// `GET /api/campaigns/{id}/events`: a `campaign` event with the campaign's JSON whenever
 /// it changes (checked every second), ending after the campaign does.
 pub async fn campaign_events(
@@ -39,7 +37,7 @@ pub async fn campaign_events(
                     _ => return None,
                 };
                 let json = serde_json::to_string(&view).unwrap_or_default();
-                let ended = TERMINAL.contains(&view.status.as_str());
+                let ended = view.status.is_ended();
                 if last.as_deref() != Some(json.as_str()) {
                     let event = Event::default().event("campaign").data(json.clone());
                     return Some((Ok(event), (store, Some(json), ended)));
@@ -57,20 +55,15 @@ pub async fn campaign_events(
 /// `GET /metrics`: the engine's counters, gauges and latency histograms.
 pub async fn metrics(State(state): State<AppState>) -> Response {
     if let Some(stats) = state.engine.pool_stats() {
-        engine::metrics::METRICS
-            .pool_leased
-            .set(stats.leased as i64);
-        engine::metrics::METRICS
-            .pool_capacity
-            .set(stats.capacity as i64);
+        metrics::METRICS.pool_leased.set(stats.leased as i64);
+        metrics::METRICS.pool_capacity.set(stats.capacity as i64);
     }
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        engine::metrics::METRICS.render()
-            + &crate::training::metrics_text(state.engine.store()).await,
+        metrics::METRICS.render() + &crate::training::metrics_text(state.engine.store()).await,
     )
         .into_response()
 }

@@ -2,6 +2,7 @@
 //! exactly the routes the router has.
 
 use serde_json::{Value, json};
+use store::{EpisodeStatus, Stage, Status, StatusFilter};
 
 fn obj(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required})
@@ -93,7 +94,7 @@ pub fn document() -> Value {
         q(
             "status",
             "pending, running, finished, failed, cancelled; judged (finished and scored) or judge_error (finished, rubric not evaluable)",
-            json!({"enum": ["pending", "running", "finished", "failed", "cancelled", "judged", "judge_error"]}),
+            json!({"enum": StatusFilter::words()}),
         ),
         q("success", "judged successful", json!({"type": "boolean"})),
         q(
@@ -214,7 +215,7 @@ pub fn document() -> Value {
                 "reference_answer": {"type": "string"},
                 "setup": {"type": "object", "description": "`{\"type\": \"actions\", \"actions\": [\"goto(...)\", ...]}` prepares the episode's fresh browser context before its start page opens (1-50 actions, not steps of the episode; a failing one is a `setup` infrastructure failure); `{\"type\": \"miniwob\"}` starts a seeded MiniWoB++ episode"},
                 "screen": r("Screen"),
-                "audit": {"type": "object", "description": "what `surfgym tasks audit` accepts of its findings (`accept`: finding, fact, reason) and the declared labels of the reference solution's prefixes (`holds_after`, `holds_on`) and perturbations (docs/judges.md)"}
+                "audit": {"type": "object", "description": "what `surfgym tasks audit` accepts of its findings (`accept`: finding, fact, reason) and the declared labels of the reference solution's prefixes (`holds_after`, `holds_on`) and perturbations (docs/guides/judges.md)"}
             }), &["instruction", "start_url", "rubric"]),
             "Task": obj(json!({"id": {"type": "string"}, "site": {"type": "string"}, "instruction": {"type": "string"}, "start_url": {"type": "string"},
                 "difficulty": {"type": "string"}, "split": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}, "spec": r("TaskSpec"),
@@ -244,7 +245,7 @@ pub fn document() -> Value {
                 "answer_checks": {"type": "integer", "minimum": 1, "maximum": 16, "description": "answers an agent may give per episode (default 1); each but the last is followed by a prompt to check the page again; the last one is judged"}
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
-                "status": {"enum": ["queued", "running", "paused", "completed", "cancelled", "failed"]}, "policy": {"type": "string"}, "config": {"type": "object"},
+                "status": {"enum": Status::ALL}, "policy": {"type": "string"}, "config": {"type": "object"},
                 "total_episodes": {"type": "integer"}, "counts": obj(json!({"pending": {"type": "integer"}, "running": {"type": "integer"}, "finished": {"type": "integer"}, "failed": {"type": "integer"}, "cancelled": {"type": "integer"}}), &["pending", "running", "finished", "failed", "cancelled"]),
                 "successes": {"type": "integer"}, "success_rate": {"type": ["number", "null"], "description": "over the episodes judged (finished minus judge_errors)"}, "judge_errors": {"type": "integer", "description": "finished episodes whose rubric could not be evaluated: not scored"}, "mean_score": {"type": ["number", "null"]}, "steps": {"type": "integer"},
                 "judge_calls": {"type": "integer", "description": "model-judge calls made (questions asked; cache hits and blocking pages are not calls)"},
@@ -254,7 +255,7 @@ pub fn document() -> Value {
                 "progress": {"type": "number"}, "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]}}),
                 &["id", "name", "status", "policy", "config", "total_episodes", "counts", "successes", "progress"]),
             "EpisodeSummary": obj(json!({"id": {"type": "string"}, "campaign_id": {"type": "string"}, "task_id": {"type": "string"}, "site": {"type": "string"},
-                "split": {"enum": ["train", "test"]}, "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": ["pending", "running", "finished", "failed", "cancelled"]},
+                "split": {"enum": ["train", "test"]}, "rollout": {"type": "integer"}, "seed": {"type": "integer"}, "status": {"enum": EpisodeStatus::ALL},
                 "end_reason": {"type": ["string", "null"]}, "success": {"type": ["boolean", "null"]}, "score": {"type": ["number", "null"], "description": "partial credit; a lower bound when score_of_verified is set"},
                 "score_of_verified": {"type": ["number", "null"], "description": "partial credit over the verified facts when binary judging left facts unchecked"},
                 "final_answer": {"type": ["string", "null"]}, "step_count": {"type": "integer"}, "attempts": {"type": "integer"}, "last_error": {"type": ["string", "null"]}, "judge_error": {"type": ["string", "null"], "description": "the rubric could not be evaluated (a selector the browser rejects, a script that does not parse): no success, no score"},
@@ -310,16 +311,16 @@ fn training(doc: &mut Value) {
         "operationId": "trainingRunEvents", "parameters": [id_param("training run id")],
         "responses": {"200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}, "404": err("no such run")}}});
     let schemas = &mut doc["components"]["schemas"];
-    schemas["RunConfig"] = json!({"type": "object", "description": "docs/training.md#training-runs: name, model (a directory on the server), train (a task filter), held_out (\"seeds\" or {\"tasks\": filter}), iterations, rollouts_per_task, curriculum, eval_horizon, eval_rollouts, eval_answer_checks, objective (fbc or grpo), fbc_iterations, demonstrator (miniwob-solver or scripted: the FBC iterations roll it out), grpo_k, lr, epochs, micro_batch, flat_task_weight, policy, seed, trainer, overlap ({\"max_staleness\": N >= 1}), max_env_steps (an environment-step budget), devices ({\"policy\": cpu|cuda, \"policy_threads\", \"train\": cpu|cuda|cuda:N, \"precision\"}); unknown fields are errors",
+    schemas["RunConfig"] = json!({"type": "object", "description": "docs/guides/training.md#training-runs: name, model (a directory on the server), train (a task filter), held_out (\"seeds\" or {\"tasks\": filter}), iterations, rollouts_per_task, curriculum, eval_horizon, eval_rollouts, eval_answer_checks, objective (fbc or grpo), fbc_iterations, demonstrator (miniwob-solver or scripted: the FBC iterations roll it out), grpo_k, lr, epochs, micro_batch, flat_task_weight, policy, seed, trainer, overlap ({\"max_staleness\": N >= 1}), max_env_steps (an environment-step budget), devices ({\"policy\": cpu|cuda, \"policy_threads\", \"train\": cpu|cuda|cuda:N, \"precision\"}); unknown fields are errors",
         "required": ["name", "model", "train", "held_out", "iterations", "curriculum", "eval_horizon"]});
     schemas["TrainingRun"] = obj(
         json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "config": r("RunConfig"),
-        "state": {"enum": ["queued", "running", "paused", "completed", "failed", "cancelled"]}, "version": {"type": ["string", "null"], "description": "the newest published version (null: the base model)"},
+        "state": {"enum": Status::ALL}, "version": {"type": ["string", "null"], "description": "the newest published version (null: the base model)"},
         "error": {"type": ["string", "null"]}, "created_at": {"type": "string"}, "updated_at": {"type": "string"}}),
         &["id", "name", "config", "state"],
     );
     schemas["TrainingIteration"] = obj(
-        json!({"idx": {"type": "integer", "description": "0: the untrained model's evaluation"}, "phase": {"enum": ["rollout", "train", "eval", "done"]},
+        json!({"idx": {"type": "integer", "description": "0: the untrained model's evaluation"}, "phase": {"enum": Stage::ALL},
         "horizons": {"type": "object", "description": "each train task's horizon"}, "rollout_campaigns": {"type": "array", "items": {"type": "string", "format": "uuid"}},
         "eval_campaign": {"type": ["string", "null"]}, "parent_version": {"type": ["string", "null"]}, "version": {"type": ["string", "null"]},
         "samples": {"type": ["integer", "null"]}, "dropped": {"type": ["object", "null"]}, "loss": {"type": ["number", "null"]},

@@ -11,14 +11,12 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use engine::store::Store;
 use futures::Stream;
 use serde_json::json;
+use store::{Status, Store};
 
 use crate::AppState;
 
-/// Statuses whose campaigns can still change.
-const UNFINISHED: &[&str] = &["queued", "running", "paused"];
 /// Unfinished campaigns sent per event (the oldest first); the count says how many more.
 const MAX_ACTIVE: usize = 50;
 
@@ -28,7 +26,7 @@ const RETRY: Duration = Duration::from_secs(2);
 /// The event's JSON: `{"total", "unfinished", "active": [Campaign…]}` and whether any
 /// campaign is unfinished; `None` when the store cannot be read.
 async fn snapshot(store: &Store) -> Option<(String, bool)> {
-    let ids = store.campaigns_with_status(UNFINISHED).await.ok()?;
+    let ids = store.campaigns_with_status(Status::UNFINISHED).await.ok()?;
     let (_, total) = store.list_campaigns(1, 0).await.ok()?;
     let mut active = Vec::new();
     for id in ids.iter().take(MAX_ACTIVE) {

@@ -2,20 +2,31 @@
 //! which checks it and keeps it in an `HttpOnly`, `SameSite=Strict` cookie (`Secure`
 //! beyond loopback) that the dashboard's pages and fetches then carry.
 
+use std::sync::LazyLock;
+
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use engine::store::TokenView;
 use serde::Deserialize;
 use serde_json::json;
+use store::TokenView;
 
 use crate::AppState;
 use crate::auth::{Access, COOKIE, Caller};
 use crate::error::ApiError;
 use crate::extract::ApiJson;
 
-const SIGNIN: &str = include_str!("../dashboard/signin.html");
+/// The sign-in page: `signin.html` (its body) in the page frame.
+static SIGNIN: LazyLock<String> = LazyLock::new(|| {
+    crate::page::frame(
+        &crate::page::Frame {
+            title: Some("Sign in"),
+            ..Default::default()
+        },
+        include_str!("../dashboard/signin.html"),
+    )
+});
 const SIGNIN_JS: &str = include_str!("../dashboard/signin.js");
 /// How long a browser keeps the cookie (the token may be revoked sooner).
 const MAX_AGE_SECS: u64 = 7 * 24 * 3600;
@@ -53,7 +64,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let secret = body.token.trim();
     // The cookie holds the token: only what a token can be may go into a header.
-    let plausible = secret.starts_with(engine::store::TOKEN_PREFIX)
+    let plausible = secret.starts_with(store::TOKEN_PREFIX)
         && secret
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
@@ -85,6 +96,11 @@ pub async fn delete(Extension(access): Extension<Access>) -> Response {
         .into_response()
 }
 
+/// The page `GET /signin` serves.
+pub fn page_html() -> &'static str {
+    SIGNIN.as_str()
+}
+
 /// `GET /signin`.
 pub async fn page() -> impl IntoResponse {
     (
@@ -92,7 +108,7 @@ pub async fn page() -> impl IntoResponse {
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        SIGNIN,
+        SIGNIN.as_str(),
     )
 }
 

@@ -3,8 +3,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use engine::store::{TaskFilter, TaskView};
 use serde::{Deserialize, Serialize};
+use store::{TaskFilter, TaskView};
 use tasks::{Difficulty, FieldError, Split, Task, TaskSpec};
 
 use crate::AppState;
@@ -219,7 +219,7 @@ pub async fn import(
                         errors: vec![],
                         warnings: l.warnings,
                     },
-                    Err(engine::store::StoreError::Conflict(m)) => ImportedLine {
+                    Err(store::StoreError::Conflict(m)) => ImportedLine {
                         line: l.line,
                         status: "error",
                         id: Some(task.id.to_string()),

@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use engine::store::{Scope, TokenView};
 use serde::{Deserialize, Serialize};
+use store::{Scope, TokenView};
 
 use crate::AppState;
 use crate::error::{ApiError, field};

@@ -3,8 +3,8 @@
 
 use axum::Json;
 use axum::extract::State;
-use engine::store::Triage;
 use serde::Deserialize;
+use store::Triage;
 use uuid::Uuid;
 
 use crate::AppState;

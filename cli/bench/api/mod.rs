@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use engine::Engine;
-use engine::policy::{LatencyModel, PolicyRegistry};
 use engine::runner::RunnerConfig;
+use policy::{LatencyModel, PolicyRegistry};
 use serde::Serialize;
 
 use crate::args::Common;
@@ -100,7 +100,7 @@ async fn once(
 
 /// The engine an in-process server stands on: the database only (no browser is started
 /// and no campaign is scheduled: this server only answers reads).
-fn engine(common: &Common, store: engine::store::Store) -> Engine {
+fn engine(common: &Common, store: store::Store) -> Engine {
     let policies = PolicyRegistry::with_simulated(LatencyModel {
         median: Duration::from_millis(common.sim_latency_ms),
         sigma: common.sim_sigma,

@@ -99,7 +99,7 @@ pub async fn one_run(
     let mut spent = offset;
     let points = its
         .iter()
-        .filter(|it| it.phase == "done")
+        .filter(|it| it.phase == store::Stage::Done)
         .map(|it| {
             spent += it.env_steps.unwrap_or(0).max(0) as u64;
             Point {
@@ -113,7 +113,7 @@ pub async fn one_run(
     Ok(Curve {
         variant: name.into(),
         run: Some(id),
-        state: view.state,
+        state: view.state.to_string(),
         warm_env_steps: offset,
         env_steps: spent,
         wall_s: started.elapsed().as_secs_f64(),

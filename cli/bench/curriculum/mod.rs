@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use engine::policy::miniwob::SOLVED;
-use engine::store::{Store, TaskFilter};
 use futures::future::{FutureExt, LocalBoxFuture, join_all};
+use policy::miniwob::SOLVED;
+use store::{Store, TaskFilter};
 use trainloop::devices::Devices;
 
 use crate::args::Common;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use engine::CampaignSpec;
-use engine::store::TaskFilter;
+use store::TaskFilter;
 use trainloop::RunConfig;
 use trainloop::run;
 
@@ -43,7 +43,7 @@ pub async fn run(
     let policy = format!("demonstrated-{teacher}");
     let rl = RunConfig::parse(&cfg.to_string()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     let dylib = common.models.onnx_options(common, model.clone())?.dylib;
-    let teacher_policy = engine::policy::PolicyRegistry::builtin()
+    let teacher_policy = policy::PolicyRegistry::builtin()
         .get(teacher)
         .with_context(|| format!("no built-in policy {teacher}"))?;
     let demo = run::demonstrator(&rl, &policy, teacher_policy, &dylib)?;

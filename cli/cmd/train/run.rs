@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use engine::store::{IterationView, Store};
 use indicatif::ProgressBar;
+use store::{IterationView, Store};
 use trainloop::RunConfig;
 use trainloop::run::{self, Event};
 use uuid::Uuid;
@@ -19,7 +19,7 @@ use crate::{db, progress};
 /// `surfgym train run`.
 #[derive(Args)]
 pub struct RunArgs {
-    /// The run's configuration (JSON; docs/training.md#training-runs lists the fields).
+    /// The run's configuration (JSON; docs/guides/training.md#training-runs lists the fields).
     config: PathBuf,
     /// First port of the practice sites (0: any free ports).
     #[arg(long, default_value_t = 8701)]
@@ -82,7 +82,7 @@ pub(crate) fn prepared(
     common: &Common,
     env: &crate::setup::Env,
     cfg: &RunConfig,
-    view: &engine::store::RunView,
+    view: &store::RunView,
 ) -> anyhow::Result<(run::RunPolicies, engine::Engine, PathBuf, PathBuf)> {
     // A served run loads no model here (its server does).
     let dylib = match cfg.onnx_model() {
@@ -154,7 +154,7 @@ async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result
     let view = result?;
     println!("training run {id}: {}", view.state);
     print_table(&store, id).await?;
-    Ok(if view.state == "completed" {
+    Ok(if view.state == store::Status::Completed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

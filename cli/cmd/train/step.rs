@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use engine::policy::onnx::{Device, Model};
-use engine::traces::{self, Blobs, Replayer, TraceEpisode};
 use indicatif::ProgressBar;
+use inference::Device;
+use inference::Model;
+use policy::traces::{self, Blobs, Replayer, TraceEpisode};
 use training::select::{FbcFilter, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 use uuid::Uuid;
@@ -111,7 +112,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     // Everything that can be refused is refused before any work.
     if let Some(link) = &a.promote
         && link.exists()
-        && !engine::policy::onnx::version_link::is_link(link)
+        && !inference::version_link::is_link(link)
     {
         bail!(
             "--promote {}: exists and is not a version link (a symbolic link); it would not be replaced",
@@ -285,8 +286,8 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     })
     .await??;
     train_bar.finish_and_clear();
-    let fingerprint = engine::policy::fingerprint(&a.out)
-        .with_context(|| format!("reading back {}", a.out.display()))?;
+    let fingerprint =
+        policy::fingerprint(&a.out).with_context(|| format!("reading back {}", a.out.display()))?;
     println!(
         "{objective}: {} samples, {} response tokens, {} optimiser steps, loss {:.4} -> {:.4}, {:.2} samples/s, {:.0} tokens/s ({:.1} s in all)",
         report.samples,
@@ -310,7 +311,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     );
     match &a.promote {
         Some(link) => {
-            engine::policy::onnx::version_link::promote(&a.out, link).with_context(|| {
+            inference::version_link::promote(&a.out, link).with_context(|| {
                 format!(
                     "--promote {}: pointing it at {}",
                     link.display(),
@@ -369,7 +370,7 @@ fn nothing_selected(objective: Objective, episodes: &[TraceEpisode], trainable: 
 /// Episodes recorded by other weights than `--model` are off-policy: GRPO's importance
 /// weights correct for it within their cap, behaviour cloning does not care.
 fn warn_off_policy(model: &std::path::Path, episodes: &[TraceEpisode]) {
-    let Ok(ours) = engine::policy::fingerprint(model) else {
+    let Ok(ours) = policy::fingerprint(model) else {
         return;
     };
     let other = episodes

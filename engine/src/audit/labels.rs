@@ -24,7 +24,7 @@ use tasks::reviewed::Reviewed;
 
 use super::{Exploration, Point};
 use crate::judge::calibration::{LabelledEpisode, with_answer_fact};
-use crate::policy::miniwob::SOLVED;
+use policy::miniwob::SOLVED;
 
 /// The fact in words added for model judges on tasks with a reference answer.
 pub const ANSWER_FACT: &str = "calibration.answer";

@@ -19,8 +19,8 @@ use serde::Serialize;
 use tasks::audit::{Edit, Perturbation};
 use tasks::{Setup, Task};
 
-use crate::policy::miniwob::MiniWobSolver;
 use crate::runner::{EpisodeRun, InfraError};
+use policy::miniwob::MiniWobSolver;
 pub use replay::{Point, replay};
 
 /// A deliberately wrong answer: no bundled answer check accepts it.
@@ -132,7 +132,7 @@ fn wrong_answer(
 pub(crate) async fn play(
     pool: &BrowserPool,
     task: &Arc<Task>,
-    policy: Arc<dyn crate::policy::Policy>,
+    policy: Arc<dyn policy::Policy>,
     seed: u64,
 ) -> Result<crate::runner::episode::Finished, InfraError> {
     let run = EpisodeRun {

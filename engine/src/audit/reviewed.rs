@@ -10,8 +10,8 @@ use tasks::Task;
 use tasks::reviewed::{Reviewed, ReviewedSpec, templated};
 
 use super::{Point, replay};
-use crate::policy::RandomPolicy;
 use crate::runner::InfraError;
+use policy::RandomPolicy;
 
 /// Why a reviewed episode cannot be labelled.
 #[derive(Debug, thiserror::Error)]

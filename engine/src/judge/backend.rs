@@ -7,9 +7,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use crate::policy::PolicyError;
-use crate::policy::http::{ChatClient, HttpOptions, image_part};
-use crate::policy::onnx::{GenParams, Model, expand_images, prompt};
+use inference::GenParams;
+use inference::Model;
+use inference::expand_images;
+use policy::PolicyError;
+use policy::http::{ChatClient, HttpOptions, image_part};
+use policy::onnx::prompt;
 
 /// Asks a model a question about some screenshots.
 pub trait JudgeBackend: Send + Sync {

@@ -28,7 +28,7 @@ use uuid::Uuid;
 pub use backend::{HttpJudge, JudgeBackend, OnnxJudge};
 pub use critic::{blocking_label, critic_order, select_screenshots};
 
-use crate::store::Store;
+use store::Store;
 
 /// How the model judge works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

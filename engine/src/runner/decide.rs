@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use browser_pool::{Session, Target};
 
-use crate::metrics::METRICS;
-use crate::policy::{Decision, Policy, PolicyError, StepInput};
+use metrics::METRICS;
+use policy::{Decision, Policy, PolicyError, StepInput};
 
 /// Retries after a policy backend was unavailable, before the episode gives up its
 /// progress: a policy server that drops a fraction of calls should cost those calls, not
@@ -19,7 +19,7 @@ const POLICY_BACKOFF: Duration = Duration::from_millis(250);
 /// times (unless it retries its own calls); each retry is counted in
 /// `surfgym_policy_call_retries_total`.
 pub(crate) async fn retrying(
-    policy: &dyn crate::policy::Policy,
+    policy: &dyn policy::Policy,
     input: StepInput,
 ) -> Result<Decision, PolicyError> {
     if policy.retries_own_calls() {

@@ -12,10 +12,10 @@ use uuid::Uuid;
 
 use super::decide;
 use crate::env::EnvError;
-use crate::metrics::METRICS;
-use crate::policy::{Decision, PastStep, Policy, PolicyError, StepInput};
 use crate::snapshot::PageSnapshot;
-use crate::store::{Blob, EndReason, StepCore, StepRecord, StoreError, ms};
+use metrics::METRICS;
+use policy::{Decision, PastStep, Policy, PolicyError, StepInput};
+use store::{Blob, EndReason, StepCore, StepRecord, StoreError, ms};
 
 /// An infrastructure failure: the episode is retried, never scored.
 #[derive(Debug, thiserror::Error)]
@@ -280,7 +280,7 @@ impl Episode {
     }
 
     fn keep_blob(&mut self, bytes: Vec<u8>, mime: &'static str) -> String {
-        let hash = crate::store::blob_hash(&bytes);
+        let hash = store::blob_hash(&bytes);
         if !self.blobs.iter().any(|b| b.hash == hash) {
             self.blobs.push(Blob {
                 hash: hash.clone(),
@@ -378,7 +378,7 @@ impl Episode {
         // checked against the list the policy was shown.
         let action = decision
             .action
-            .and_then(|a| crate::policy::output::check_elements(a, &obs.elements));
+            .and_then(|a| policy::output::check_elements(a, &obs.elements));
         match action {
             Ok(action) => {
                 self.policy_errors = 0;

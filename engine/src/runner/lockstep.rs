@@ -9,7 +9,7 @@ use super::episode::{Episode, InfraError};
 use super::pipeline::{LeaseGuard, Work};
 use super::{CampaignRun, Claim, Runner};
 use crate::error::EngineError;
-use crate::store::ClaimedEpisode;
+use store::ClaimedEpisode;
 
 struct Slot {
     claim: ClaimedEpisode,

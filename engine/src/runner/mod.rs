@@ -32,9 +32,9 @@ pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
 
 use crate::campaign::{CampaignConfig, Mode};
 use crate::error::EngineError;
-use crate::metrics::METRICS;
-use crate::policy::{Policy, PolicyRegistry};
-use crate::store::{ClaimedEpisode, Store};
+use metrics::METRICS;
+use policy::{Policy, PolicyRegistry};
+use store::{ClaimedEpisode, Status, Store};
 
 /// What the runner reports as it goes (progress bars, logs, live views).
 #[derive(Debug, Clone)]
@@ -77,7 +77,7 @@ pub enum RunEvent {
         /// Campaign.
         campaign: Uuid,
         /// Its status now.
-        status: String,
+        status: Status,
     },
 }
 
@@ -150,8 +150,6 @@ pub struct Runner {
     judge: Option<Arc<crate::judge::ModelJudge>>,
 }
 
-const TERMINAL: &[&str] = &["completed", "cancelled", "failed"];
-
 /// One campaign's run: what every worker shares.
 struct CampaignRun {
     id: Uuid,
@@ -195,13 +193,13 @@ impl Runner {
 
     /// Runs (or resumes) a campaign until no episode is left, or until it is paused or
     /// cancelled. Returns its status afterwards.
-    pub async fn run_campaign(&self, id: Uuid) -> Result<String, EngineError> {
+    pub async fn run_campaign(&self, id: Uuid) -> Result<Status, EngineError> {
         let view = self
             .store
             .get_campaign(id)
             .await?
             .ok_or(EngineError::NotFound("campaign"))?;
-        if TERMINAL.contains(&view.status.as_str()) || view.status == "paused" {
+        if view.status.is_ended() || view.status == Status::Paused {
             return Ok(view.status);
         }
         let config: CampaignConfig = serde_json::from_value(view.config.clone())
@@ -212,11 +210,13 @@ impl Runner {
                 config.policy
             );
             self.store
-                .set_campaign_status(id, "failed", Some(&msg))
+                .set_campaign_status(id, Status::Failed, Some(&msg))
                 .await?;
             return Err(EngineError::Internal(msg));
         };
-        self.store.set_campaign_status(id, "running", None).await?;
+        self.store
+            .set_campaign_status(id, Status::Running, None)
+            .await?;
         self.emit(RunEvent::CampaignStarted {
             campaign: id,
             total: view.total_episodes,
@@ -272,16 +272,20 @@ impl Runner {
         run.pipeline.close().await;
         if let Err(e) = result {
             self.store
-                .set_campaign_status(id, "failed", Some(&e.to_string()))
+                .set_campaign_status(id, Status::Failed, Some(&e.to_string()))
                 .await?;
             self.emit(RunEvent::CampaignEnded {
                 campaign: id,
-                status: "failed".into(),
+                status: Status::Failed,
             });
             return Err(e);
         }
-        let mut status = self.store.campaign_status(id).await?.unwrap_or_default();
-        if status == "running" {
+        let mut status = self
+            .store
+            .campaign_status(id)
+            .await?
+            .ok_or(EngineError::NotFound("campaign"))?;
+        if status == Status::Running {
             let v = self
                 .store
                 .get_campaign(id)
@@ -289,14 +293,14 @@ impl Runner {
                 .ok_or(EngineError::NotFound("campaign"))?;
             if v.counts.pending + v.counts.running == 0 {
                 self.store
-                    .set_campaign_status(id, "completed", None)
+                    .set_campaign_status(id, Status::Completed, None)
                     .await?;
-                status = "completed".into();
+                status = Status::Completed;
             }
         }
         self.emit(RunEvent::CampaignEnded {
             campaign: id,
-            status: status.clone(),
+            status,
         });
         Ok(status)
     }
@@ -314,7 +318,7 @@ impl Runner {
 
     /// The next episode to run, or whether to wait or stop.
     async fn next_claim(&self, run: &CampaignRun) -> Result<Claim, EngineError> {
-        if self.store.campaign_status(run.id).await?.as_deref() != Some("running") {
+        if self.store.campaign_status(run.id).await? != Some(Status::Running) {
             return Ok(Claim::Done);
         }
         if *run.cut.borrow() {

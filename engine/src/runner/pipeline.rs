@@ -14,8 +14,8 @@ use uuid::Uuid;
 use super::RunEvent;
 use super::episode::Finished;
 use crate::judge::{Evidence, ModelJudge};
-use crate::metrics::METRICS;
-use crate::store::{EpisodeRecord, Store, VerdictOutcome, VerdictRecord};
+use metrics::METRICS;
+use store::{EpisodeRecord, Store, VerdictOutcome, VerdictRecord};
 
 /// Keeps an episode's lease alive until dropped.
 pub struct LeaseGuard(JoinHandle<()>);

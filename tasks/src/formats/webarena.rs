@@ -271,7 +271,7 @@ pub(super) fn convert(
 fn login_warnings(v: &Value) -> Vec<FieldError> {
     let mut out = Vec::new();
     let how = "surfgym starts every episode in a fresh browser context; add a `setup` \
-               of actions that log in (see docs/formats.md) or the agent starts logged out";
+               of actions that log in (see docs/reference/formats.md) or the agent starts logged out";
     if v.get("require_login").and_then(Value::as_bool) == Some(true) {
         out.push(FieldError {
             field: "require_login".into(),

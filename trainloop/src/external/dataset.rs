@@ -3,7 +3,7 @@
 //! the images the policy was shown (`images/`, PNG, referenced by relative path).
 //!
 //! The samples are the selected steps replayed exactly as the policy had them
-//! ([`engine::traces::Replayer::shown`]): the prompt as recorded (the model's chat
+//! ([`policy::traces::Replayer::shown`]): the prompt as recorded (the model's chat
 //! template already applied), the prompt's token ids as the policy fed them, the stored
 //! response ids and their recorded log-probabilities, nothing re-rendered or re-tokenised.
 
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use engine::traces::{Replayer, Screenshots, TraceEpisode};
+use policy::traces::{Replayer, Screenshots, TraceEpisode};
 use serde::Serialize;
 
 use super::{ExternalError, Format};
@@ -60,9 +60,9 @@ pub struct Record {
 /// How the selected steps are read.
 pub enum Steps {
     /// Replayed through the model's frozen parts exactly as the ONNX policy had them
-    /// ([`engine::traces::Replayer::shown`]).
+    /// ([`policy::traces::Replayer::shown`]).
     Replayed(Box<Replayer>),
-    /// Read as a served policy's requests carried them ([`engine::traces::requested`]):
+    /// Read as a served policy's requests carried them ([`policy::traces::requested`]):
     /// the prompt is the user message's text after one placeholder per image, with no
     /// prompt ids (the server tokenised it with its own template); the completion's ids
     /// and log-probabilities are there when the server reported them.
@@ -85,7 +85,7 @@ impl Steps {
         &mut self,
         ep: &TraceEpisode,
         s: usize,
-    ) -> Result<Read, engine::traces::TraceError> {
+    ) -> Result<Read, policy::traces::TraceError> {
         match self {
             Steps::Replayed(replayer) => {
                 let shown = replayer.shown(ep, s).await?;
@@ -108,7 +108,7 @@ impl Steps {
                 })
             }
             Steps::Requested(screens) => {
-                let step = engine::traces::requested(screens, ep, s).await?;
+                let step = policy::traces::requested(screens, ep, s).await?;
                 Ok(Read {
                     prompt: SERVED_PLACEHOLDER.repeat(step.images.len()) + &step.text,
                     placeholder: SERVED_PLACEHOLDER.to_string(),

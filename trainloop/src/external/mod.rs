@@ -2,7 +2,7 @@
 //! selected samples to a command the user configured (TRL, verl, anything) and takes back
 //! what it made.
 //!
-//! The protocol (docs/training.md, "External trainers"):
+//! The protocol (docs/guides/training.md, "External trainers"):
 //! 1. surfgym writes the iteration's training set to `INPUT` ([`dataset`]): TRL's
 //!    conversational JSON Lines with the images beside it and the exact token ids, verl's
 //!    Parquet, a manifest, and the current weights keyed by ONNX initializer name;

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use engine::policy::onnx::{Device, Model};
-use engine::store::Store;
-use engine::traces::{Blobs, Replayer, Screenshots, TraceEpisode};
+use inference::Device;
+use inference::Model;
+use policy::traces::{Blobs, Replayer, Screenshots, TraceEpisode};
+use store::Store;
 use uuid::Uuid;
 
 use super::accept::{self, SERVED_MODEL, WEIGHTS};

@@ -6,13 +6,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use engine::store::IterationUpdate;
+use store::IterationUpdate;
 
 use super::{
     Ctx, EVAL, campaign_id, eval_spec, now_ms, policy_names, reload, run_campaign, serve, stamp,
 };
 use crate::RunError;
-use crate::schedule::Phase;
+use store::{Phase, Stage};
 
 pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     let store = ctx.engine.store();
@@ -20,7 +20,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     let i = idx as i32;
     let it = if idx == 0 {
         store
-            .start_iteration(ctx.run, 0, "eval", &serde_json::json!({}))
+            .start_iteration(ctx.run, 0, Stage::Eval, &serde_json::json!({}))
             .await?
     } else {
         reload(store, ctx.run, i).await?
@@ -41,7 +41,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 ctx.run,
                 it.idx,
                 IterationUpdate {
-                    phase: Some("done"),
+                    phase: Some(Stage::Done),
                     eval_success: prev.eval_success,
                     eval_ms: Some(0),
                     report: Some(report),
@@ -86,7 +86,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             ctx.run,
             it.idx,
             IterationUpdate {
-                phase: Some("done"),
+                phase: Some(Stage::Done),
                 eval_success: Some(v.success_rate.unwrap_or(0.0)),
                 eval_ms: Some(started.elapsed().as_millis() as i64),
                 report: Some(report),

@@ -32,22 +32,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use engine::policy::follow::Following;
-use engine::policy::onnx::grammar::Constraint;
-use engine::policy::onnx::version_link::promote;
-use engine::policy::onnx::{self, OnnxBackend, OnnxOptions};
-use engine::policy::{BatchLimits, Demonstrated, Policy, PolicyRegistry};
-use engine::store::{IterationView, RunView, Store};
 use engine::{CampaignSpec, Engine};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
+use inference::grammar::Constraint;
+use inference::version_link::promote;
+use policy::follow::Following;
+use policy::onnx::{self, OnnxBackend, OnnxOptions};
+use policy::{BatchLimits, Demonstrated, Policy, PolicyRegistry};
+use store::{IterationView, RunView, Store};
 use training::{TrainConfig, Trainer};
 use uuid::Uuid;
 
 use crate::RunError;
 use crate::config::{HeldOut, RunConfig};
-use crate::schedule::{self, Phase, Stage};
+use crate::schedule::{self, Stage};
+use store::{Phase, Status};
 
 /// What a run reports while it works.
 #[derive(Debug, Clone)]
@@ -57,7 +58,7 @@ pub enum Event {
         /// Iteration.
         iteration: u32,
         /// rollout, train or eval.
-        phase: &'static str,
+        phase: Phase,
     },
     /// A campaign is about to run (a rollout or an evaluation).
     Campaign {
@@ -291,12 +292,12 @@ pub async fn execute(
 ) -> Result<RunView, RunError> {
     let store = engine.store();
     let view = store.get_run(run).await?.ok_or(RunError::NoRun(run))?;
-    if matches!(view.state.as_str(), "completed" | "cancelled") {
+    if matches!(view.state, Status::Completed | Status::Cancelled) {
         return Ok(view);
     }
     let cfg: RunConfig =
         serde_json::from_value(view.config.clone()).map_err(|e| RunError::Config(e.to_string()))?;
-    store.set_run_state(run, "running", None).await?;
+    store.set_run_state(run, Status::Running, None).await?;
     let ctx = Ctx {
         engine,
         policies,
@@ -308,17 +309,17 @@ pub async fn execute(
         trainer: std::sync::Mutex::new(None),
     };
     match drive(&ctx).await {
-        Ok(true) => store.set_run_state(run, "completed", None).await?,
+        Ok(true) => store.set_run_state(run, Status::Completed, None).await?,
         Ok(false) => {}
         Err(e) => {
             // A run cancelled (its campaigns with it) or paused meanwhile stopped as asked.
             if let Some(v) = store.get_run(run).await?
-                && matches!(v.state.as_str(), "cancelled" | "paused")
+                && matches!(v.state, Status::Cancelled | Status::Paused)
             {
                 return Ok(v);
             }
             store
-                .set_run_state(run, "failed", Some(&e.to_string()))
+                .set_run_state(run, Status::Failed, Some(&e.to_string()))
                 .await?;
             return Err(e);
         }
@@ -347,7 +348,7 @@ async fn drive(ctx: &Ctx<'_>) -> Result<bool, RunError> {
             for (idx, phase) in ready {
                 (ctx.events)(Event::Phase {
                     iteration: idx,
-                    phase: phase.name(),
+                    phase,
                 });
                 in_flight.push((idx, phase));
                 running.push(Box::pin(async move {
@@ -361,7 +362,7 @@ async fn drive(ctx: &Ctx<'_>) -> Result<bool, RunError> {
         in_flight.retain(|p| *p != ended);
         match result {
             Err(e) => {
-                tracing::error!(iteration = ended.0, phase = ended.1.name(), error = %e, "phase failed");
+                tracing::error!(iteration = ended.0, phase = %ended.1, error = %e, "phase failed");
                 failure.get_or_insert(e);
             }
             Ok(()) if ended.1 == Phase::Eval => {
@@ -395,7 +396,7 @@ fn stages(its: &[IterationView], iterations: u32) -> Vec<Stage> {
         .map(|i| {
             its.iter()
                 .find(|it| it.idx == i)
-                .map_or(Stage::NotStarted, |it| Stage::parse(&it.phase))
+                .map_or(Stage::NotStarted, |it| Stage::of(Some(it.phase)))
         })
         .collect()
 }
@@ -464,7 +465,7 @@ async fn catch_up(policy: &Following) -> Result<(), RunError> {
 /// start, so a phase is never cut short by a pause.
 async fn halted(ctx: &Ctx<'_>) -> Result<bool, RunError> {
     let v = ctx.engine.store().get_run(ctx.run).await?;
-    Ok(v.is_some_and(|v| matches!(v.state.as_str(), "paused" | "cancelled")))
+    Ok(v.is_some_and(|v| matches!(v.state, Status::Paused | Status::Cancelled)))
 }
 
 async fn reload(store: &Store, run: Uuid, i: i32) -> Result<IterationView, RunError> {
@@ -479,7 +480,7 @@ async fn reload(store: &Store, run: Uuid, i: i32) -> Result<IterationView, RunEr
 async fn run_campaign(ctx: &Ctx<'_>, idx: u32, id: Uuid) -> Result<(), RunError> {
     (ctx.events)(Event::Campaign { iteration: idx, id });
     let status = ctx.engine.run_campaign(id).await?;
-    if status != "completed" {
+    if status != Status::Completed {
         return Err(RunError::Config(format!(
             "campaign {id} ended {status}, not completed"
         )));
@@ -501,7 +502,8 @@ fn stamp(report: &mut serde_json::Value, phase: Phase, start_ms: i64) {
     if !report.is_object() {
         *report = serde_json::json!({});
     }
-    report["phases"][phase.name()] = serde_json::json!({"start_ms": start_ms, "end_ms": now_ms()});
+    report["phases"][phase.as_str()] =
+        serde_json::json!({"start_ms": start_ms, "end_ms": now_ms()});
 }
 
 /// The id of the run's campaign for `purpose`: derived, not drawn, so that a run resumed

@@ -11,14 +11,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use engine::CampaignSpec;
-use engine::store::{EpisodeFilter, IterationUpdate, TaskFilter};
+use store::{EpisodeFilter, IterationUpdate, TaskFilter};
 
 use super::{
     Ctx, campaign_id, catch_up, demo_name, now_ms, policy_names, reload, run_campaign, stamp,
 };
 use crate::curriculum::TaskOutcome;
-use crate::schedule::Phase;
 use crate::{RunError, plan};
+use store::{Phase, Stage};
 
 pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     let store = ctx.engine.store();
@@ -40,7 +40,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 .start_iteration(
                     ctx.run,
                     i,
-                    "rollout",
+                    Stage::Rollout,
                     &serde_json::to_value(&horizons).unwrap_or_default(),
                 )
                 .await?
@@ -144,7 +144,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             ctx.run,
             it.idx,
             IterationUpdate {
-                phase: Some("train"),
+                phase: Some(Stage::Train),
                 train_success: Some(if finished > 0 {
                     successes as f64 / finished as f64
                 } else {

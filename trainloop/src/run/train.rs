@@ -14,18 +14,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use engine::policy::onnx::Model;
-use engine::policy::onnx::version_link::promote;
-use engine::store::{IterationUpdate, IterationView};
-use engine::traces::{self, Blobs, Replayer};
+use inference::Model;
+use inference::version_link::promote;
+use policy::traces::{self, Blobs, Replayer};
 use rand::SeedableRng;
+use store::{IterationUpdate, IterationView};
 use training::select::{FbcFilter, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, TrainConfig, Trainer};
 
 use super::{CURRENT, Ctx, Event, current_version, now_ms, reload, stamp};
 use crate::external::{self, TrainerChoice};
-use crate::schedule::Phase;
 use crate::{RunError, data, staleness};
+use store::{Phase, Stage};
 
 /// The index of a version directory of the run (`dir/v{i}` → i); anything else is the
 /// base model (0).
@@ -51,7 +51,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     let objective = ctx.cfg.objective_at(idx);
     let mut report = it.report.clone().unwrap_or_else(|| serde_json::json!({}));
     let mut update = IterationUpdate {
-        phase: Some("eval"),
+        phase: Some(Stage::Eval),
         parent_version: Some(parent.display().to_string()),
         ..Default::default()
     };

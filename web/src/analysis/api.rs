@@ -3,12 +3,12 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use engine::store::analysis::{
+use serde::Serialize;
+use store::analysis::{
     BreakdownBucket, CompareCounts, CompareRow, Dimension, LatencySummary, StepsBin, TaskStats,
     TimeBucket, breakdown,
 };
-use engine::store::{CampaignView, EpisodeSummary};
-use serde::Serialize;
+use store::{CampaignView, EpisodeSummary};
 use uuid::Uuid;
 
 use super::params::{CompareQuery, Episodes, EpisodesQuery, PlotsQuery, Tasks, TasksQuery, uuid};

@@ -5,11 +5,11 @@ use std::fmt::Write;
 
 use axum::extract::State;
 use axum::response::Html;
-use engine::store::analysis::{EpisodeSearch, TaskScope};
-use engine::store::{CampaignView, EpisodeDetail, StepView};
+use store::analysis::{EpisodeSearch, TaskScope};
+use store::{CampaignView, EpisodeDetail, StepView};
 
 use super::api::compare_of;
-use super::html::{esc, frame, opt, pct};
+use super::html::{compare_frame, esc, opt, pct};
 use super::pages::episodes_href;
 use super::params::{CompareQuery, PairQuery};
 use crate::AppState;
@@ -71,7 +71,7 @@ pub async fn compare_page(
     ));
     let Some((a, bb)) = pair else {
         b.push_str("<p class=\"muted\">Choose two campaigns (e.g. two policies or two model versions on the same tasks).</p>");
-        return Ok(Html(frame("Compare", &b)));
+        return Ok(Html(compare_frame("Compare", &b)));
     };
     let cmp = compare_of(&state, a, bb, limit, offset).await?;
     // Both exist: compare_of answered 404 otherwise.
@@ -133,7 +133,7 @@ pub async fn compare_page(
             offset + limit
         );
     }
-    Ok(Html(frame("Compare", &b)))
+    Ok(Html(compare_frame("Compare", &b)))
 }
 
 fn step_cell(s: Option<&StepView>) -> String {
@@ -281,5 +281,5 @@ pub async fn pair_page(
         );
     }
     o.push_str("</tbody></table>");
-    Ok(Html(frame("Two rollouts", &o)))
+    Ok(Html(compare_frame("Two rollouts", &o)))
 }

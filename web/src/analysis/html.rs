@@ -4,27 +4,32 @@
 
 use std::fmt::Write;
 
-use engine::store::CampaignView;
+use store::CampaignView;
 
+use crate::page::{self, Frame, Nav};
 pub use crate::plot::esc;
 
-/// A whole page: the dashboard's top bar and `body` in `<main>`. No script: filters,
-/// search, sorting and paging are links and GET forms.
+/// A campaign's analysis page: the dashboard's page frame ([`page::frame`], Campaigns
+/// marked) and `body` in `<main>`. No script of its own: filters, search, sorting and
+/// paging are links and GET forms.
 pub fn frame(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"referrer\" content=\"no-referrer\">\n<title>{} · surfgym</title>\n\
-         <link rel=\"stylesheet\" href=\"/assets/style.css\">\n\
-         <link rel=\"stylesheet\" href=\"/assets/training.css\">\n\
-         <link rel=\"stylesheet\" href=\"/assets/analysis.css\">\n</head>\n<body>\n\
-         <header class=\"topbar\">\n  <a class=\"brand\" href=\"/#/\"><span class=\"brand-mark\" aria-hidden=\"true\"></span>surfgym</a>\n\
-         <nav class=\"nav\" aria-label=\"Main\">\n    <a class=\"nav-link active\" href=\"/#/\">Campaigns</a>\n\
-         <a class=\"nav-link\" href=\"/#/tasks\">Tasks</a>\n\
-         <a class=\"nav-link\" href=\"/training-runs\">Training</a>\n\
-         <a class=\"nav-link\" href=\"/compare\">Compare</a>\n  </nav>\n\
-         </header>\n<main id=\"app\" class=\"app training analysis\">\n{body}\n</main>\n</body>\n</html>\n",
-        esc(title)
+    frame_at(Nav::Campaigns, title, body)
+}
+
+/// A comparison page: as [`frame`], Compare marked.
+pub fn compare_frame(title: &str, body: &str) -> String {
+    frame_at(Nav::Compare, title, body)
+}
+
+fn frame_at(active: Nav, title: &str, body: &str) -> String {
+    page::frame(
+        &Frame {
+            title: Some(title),
+            active: Some(active),
+            styles: &["training.css", "analysis.css"],
+            scripts: &[],
+        },
+        &format!("<main id=\"app\" class=\"app training analysis\">\n{body}\n</main>"),
     )
 }
 
@@ -38,7 +43,7 @@ pub fn head(c: &CampaignView, current: &str) -> String {
          {} · {} episodes</p><nav class=\"tabs\" aria-label=\"Views\">",
         esc(&c.name),
         esc(&c.policy),
-        esc(&c.status),
+        c.status.as_str(),
         c.total_episodes,
         id = c.id
     );

@@ -6,7 +6,7 @@
 
 mod api;
 mod compare;
-mod html;
+pub(crate) mod html;
 mod openapi;
 mod pages;
 mod params;

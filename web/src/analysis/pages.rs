@@ -6,8 +6,8 @@ use std::fmt::Write;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
-use engine::store::CampaignView;
-use engine::store::analysis::{BreakdownBucket, Dimension, EpisodeSort, TaskSort};
+use store::CampaignView;
+use store::analysis::{BreakdownBucket, Dimension, EpisodeSort, TaskSort};
 
 use super::api::{Analysis, analysis_of, campaign, episodes_of};
 use super::html::{esc, frame, head, num, opt, pct, sort_th};
@@ -272,8 +272,11 @@ fn search_form(c: &CampaignView, e: &Episodes) -> String {
     o.push_str(&select(
         "status",
         "Status",
-        &["pending", "running", "finished", "failed", "cancelled"],
-        s.status.as_deref(),
+        &store::EpisodeStatus::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>(),
+        s.status.map(|s| s.as_str()),
     ));
     let reasons: Vec<&str> = END_REASONS.iter().map(|(n, _)| *n).collect();
     o.push_str(&select(
@@ -306,11 +309,11 @@ fn search_form(c: &CampaignView, e: &Episodes) -> String {
     o
 }
 
-fn outcome(success: Option<bool>, status: &str) -> (&'static str, String) {
+fn outcome(success: Option<bool>, status: store::EpisodeStatus) -> (&'static str, String) {
     match success {
         Some(true) => ("ok", "solved".into()),
         Some(false) => ("fail", "failed".into()),
-        None => ("muted", esc(status)),
+        None => ("muted", status.to_string()),
     }
 }
 
@@ -379,7 +382,7 @@ pub async fn episodes_page(
         b.push_str("<tr><td colspan=\"9\" class=\"muted\">No episode matches.</td></tr>");
     }
     for ep in &page.items {
-        let (class, word) = outcome(ep.success, &ep.status);
+        let (class, word) = outcome(ep.success, ep.status);
         let note = ep
             .judge_error
             .as_deref()

@@ -3,8 +3,9 @@
 //! that each 400 names the parameter it is about.
 
 use chrono::{DateTime, Utc};
-use engine::store::analysis::{EpisodeSearch, EpisodeSort, LatencyPhase, TaskScope, TaskSort};
 use serde::Deserialize;
+use store::EpisodeStatus;
+use store::analysis::{EpisodeSearch, EpisodeSort, LatencyPhase, TaskScope, TaskSort};
 use uuid::Uuid;
 
 use crate::error::{ApiError, field};
@@ -116,6 +117,14 @@ fn text(name: &str, v: Option<String>) -> Result<Option<String>, ApiError> {
 }
 
 /// One of `allowed`, by name.
+/// Every episode status by its word.
+fn statuses() -> Vec<(&'static str, EpisodeStatus)> {
+    EpisodeStatus::ALL
+        .iter()
+        .map(|s| (s.as_str(), *s))
+        .collect()
+}
+
 fn one_of<T: Copy>(
     name: &str,
     v: Option<String>,
@@ -199,14 +208,6 @@ impl TasksQuery {
     }
 }
 
-const STATUSES: [(&str, &str); 5] = [
-    ("pending", "pending"),
-    ("running", "running"),
-    ("finished", "finished"),
-    ("failed", "failed"),
-    ("cancelled", "cancelled"),
-];
-
 /// End reasons an episode can have.
 pub const END_REASONS: [(&str, &str); 6] = [
     ("answered", "answered"),
@@ -251,7 +252,7 @@ impl EpisodesQuery {
                 scope: scope(self.task, self.site, self.difficulty, self.split, self.tag)?,
                 text: text("q", self.q)?,
                 success: one_of("success", self.success, &[("true", true), ("false", false)])?,
-                status: one_of("status", self.status, &STATUSES)?.map(Into::into),
+                status: one_of("status", self.status, &statuses())?,
                 end_reason: one_of("end_reason", self.end_reason, &END_REASONS)?.map(Into::into),
                 steps: (steps_min.map(|v| v as i32), steps_max.map(|v| v as i32)),
                 finished: (from, to),
@@ -376,7 +377,7 @@ pub fn search_pairs(s: &EpisodeSearch) -> Vec<(&'static str, String)> {
             "success",
             s.success.map_or(String::new(), |v| v.to_string()),
         ),
-        ("status", o(&s.status)),
+        ("status", s.status.map_or(String::new(), |v| v.to_string())),
         ("end_reason", o(&s.end_reason)),
         ("steps_min", n(s.steps.0)),
         ("steps_max", n(s.steps.1)),

@@ -32,7 +32,7 @@ fn time_plots(c: uuid::Uuid, p: &Plots) -> String {
     };
     let t0 = first.from;
     let mins = |t: chrono::DateTime<chrono::Utc>| (t - t0).num_milliseconds() as f64 / 60_000.0;
-    let href = |b: &engine::store::analysis::TimeBucket| {
+    let href = |b: &store::analysis::TimeBucket| {
         episodes_href(
             c,
             &[

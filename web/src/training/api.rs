@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use engine::store::RunView;
 use serde_json::json;
+use store::{RunView, Status};
 use trainloop::{RunConfig, RunError};
 use uuid::Uuid;
 
@@ -69,7 +69,7 @@ pub async fn create(
         .map_err(run_error)?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"id": id, "state": "queued", "url": format!("/api/training-runs/{id}")})),
+        Json(json!({"id": id, "state": Status::Queued, "url": format!("/api/training-runs/{id}")})),
     ))
 }
 
@@ -100,13 +100,13 @@ pub async fn get(
 async fn transition(
     state: &AppState,
     id: &str,
-    from: &[&str],
-    to: &str,
+    from: &[Status],
+    to: Status,
     verb: &str,
 ) -> Result<Uuid, ApiError> {
     let id = parse_id(id)?;
     // Resuming hands the run to the servers' executors, whoever started it.
-    let managed = to == "queued";
+    let managed = to == Status::Queued;
     match state
         .engine
         .store()
@@ -126,7 +126,14 @@ pub async fn pause(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let id = transition(&state, &id, &["queued", "running"], "paused", "pause").await?;
+    let id = transition(
+        &state,
+        &id,
+        &[Status::Queued, Status::Running],
+        Status::Paused,
+        "pause",
+    )
+    .await?;
     Ok(Json(detail(state.engine.store(), id).await?))
 }
 
@@ -136,7 +143,14 @@ pub async fn resume(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let id = transition(&state, &id, &["paused", "failed"], "queued", "resume").await?;
+    let id = transition(
+        &state,
+        &id,
+        &[Status::Paused, Status::Failed],
+        Status::Queued,
+        "resume",
+    )
+    .await?;
     Ok(Json(detail(state.engine.store(), id).await?))
 }
 
@@ -145,14 +159,7 @@ pub async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let id = transition(
-        &state,
-        &id,
-        &["queued", "running", "paused"],
-        "cancelled",
-        "cancel",
-    )
-    .await?;
+    let id = transition(&state, &id, Status::UNFINISHED, Status::Cancelled, "cancel").await?;
     let d = detail(state.engine.store(), id).await?;
     for c in &d.active_campaigns {
         match state.engine.cancel_campaign(c.id).await {

@@ -1,8 +1,8 @@
 //! A run as `GET /api/training-runs/{id}`, its event stream and its page show it: the run,
 //! its iterations, one curve point per iteration, and the campaigns still working.
 
-use engine::store::{CampaignView, IterationView, RunView, Store};
 use serde::Serialize;
+use store::{CampaignView, IterationView, RunView, Stage, Store};
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -70,7 +70,7 @@ pub fn curve(iterations: &[IterationView]) -> Vec<CurvePoint> {
                 samples: it.samples,
                 horizon: horizon(&it.horizons),
                 eval_campaign: it.eval_campaign,
-                done: it.phase == "done",
+                done: it.phase == Stage::Done,
             }
         })
         .collect()
@@ -84,10 +84,10 @@ pub async fn detail(store: &Store, id: Uuid) -> Result<RunDetail, ApiError> {
         .ok_or_else(|| ApiError::NotFound(format!("no training run {id}")))?;
     let iterations = store.run_iterations(id).await?;
     let mut active_campaigns = Vec::new();
-    for it in iterations.iter().filter(|it| it.phase != "done") {
+    for it in iterations.iter().filter(|it| it.phase != Stage::Done) {
         for c in it.rollout_campaigns.iter().chain(it.eval_campaign.iter()) {
             if let Some(v) = store.get_campaign(*c).await?
-                && matches!(v.status.as_str(), "queued" | "running" | "paused")
+                && !v.status.is_ended()
             {
                 active_campaigns.push(v);
             }
@@ -109,7 +109,7 @@ mod tests {
     fn the_curve_sums_environment_steps_and_spans_the_horizons() {
         let it = |idx: i32, steps: Option<i64>, h: serde_json::Value| IterationView {
             idx,
-            phase: "done".into(),
+            phase: Stage::Done,
             horizons: h,
             env_steps: steps,
             ..Default::default()

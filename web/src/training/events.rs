@@ -7,15 +7,13 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use engine::store::Store;
 use futures::Stream;
+use store::{Status, Store};
 
 use super::api::parse_id;
 use super::detail::detail;
 use crate::AppState;
 use crate::error::ApiError;
-
-const ENDED: &[&str] = &["completed", "cancelled", "failed"];
 
 /// `GET /api/training-runs/{id}/events`: a `run` event with the run's JSON (as `GET
 /// /api/training-runs/{id}` answers) whenever it changes, its campaigns' progress
@@ -37,7 +35,7 @@ pub async fn run_events(
                 // Gone or unreadable: end the stream; the page keeps what it shows.
                 let d = detail(&store, id).await.ok()?;
                 let json = serde_json::to_string(&d).unwrap_or_default();
-                let ended = ENDED.contains(&d.run.state.as_str());
+                let ended = d.run.state.is_ended();
                 if last.as_deref() != Some(json.as_str()) {
                     let event = Event::default().event("run").data(json.clone());
                     return Some((Ok(event), (store, Some(json), ended)));
@@ -57,7 +55,7 @@ type Series = (
     &'static str,
     &'static str,
     &'static str,
-    fn(&engine::store::RunFigures) -> Option<f64>,
+    fn(&store::RunFigures) -> Option<f64>,
 );
 
 /// A Prometheus label value.
@@ -78,14 +76,7 @@ pub async fn metrics_text(store: &Store) -> String {
         o,
         "# HELP surfgym_training_runs Training runs by state.\n# TYPE surfgym_training_runs gauge"
     );
-    for s in [
-        "queued",
-        "running",
-        "paused",
-        "completed",
-        "failed",
-        "cancelled",
-    ] {
+    for s in Status::ALL {
         let n = states.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n);
         let _ = writeln!(o, "surfgym_training_runs{{state=\"{s}\"}} {n}");
     }

@@ -6,7 +6,7 @@
 mod api;
 mod detail;
 mod events;
-mod html;
+pub(crate) mod html;
 mod pages;
 
 pub use api::{cancel, create, get, list, pause, resume};

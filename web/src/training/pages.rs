@@ -8,8 +8,8 @@ use std::fmt::Write;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
-use engine::store::{EpisodeFilter, EpisodeSummary};
 use serde::Deserialize;
+use store::{EpisodeFilter, EpisodeSummary, Status};
 
 use super::api::parse_id;
 use super::detail::{CurvePoint, RunDetail, detail};
@@ -70,8 +70,8 @@ pub async fn list_page(
                  <td>{}</td><td>{}</td></tr>",
                 r.id,
                 esc(&r.name),
-                esc(&r.state),
-                esc(&r.state),
+                r.state.as_str(),
+                r.state.as_str(),
                 esc(r.version.as_deref().unwrap_or("base model")),
                 r.created_at.format("%Y-%m-%d %H:%M UTC")
             );
@@ -238,7 +238,7 @@ fn iterations_table(d: &RunDetail) -> String {
              <td>{} ({}) / {} / {} · {}</td><td>{}</td></tr>",
             it.idx,
             it.idx,
-            esc(&it.phase),
+            it.phase.as_str(),
             esc(&horizons),
             pct(it.train_success),
             pct(it.eval_success),
@@ -294,12 +294,12 @@ fn compare_form(d: &RunDetail) -> String {
 }
 
 /// Pause, resume and cancel, as the run's state allows (the page's script posts them).
-fn controls(r: &engine::store::RunView) -> String {
-    let allowed: &[(&str, &str)] = match r.state.as_str() {
-        "queued" | "running" => &[("pause", "Pause"), ("cancel", "Cancel")],
-        "paused" => &[("resume", "Resume"), ("cancel", "Cancel")],
-        "failed" => &[("resume", "Retry")],
-        _ => &[],
+fn controls(r: &store::RunView) -> String {
+    let allowed: &[(&str, &str)] = match r.state {
+        Status::Queued | Status::Running => &[("pause", "Pause"), ("cancel", "Cancel")],
+        Status::Paused => &[("resume", "Resume"), ("cancel", "Cancel")],
+        Status::Failed => &[("resume", "Retry")],
+        Status::Completed | Status::Cancelled => &[],
     };
     if allowed.is_empty() {
         return String::new();
@@ -316,7 +316,7 @@ fn controls(r: &engine::store::RunView) -> String {
 }
 
 /// " · overlap: N" for an overlapped run (its staleness bound), nothing for a synchronous one.
-fn overlap(r: &engine::store::RunView) -> String {
+fn overlap(r: &store::RunView) -> String {
     r.config["overlap"]["max_staleness"]
         .as_u64()
         .map_or_else(String::new, |n| {
@@ -325,7 +325,7 @@ fn overlap(r: &engine::store::RunView) -> String {
 }
 
 /// An update's kept samples by staleness ("0: 10, 1: 6"), when recorded.
-fn staleness(it: &engine::store::IterationView) -> String {
+fn staleness(it: &store::IterationView) -> String {
     let Some(h) = it
         .report
         .as_ref()
@@ -352,8 +352,8 @@ fn run_body(d: &RunDetail) -> String {
          <h1 id=\"run-name\">{}</h1><p class=\"meta\"><span id=\"run-state\" class=\"state state-{}\">{}</span> \
          · version <code>{}</code>{} · created {}</p>",
         esc(&r.name),
-        esc(&r.state),
-        esc(&r.state),
+        r.state.as_str(),
+        r.state.as_str(),
         esc(r.version.as_deref().unwrap_or("base model")),
         overlap(r),
         r.created_at.format("%Y-%m-%d %H:%M UTC")
@@ -368,7 +368,7 @@ fn run_body(d: &RunDetail) -> String {
             "<p class=\"active\">Working: <a href=\"{}\">{}</a> · {} · {:.0}%</p>",
             campaign_href(c.id),
             esc(&c.name),
-            esc(&c.status),
+            c.status.as_str(),
             c.progress * 100.0
         );
     }
@@ -392,7 +392,7 @@ pub async fn run_page(
 ) -> Result<Html<String>, ApiError> {
     let id = parse_id(&id)?;
     let d = detail(state.engine.store(), id).await?;
-    let ended = matches!(d.run.state.as_str(), "completed" | "cancelled" | "failed");
+    let ended = d.run.state.is_ended();
     let events = format!("/api/training-runs/{id}/events");
     Ok(Html(frame(
         &d.run.name,
@@ -533,11 +533,11 @@ mod tests {
 
     #[test]
     fn an_overlapped_run_shows_its_bound_and_each_update_its_samples_staleness() {
-        let mut run = engine::store::RunView {
+        let mut run = store::RunView {
             id: uuid::Uuid::nil(),
             name: "r".into(),
             config: serde_json::json!({"overlap": {"max_staleness": 2}}),
-            state: "running".into(),
+            state: Status::Running,
             version: None,
             error: None,
             created_at: chrono::Utc::now(),
@@ -546,7 +546,7 @@ mod tests {
         assert!(overlap(&run).contains(">overlap: 2<"), "{}", overlap(&run));
         run.config = serde_json::json!({});
         assert_eq!(overlap(&run), "", "a synchronous run says nothing");
-        let mut it = engine::store::IterationView::default();
+        let mut it = store::IterationView::default();
         assert_eq!(staleness(&it), "");
         it.report = Some(serde_json::json!({"staleness": {"0": 10, "1": 6}}));
         assert!(

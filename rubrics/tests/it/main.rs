@@ -1,0 +1,4 @@
+//! The rubrics' integration tests, one binary.
+
+mod props;
+mod rubrics;

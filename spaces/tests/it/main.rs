@@ -1,0 +1,4 @@
+//! The action grammar's integration tests, one binary.
+
+mod grammar;
+mod props;

@@ -1,0 +1,77 @@
+//! House rules, checked on every source file (rust-analyzer's tidy test): each file opens
+//! with a `//!` doc saying what it is for, no debugging or placeholder macro is left in, and
+//! no test prints.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            if name != "target" && !name.starts_with('.') {
+                rust_files(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_file_has_a_doc_and_no_leftovers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "spaces",
+        "metrics",
+        "browser-pool",
+        "tasks",
+        "rubrics",
+        "inference",
+        "store",
+        "pg-cluster",
+        "policy",
+        "engine",
+        "training",
+        "trainloop",
+        "web",
+        "cli",
+        "tests",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 40, "found {} files", files.len());
+    let mut problems = Vec::new();
+    // Built from parts so this file does not trip its own check.
+    let banned = [
+        ["db", "g!("].concat(),
+        ["to", "do!("].concat(),
+        ["unimpl", "emented!("].concat(),
+    ];
+    let printing = [["eprint", "ln!("].concat(), ["print", "ln!("].concat()];
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        let is_build_script = rel.ends_with("build.rs");
+        if !is_build_script && !text.trim_start().starts_with("//!") {
+            problems.push(format!("{rel}: does not open with a `//!` doc comment"));
+        }
+        for b in &banned {
+            if text.contains(b.as_str()) {
+                problems.push(format!("{rel}: contains `{b}`"));
+            }
+        }
+        // A test says what went wrong in its assertion messages; printing is debugging
+        // left behind (and noise in every passing run).
+        let is_test = Path::new(&rel)
+            .components()
+            .any(|c| c.as_os_str() == "tests");
+        for b in &printing {
+            if is_test && text.contains(b.as_str()) {
+                problems.push(format!("{rel}: a test prints (`{b}`)"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
