@@ -21,6 +21,7 @@ pub mod run;
 pub mod schedule;
 pub mod served;
 pub mod staleness;
+pub mod update;
 
 pub use config::RunConfig;
 pub use curriculum::Curriculum;

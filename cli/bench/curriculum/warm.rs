@@ -5,16 +5,17 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use clap::Parser;
 use engine::CampaignSpec;
+use policy::traces::{self, Blobs};
 use store::TaskFilter;
-use trainloop::RunConfig;
-use trainloop::run;
+use training::select::FbcFilter;
+use training::{AdamWConfig, Objective, TrainConfig};
+use trainloop::update as pipeline;
+use trainloop::{RunConfig, data, run};
 
 use super::curve::{Curve, Output, one_run};
 use super::{CurriculumArgs, Suite};
 use crate::args::Common;
-use crate::cmd::train::step::{StepArgs, step};
 use crate::progress;
 use crate::setup::{Env, engine_with};
 
@@ -81,7 +82,7 @@ pub async fn run(
         .data_dir
         .join("runs")
         .join(format!("bench-warm-{campaign}"));
-    if let Err(e) = update(common, a, &rl, campaign, &model, &out).await {
+    if let Err(e) = update(common, &store, a, &rl, campaign, &model, &out).await {
         // A teacher whose actions the model cannot write (or a warm-up that failed every
         // episode) selects nothing: the variant is reported as not run rather than ending
         // the benchmark.
@@ -114,41 +115,80 @@ pub async fn run(
 }
 
 /// The filtered-BC update on the warm-start campaign, with the run's learning rate on its
-/// trainer device.
+/// trainer device: the same pipeline as `train step` and a run's train phase.
 async fn update(
     common: &Common,
+    store: &store::Store,
     a: &CurriculumArgs,
     rl: &RunConfig,
     campaign: uuid::Uuid,
     model: &std::path::Path,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
-    #[derive(Parser)]
-    struct StepCli {
-        #[command(flatten)]
-        a: StepArgs,
+    let episodes = traces::from_campaigns(store, &[campaign]).await?;
+    let dylib = common.models.onnx_options(common, model.to_path_buf())?.dylib;
+    let cfg = TrainConfig {
+        objective: Objective::Fbc,
+        optimizer: AdamWConfig {
+            lr: rl.lr,
+            ..AdamWConfig::default()
+        },
+        epochs: a.warm_epochs,
+        seed: a.seed,
+        precision: rl.devices.precision,
+        ..TrainConfig::default()
+    };
+    let outcome = pipeline::run(
+        pipeline::Update {
+            episodes: &episodes,
+            collected: data::collect(&episodes, false),
+            choice: pipeline::Choice {
+                objective: Objective::Fbc,
+                fbc: FbcFilter::default(),
+                grpo_k: rl.grpo_k,
+                seed: a.seed,
+            },
+            replay: pipeline::ReplayOn {
+                parent: model,
+                dylib: &dylib,
+                device: inference::Device::Cpu,
+                threads: 2,
+                blobs: Blobs::Store(store.clone()),
+            },
+            train: pipeline::TrainJob {
+                parent: model.to_path_buf(),
+                out: out.to_path_buf(),
+                cfg: cfg.clone(),
+                device: (rl.devices.train, "devices.train"),
+                samples: Vec::new(),
+                lineage: serde_json::json!({
+                    "source": {"campaigns": [campaign]},
+                    "objective": "fbc",
+                    "config": cfg,
+                    "warm_start": true,
+                }),
+                resident: None,
+            },
+        },
+        || {},
+        |_, _, _| {},
+    )
+    .await?;
+    match outcome.trained {
+        Some(t) => {
+            println!(
+                "warm start: {} samples, loss {:.4} -> {:.4}, version {}",
+                outcome.samples,
+                t.report.first_loss,
+                t.report.last_loss,
+                out.display()
+            );
+            Ok(())
+        }
+        None => anyhow::bail!(
+            "no step selected or replayable ({} of {} trainable steps kept)",
+            outcome.selection.kept.len(),
+            outcome.collected.metas.len()
+        ),
     }
-    let argv = [
-        "step".to_string(),
-        "--campaign".into(),
-        campaign.to_string(),
-        "--model".into(),
-        model.display().to_string(),
-        "--out".into(),
-        out.display().to_string(),
-        "--objective".into(),
-        "fbc".into(),
-        "--seed".into(),
-        a.seed.to_string(),
-        "--epochs".into(),
-        a.warm_epochs.to_string(),
-        "--lr".into(),
-        rl.lr.to_string(),
-        "--train-device".into(),
-        rl.devices.train.to_string(),
-        "--precision".into(),
-        rl.devices.precision.to_string(),
-    ];
-    step(common, StepCli::try_parse_from(argv)?.a).await?;
-    Ok(())
 }

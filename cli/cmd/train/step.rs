@@ -8,15 +8,15 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use inference::Device;
-use inference::Model;
-use policy::traces::{self, Blobs, Replayer, TraceEpisode};
-use training::select::{FbcFilter, select_fbc, select_grpo};
-use training::{AdamWConfig, Objective, TrainConfig, Trainer};
+use policy::traces::{self, Blobs, TraceEpisode};
+use training::select::FbcFilter;
+use training::{AdamWConfig, Objective, TrainConfig};
+use trainloop::data;
+use trainloop::update as pipeline;
 use uuid::Uuid;
 
 use crate::args::Common;
 use crate::db;
-use trainloop::data;
 
 /// The objective.
 #[derive(Clone, Copy, ValueEnum)]
@@ -192,20 +192,19 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     };
     let recorded: usize = episodes.iter().map(|e| e.steps.len()).sum();
     let mut collected = data::collect(&episodes, a.partial_reward);
-    let selection = match objective {
-        Objective::Fbc => {
-            let filter = FbcFilter {
-                drop_unchanged: !a.keep_unchanged,
-                drop_not_found: !a.keep_not_found,
-                min_steps: a.min_steps,
-                replay_iterations: (a.replay_campaigns > 0).then_some(a.replay_campaigns),
-                max_samples: a.max_samples,
-            };
-            let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(a.seed);
-            select_fbc(&collected.metas, &filter, &mut rng)
-        }
-        Objective::Grpo => select_grpo(&collected.metas, a.grpo_k),
+    let choice = pipeline::Choice {
+        objective,
+        fbc: FbcFilter {
+            drop_unchanged: !a.keep_unchanged,
+            drop_not_found: !a.keep_not_found,
+            min_steps: a.min_steps,
+            replay_iterations: (a.replay_campaigns > 0).then_some(a.replay_campaigns),
+            max_samples: a.max_samples,
+        },
+        grpo_k: a.grpo_k,
+        seed: a.seed,
     };
+    let selection = pipeline::select(&collected, &choice);
     println!(
         "{} episodes, {recorded} steps: {} trainable, {} selected for {objective}",
         episodes.len(),
@@ -225,21 +224,21 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         );
     }
 
-    // The frozen parts (embeddings, vision encoder) in ONNX Runtime.
-    let model = Model::load(&a.from, &dylib, Device::Cpu, 2)
-        .with_context(|| format!("--model {}: loading it in ONNX Runtime", a.from.display()))?;
     warn_off_policy(&a.from, &episodes);
-    let mut replayer = Replayer::new(model, blobs);
     let replay_bar = bar(selection.kept.len(), "replaying", "steps")?;
-    let samples = data::samples(
-        &mut replayer,
-        &episodes,
-        &collected.at,
-        &selection.kept,
-        &mut collected.skipped,
-        || replay_bar.inc(1),
-    )
-    .await;
+    // The frozen parts (embeddings, vision encoder) in ONNX Runtime.
+    let on = pipeline::ReplayOn {
+        parent: &a.from,
+        dylib: &dylib,
+        device: Device::Cpu,
+        threads: 2,
+        blobs,
+    };
+    let samples = pipeline::replay(on, &episodes, &mut collected, &selection.kept, || {
+        replay_bar.inc(1)
+    })
+    .await
+    .context("--model: loading it in ONNX Runtime")?;
     replay_bar.finish_and_clear();
     if samples.len() < selection.kept.len() {
         eprintln!(
@@ -253,39 +252,38 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     }
 
     let started = Instant::now();
-    let from = a.from.clone();
-    let out = a.out.clone();
-    let lineage_data = serde_json::json!({
-        "source": source,
-        "episodes": episodes.len(),
-        "steps_recorded": recorded,
-        "steps_trainable": collected.metas.len(),
-        "samples": samples.len(),
-        "not_trainable": collected.skipped,
-        "dropped": dropped,
-        "objective": objective.to_string(),
-        "config": cfg,
-        "partial_reward": a.partial_reward,
-        "grpo_k": a.grpo_k,
-    });
-    let device = a.train_device.open().context("--train-device")?;
+    let n = samples.len();
+    let job = pipeline::TrainJob {
+        parent: a.from.clone(),
+        out: a.out.clone(),
+        cfg: cfg.clone(),
+        device: (a.train_device, "--train-device"),
+        samples,
+        lineage: serde_json::json!({
+            "source": source,
+            "episodes": episodes.len(),
+            "steps_recorded": recorded,
+            "steps_trainable": collected.metas.len(),
+            "samples": n,
+            "not_trainable": collected.skipped,
+            "dropped": dropped,
+            "objective": objective.to_string(),
+            "config": cfg,
+            "partial_reward": a.partial_reward,
+            "grpo_k": a.grpo_k,
+        }),
+        resident: None,
+    };
     let train_bar = bar(0, "training", "optimiser steps")?;
-    let tb = train_bar.clone();
-    let (report, lineage) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let mut trainer = Trainer::load(&from, cfg, &device)
-            .with_context(|| format!("--model {}: loading it for training", from.display()))?;
-        let report = trainer.update(&samples, &mut |done, total, loss| {
-            tb.set_length(total as u64);
-            tb.set_position(done as u64);
-            tb.set_message(format!("loss {loss:.4}"));
-        })?;
-        let mut data = lineage_data;
-        data["report"] = serde_json::to_value(&report)?;
-        let lineage = trainer.publish(&out, data)?;
-        Ok((report, lineage))
+    let trained = pipeline::train(job, |done, total, loss| {
+        train_bar.set_length(total as u64);
+        train_bar.set_position(done as u64);
+        train_bar.set_message(format!("loss {loss:.4}"));
     })
-    .await??;
+    .await
+    .with_context(|| format!("--model {}: training it", a.from.display()))?;
     train_bar.finish_and_clear();
+    let (report, lineage) = (trained.report, trained.lineage);
     let fingerprint =
         policy::fingerprint(&a.out).with_context(|| format!("reading back {}", a.out.display()))?;
     println!(

@@ -14,16 +14,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use inference::Model;
 use inference::version_link::promote;
-use policy::traces::{self, Blobs, Replayer};
-use rand::SeedableRng;
+use policy::traces::{self, Blobs};
 use store::{IterationUpdate, IterationView};
-use training::select::{FbcFilter, select_fbc, select_grpo};
-use training::{AdamWConfig, Objective, TrainConfig, Trainer};
+use training::select::FbcFilter;
+use training::{AdamWConfig, Objective, TrainConfig};
 
 use super::{CURRENT, Ctx, Event, current_version, now_ms, reload, stamp};
 use crate::external::{self, TrainerChoice};
+use crate::update as pipeline;
 use crate::{RunError, data, staleness};
 use store::{Phase, Stage};
 
@@ -95,13 +94,13 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             }
             _ => (BTreeMap::new(), of_steps),
         };
-        let selection = match objective {
-            Objective::Fbc => {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(ctx.cfg.seed ^ u64::from(idx));
-                select_fbc(&collected.metas, &FbcFilter::default(), &mut rng)
-            }
-            Objective::Grpo => select_grpo(&collected.metas, ctx.cfg.grpo_k),
+        let choice = pipeline::Choice {
+            objective,
+            fbc: FbcFilter::default(),
+            grpo_k: ctx.cfg.grpo_k,
+            seed: ctx.cfg.seed ^ u64::from(idx),
         };
+        let selection = pipeline::select(&collected, &choice);
         let mut dropped = serde_json::to_value(&selection.dropped).unwrap_or_default();
         for (why, n) in &too_stale {
             dropped[*why] = (*n).into();
@@ -163,23 +162,15 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         } else {
             let devices = &ctx.cfg.devices;
             let replay_started = Instant::now();
-            let model = Model::load(
-                &parent,
-                &ctx.dylib,
-                devices.policy_device(),
-                devices.policy_threads as usize,
-            )
-            .map_err(|e| RunError::Config(format!("{}: {e}", parent.display())))?;
-            let mut replayer = Replayer::new(model, Blobs::Store(store.clone()));
-            let samples = data::samples(
-                &mut replayer,
-                &episodes,
-                &collected.at,
-                &selection.kept,
-                &mut collected.skipped,
-                || {},
-            )
-            .await;
+            let on = pipeline::ReplayOn {
+                parent: &parent,
+                dylib: &ctx.dylib,
+                device: devices.policy_device(),
+                threads: devices.policy_threads as usize,
+                blobs: Blobs::Store(store.clone()),
+            };
+            let samples =
+                pipeline::replay(on, &episodes, &mut collected, &selection.kept, || {}).await?;
             let replay_s = replay_started.elapsed().as_secs_f64();
             let cfg = TrainConfig {
                 objective,
@@ -193,64 +184,32 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 precision: devices.precision,
                 ..TrainConfig::default()
             };
-            let lineage = serde_json::json!({
-                "run": ctx.run, "iteration": idx, "campaigns": campaigns,
-                "objective": objective.to_string(), "samples": samples.len(),
-                "dropped": dropped, "not_trainable": collected.skipped,
-                "staleness": histogram,
-            });
-            let (from, to, n) = (parent.clone(), out.clone(), samples.len());
-            let devices = devices.clone();
-            // Taken out while it trains: an update that fails drops it (its weights may be
-            // half-updated), and the next one loads the last published version.
-            let resident = ctx.trainer.lock().ok().and_then(|mut t| t.take());
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let job = tokio::task::spawn_blocking(move || -> Result<Trained, RunError> {
-                let loading = Instant::now();
-                let reused = resident
-                    .filter(|t| same_path(t.source(), &from))
-                    .map(|mut t| t.reconfigure(cfg.clone()).map(|()| t));
-                let (mut trainer, kept) = match reused {
-                    Some(Ok(t)) => (t, true),
-                    _ => {
-                        let device = devices.open_train().map_err(RunError::Config)?;
-                        (Trainer::load(&from, cfg, &device)?, false)
-                    }
-                };
-                let load_s = loading.elapsed().as_secs_f64();
-                // Where it ran, for the report: `cuda:0 bf16`.
-                let place = format!(
-                    "{} {}",
-                    training::device_name(trainer.decoder().device()),
-                    training::dtype_name(trainer.decoder().compute_dtype())
-                );
-                let r = trainer.update(&samples, &mut |done, total, loss| {
-                    let _ = tx.send((done, total, loss));
-                })?;
-                let mut lineage = lineage;
-                lineage["report"] = serde_json::to_value(&r).unwrap_or_default();
-                let publishing = Instant::now();
-                trainer.publish(&to, lineage)?;
-                Ok(Trained {
-                    report: r,
-                    place,
-                    kept,
-                    load_s,
-                    publish_s: publishing.elapsed().as_secs_f64(),
-                    trainer,
-                })
-            });
-            while let Some((done, total, loss)) = rx.recv().await {
+            let n = samples.len();
+            let job = pipeline::TrainJob {
+                parent: parent.clone(),
+                out: out.clone(),
+                cfg,
+                device: (devices.train, "devices.train"),
+                samples,
+                lineage: serde_json::json!({
+                    "run": ctx.run, "iteration": idx, "campaigns": campaigns,
+                    "objective": objective.to_string(), "samples": n,
+                    "dropped": dropped, "not_trainable": collected.skipped,
+                    "staleness": histogram,
+                }),
+                // Taken out while it trains: an update that fails drops it, and the next
+                // one loads the last published version.
+                resident: ctx.trainer.lock().ok().and_then(|mut t| t.take()),
+            };
+            let t = pipeline::train(job, |done, total, loss| {
                 (ctx.events)(Event::Step {
                     iteration: idx,
                     done,
                     total,
                     loss,
-                });
-            }
-            let t = job
-                .await
-                .map_err(|e| RunError::Config(format!("training thread: {e}")))??;
+                })
+            })
+            .await?;
             let r = &t.report;
             update.samples = Some(n as i32);
             update.loss = Some(r.last_loss);
@@ -281,28 +240,6 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     update.train_ms = Some(started.elapsed().as_millis() as i64);
     store.update_iteration(ctx.run, it.idx, update).await?;
     Ok(())
-}
-
-/// What an update's thread gives back: its report, where it ran, and the trainer itself
-/// (kept for the next update).
-struct Trained {
-    report: training::UpdateReport,
-    place: String,
-    /// Whether it went on from the trainer the previous update left in memory.
-    kept: bool,
-    load_s: f64,
-    publish_s: f64,
-    trainer: Trainer,
-}
-
-/// Whether two paths name the same directory (the recorded version and the trainer's
-/// own record of what it published may be spelled differently).
-fn same_path(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
 }
 
 #[cfg(test)]
