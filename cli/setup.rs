@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use browser_pool::PoolConfig;
 use engine::Engine;
-use engine::env::sites::SitesServer;
-use engine::runner::RunnerConfig;
+use engine::SitesServer;
+use engine::RunnerConfig;
 use policy::{LatencyModel, PolicyRegistry};
 
 use crate::args::{Common, ServerArgs};
@@ -95,7 +95,7 @@ pub fn engine_with(
 pub async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env> {
     pool_config(common)?;
     let db = db::open(common).await?;
-    let miniwob = engine::env::sites::find_miniwob(&common.data_dir);
+    let miniwob = engine::find_miniwob(&common.data_dir);
     let extra = miniwob
         .iter()
         .map(|d| ("miniwob".to_string(), d.clone()))

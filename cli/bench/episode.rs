@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use browser_pool::{Action, BrowserPool, Session};
-use engine::env::miniwob::{miniwob_done, miniwob_start};
-use engine::env::sites::SitesServer;
+use engine::{miniwob_done, miniwob_start};
+use engine::SitesServer;
 use policy::miniwob::{MiniWobSolver, SOLVED};
 use policy::{PastStep, Policy, RandomPolicy, ScriptedPolicy, StepInput};
 use serde::Serialize;
@@ -182,7 +182,7 @@ pub fn bundled_tasks(bases: &BTreeMap<String, String>, limit: Option<usize>) -> 
 /// The bundled practice sites on loopback, with MiniWoB++'s HTML as the `miniwob` site
 /// where it is installed.
 pub async fn practice_sites(common: &Common) -> anyhow::Result<SitesServer> {
-    let extra = engine::env::sites::find_miniwob(&common.data_dir)
+    let extra = engine::find_miniwob(&common.data_dir)
         .map(|d| ("miniwob".to_string(), d))
         .into_iter()
         .collect();

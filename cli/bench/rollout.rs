@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use engine::env::sites::SitesServer;
-use engine::runner::RunnerConfig;
+use engine::SitesServer;
+use engine::RunnerConfig;
 use engine::{CampaignSpec, Engine};
 use policy::{LatencyModel, PolicyRegistry};
 use serde::Serialize;

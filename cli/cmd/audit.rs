@@ -11,9 +11,9 @@ use anyhow::{Context, bail};
 use browser_pool::BrowserPool;
 use clap::Args;
 use engine::audit::{self, Exploration, Finding, labels};
-use engine::env::sites::SitesServer;
+use engine::SitesServer;
 use engine::judge::calibration::LabelledEpisode;
-use engine::runner::InfraError;
+use engine::InfraError;
 use futures::StreamExt;
 use indicatif::ProgressBar;
 use tasks::Task;
@@ -154,7 +154,7 @@ pub async fn explore(
     default: &[&str],
     reviewed: bool,
 ) -> anyhow::Result<Explored> {
-    let extra = engine::env::sites::find_miniwob(&common.data_dir)
+    let extra = engine::find_miniwob(&common.data_dir)
         .map(|d| ("miniwob".to_string(), d))
         .into_iter()
         .collect();

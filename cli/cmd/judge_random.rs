@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use browser_pool::BrowserPool;
 use clap::Args;
 use engine::audit::reviewed::{Recorded, record_random};
-use engine::env::sites::SitesServer;
+use engine::SitesServer;
 use futures::StreamExt;
 use rubrics::Check;
 use tasks::Task;

@@ -28,7 +28,7 @@ pub struct RunArgs {
     pub max_steps: Option<u32>,
     /// Answers an agent may give per episode: each but the last is followed by a prompt to
     /// check the page again (TTI's re-check); the last one is judged.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=engine::campaign::MAX_ANSWER_CHECKS as i64))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=engine::MAX_ANSWER_CHECKS as i64))]
     pub answer_checks: u32,
     /// Base seed.
     #[arg(long, default_value_t = 0)]

@@ -1,27 +1,30 @@
 //! The engine: composes the browser pool, tasks, rubrics, policies and the Postgres store
 //! into campaigns of judged, stored episodes.
 //!
-//! - [`Engine`] is the facade the CLI and the web server use (API boundary).
-//! - [`store`] is the only module that writes SQL; the schema lives in `migrations/`.
-//! - [`policy`] holds the [`policy::Policy`] seam and the built-in policies.
-//! - [`runner`] claims episodes (leases in Postgres), runs them, judges, stores.
-//! - [`snapshot`] is the final page as the rule judge reads it, below runner and judge.
-//! - [`env`](mod@env) holds the task environments: the bundled practice websites, MiniWoB++.
-//! - [`export`] reads finished episodes out as a dataset for trainers; [`traces`] reads
-//!   them (or an export) back as training data, each step's model inputs rebuilt.
+//! Its public API is small: [`Engine`] (the facade the CLI, `web` and `trainloop` call),
+//! campaign specs, the runner's settings, the practice-site server, and two namespaces
+//! used as such, [`judge`] (the model judge and its calibration) and [`audit`] (rubric
+//! audits). Everything else is private:
+//! - `runner` claims episodes (leases in Postgres), runs them, judges, stores;
+//! - `campaign` validates a campaign request and plans its episodes;
+//! - `snapshot` is the final page as the rule judge reads it, below runner and judge;
+//! - `env` holds the task environments: the bundled practice websites, MiniWoB++.
 //!
-//! Data flows one way: task → campaign → episode → step → verdict. The engine knows
-//! nothing of HTTP handlers or the dashboard; `web` sits on top of it.
+//! Must not touch: SQL (the `store` crate's), HTTP handlers or the dashboard (`web` sits on
+//! top of it), policy internals (the `policy` crate's). Data flows one way: task →
+//! campaign → episode → step → verdict.
 
 pub mod audit;
-pub mod campaign;
+mod campaign;
 mod engine;
-pub mod env;
+mod env;
 mod error;
 pub mod judge;
-pub mod runner;
-pub mod snapshot;
+mod runner;
+mod snapshot;
 
-pub use campaign::{CampaignConfig, CampaignSpec};
+pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS};
+pub use env::{SitesServer, find_miniwob, miniwob_done, miniwob_start, miniwob_task_names};
+pub use runner::{InfraError, POLICY_CALL_RETRIES, PageSnapshot, RunnerConfig, Watchdog};
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};
 pub use error::EngineError;

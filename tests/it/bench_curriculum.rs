@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use store::Store;
 
 fn bench(args: &[&str], database_url: &str, data_dir: &std::path::Path) -> Output {
-    let miniwob = engine::env::sites::find_miniwob(&common::data_dir())
+    let miniwob = engine::find_miniwob(&common::data_dir())
         .expect("MiniWoB++: run ./scripts/setup-python.sh");
     Command::new(env!("CARGO_BIN_EXE_surfgym"))
         .args(["bench", "curriculum"])

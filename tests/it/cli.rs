@@ -364,7 +364,7 @@ async fn observe_shows_what_the_agent_sees_after_the_actions() {
     std::fs::write(site.join("form.html"), FORM).unwrap();
     std::fs::write(site.join("spinner.html"), SPINNER).unwrap();
     std::fs::write(site.join("canvas.html"), CANVAS).unwrap();
-    let sites = engine::env::sites::SitesServer::start_with(
+    let sites = engine::SitesServer::start_with(
         std::net::IpAddr::from([127, 0, 0, 1]),
         None,
         vec![("framed".into(), site.clone())],

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use browser_pool::Action;
 use common::{js, open_dashboard, serve_web};
-use engine::env::sites::SitesServer;
+use engine::SitesServer;
 use engine::{CampaignSpec, Engine};
 use futures::FutureExt;
 use futures::future::BoxFuture;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use browser_pool::PoolConfig;
-use engine::env::sites::SitesServer;
+use engine::SitesServer;
 use engine::{CampaignSpec, Engine};
 use policy::PolicyRegistry;
 use policy::miniwob::SOLVED;
@@ -35,7 +35,7 @@ const BROWSERGYM_SCREEN: browser_pool::Screen = browser_pool::Screen {
 const SEED: u64 = 2026;
 
 fn miniwob_dir() -> PathBuf {
-    engine::env::sites::find_miniwob(&common::data_dir())
+    engine::find_miniwob(&common::data_dir())
         .expect("MiniWoB++'s HTML: run ./scripts/setup-python.sh (or set SURFGYM_MINIWOB_DIR)")
 }
 
@@ -268,13 +268,13 @@ async fn an_episode_starts_only_once_its_page_has_loaded() {
         flag.store(true, Ordering::SeqCst);
         go.notify_one();
     });
-    let utterance = engine::env::miniwob::miniwob_start(&s, 7).await.unwrap();
+    let utterance = engine::miniwob_start(&s, 7).await.unwrap();
     assert!(
         released.load(Ordering::SeqCst),
         "started before the page had loaded"
     );
     assert!(utterance.contains("Click"), "{utterance}");
-    let done = engine::env::miniwob::miniwob_done(&s).await.unwrap();
+    let done = engine::miniwob_done(&s).await.unwrap();
     assert!(!done, "the episode runs");
     s.close().await;
     pool.shutdown().await;

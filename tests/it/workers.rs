@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::database_url;
 use engine::CampaignSpec;
-use engine::env::sites::SitesServer;
+use engine::SitesServer;
 use policy::PolicyRegistry;
 use sqlx::PgPool;
 use store::{Store, TaskFilter};

@@ -249,10 +249,10 @@ impl RunConfig {
         if self.eval_rollouts == 0 {
             return Err("eval_rollouts: must be at least 1".into());
         }
-        if !(1..=engine::campaign::MAX_ANSWER_CHECKS).contains(&self.eval_answer_checks) {
+        if !(1..=engine::MAX_ANSWER_CHECKS).contains(&self.eval_answer_checks) {
             return Err(format!(
                 "eval_answer_checks: must be between 1 and {}",
-                engine::campaign::MAX_ANSWER_CHECKS
+                engine::MAX_ANSWER_CHECKS
             ));
         }
         if !matches!(self.objective.as_str(), "fbc" | "grpo") {

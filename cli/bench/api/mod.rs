@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use engine::Engine;
-use engine::runner::RunnerConfig;
+use engine::RunnerConfig;
 use policy::{LatencyModel, PolicyRegistry};
 use serde::Serialize;
 

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use browser_pool::{PoolConfig, PoolScreen, Screen};
 use clap::Args;
-use engine::env::sites::SitesServer;
+use engine::SitesServer;
 use serde::Serialize;
 
 use self::compare::{Peer, Verdict};

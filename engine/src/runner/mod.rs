@@ -25,10 +25,10 @@ use browser_pool::BrowserPool;
 use tokio::sync::{Mutex, broadcast, watch};
 use uuid::Uuid;
 
-pub use crate::snapshot::{PageCapture, PageSnapshot};
+pub use crate::snapshot::PageSnapshot;
 pub use decide::POLICY_CALL_RETRIES;
-pub use episode::{Episode, EpisodeRun, Finished, InfraError};
-pub use pipeline::{Judging, LeaseGuard, Pipeline, Work};
+pub use episode::{EpisodeRun, InfraError};
+pub use pipeline::{LeaseGuard, Pipeline, Work};
 
 use crate::campaign::{CampaignConfig, Mode};
 use crate::error::EngineError;

@@ -3,7 +3,7 @@
 //! after the final page was captured, in real Chromium against the bundled shop.
 
 use browser_pool::{Action, Target};
-use engine::runner::{InfraError, PageSnapshot};
+use engine::{InfraError, PageSnapshot};
 use rubrics::{Rubric, Trajectory};
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use crate::common;
 
 use browser_pool::Screen;
 use common::{engine, engine_observing, wiki_easy};
-use engine::runner::RunnerConfig;
+use engine::RunnerConfig;
 use engine::{CampaignSpec, Engine};
 use sqlx::PgPool;
 use store::{EpisodeFilter, EpisodeSummary, TaskFilter};

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use browser_pool::{Action, Session};
-use engine::runner::PageSnapshot;
+use engine::PageSnapshot;
 use rubrics::{FactVerdict, Rubric, Trajectory};
 
 use crate::common;

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use engine::judge::{Evidence, JudgeBackend, JudgeConfig, ModelJudge, judge_episode};
-use engine::runner::PageSnapshot;
+use engine::PageSnapshot;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use policy::PolicyError;

@@ -11,7 +11,7 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 
 use browser_pool::PoolConfig;
-use engine::runner::RunnerConfig;
+use engine::RunnerConfig;
 use engine::{CampaignSpec, Engine};
 use futures::FutureExt;
 use futures::future::BoxFuture;

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use browser_pool::BrowserPool;
 use common::{engine, engine_with, wiki_easy};
-use engine::runner::RunnerConfig;
+use engine::RunnerConfig;
 use engine::{CampaignSpec, Engine};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -240,7 +240,7 @@ async fn a_backend_that_retries_its_own_calls_is_not_retried_again_per_step(pool
     assert!(episodes > 0);
     assert_eq!(
         plain.calls.load(Ordering::SeqCst),
-        episodes * (1 + engine::runner::POLICY_CALL_RETRIES),
+        episodes * (1 + engine::POLICY_CALL_RETRIES),
         "the episode retries a plain backend's call"
     );
     assert_eq!(
@@ -527,7 +527,7 @@ async fn the_watchdog_takes_back_a_stuck_episode_which_is_then_rerun(pool: PgPoo
         hung: Default::default(),
     });
     let mut runner = RunnerConfig::for_this_process();
-    runner.watchdog = engine::runner::Watchdog {
+    runner.watchdog = engine::Watchdog {
         base: std::time::Duration::from_secs(4),
         per_step: std::time::Duration::from_secs(1),
     };
