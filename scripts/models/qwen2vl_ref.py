@@ -162,7 +162,7 @@ def multimodal_checks(m, report, close) -> None:
 
 
 def compare(m, path: str, report) -> None:
-    """Compares what a loader computed (JSON written by engine/tests/onnx_qwen2vl.rs) with the reference."""
+    """Compares what a loader computed (JSON written by engine/tests/it/onnx_qwen2vl.rs) with the reference."""
     with open(path, encoding="utf-8") as f:
         got = json.load(f)
     vc = m.config["vision_config"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A test external trainer (tests/train_external.rs), standard library only.
+"""A test external trainer (tests/it/train_external.rs), standard library only.
 
 It follows surfgym's external-trainer protocol (docs/guides/training.md, "External trainers"):
 reads the training set in SURFGYM_TRAIN_INPUT, checks every JSON line (token ids,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A test external trainer for a served run (tests/train_served.rs), standard library only.
+"""A test external trainer for a served run (tests/it/train_served.rs), standard library only.
 
 It follows surfgym's external-trainer protocol (docs/guides/training.md, "External trainers")
 for a policy served over HTTP:

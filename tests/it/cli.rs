@@ -194,7 +194,7 @@ async fn tasks_import_reads_a_directory_of_config_files(pool: PgPool) {
 #[test]
 fn judge_eval_reports_the_rule_judge_right_on_the_bundled_set() {
     // Without a model judge, `judge eval` needs no database. The recorded set (reference
-    // runs plus known-effect mutations); the set by construction is tests/rewards.rs'.
+    // runs plus known-effect mutations); the set by construction is tests/it/rewards.rs'.
     let set = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/rubrics/calibration/bundled.jsonl"

@@ -165,7 +165,7 @@ async fn onnx_and_http_policies_run_campaigns_end_to_end(pool: PgPool) {
         );
         // A random-weight model writes nonsense, so whether a step acted depends on the
         // weights; what must hold is that every step's outcome is the shared parser's verdict
-        // on the text the model wrote (engine/tests/http.rs checks a valid completion through
+        // on the text the model wrote (policy/tests/it/http.rs checks a valid completion through
         // the same client with a server whose reply is fixed).
         for s in detail.steps.iter().map(|s| &s.core) {
             let raw = s.raw_output.as_deref().unwrap_or_default();

@@ -351,7 +351,7 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
     let (r, published, _) = attempt("scale", 120, scratch.path().join("good")).await;
     assert!(matches!(r.unwrap(), Outcome::Version { samples: 4, .. }));
     assert!(published);
-    // An ONNX run's update cannot take a served name (tests/train_served.rs has served
+    // An ONNX run's update cannot take a served name (tests/it/train_served.rs has served
     // runs): refused, nothing published.
     let (r, published, _) = attempt_returning(
         "served",

@@ -2,7 +2,7 @@
 //! tiny model on MiniWoB++): with `overlap: {max_staleness: 1}` the next iteration's
 //! rollouts run while the trainer works, the samples they give the next update are one
 //! version behind (and never more), and every evaluation still runs exactly its own
-//! iteration's version. Synchronous runs are `tests/train_run.rs` and `tests/learning.rs`.
+//! iteration's version. Synchronous runs are `tests/it/train_run.rs` and `tests/it/learning.rs`.
 
 use crate::common;
 
@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 /// Tasks whose one right element does not depend on the seed, where the untrained
 /// model's samples at temperature 1 succeed on some rollouts of a group and fail on
-/// others (GRPO keeps such groups), as in `tests/learning.rs`.
+/// others (GRPO keeps such groups), as in `tests/it/learning.rs`.
 const TASKS: [&str; 2] = ["miniwob.click-dialog", "miniwob.focus-text"];
 
 fn config() -> Value {

@@ -2,7 +2,7 @@
 //! model: a short run from the untrained model, on the policy's own rollouts only (no
 //! reference solution, no scripted solver), trains on its own successes and evaluates
 //! every version on the same held-out seeds (that a run beats the untrained model and the
-//! random policy there is `tests/learning.rs`); a run killed with `kill -9` resumes where
+//! random policy there is `tests/it/learning.rs`); a run killed with `kill -9` resumes where
 //! it was and applies no update twice; configs that cannot run are refused before any
 //! campaign starts.
 

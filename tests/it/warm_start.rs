@@ -21,7 +21,7 @@ use store::{EpisodeFilter, Store, TaskFilter};
 use training::{Sample, TrainConfig, Trainer};
 use uuid::Uuid;
 
-/// Tasks whose right element does not depend on the seed (see `tests/learning.rs`): what
+/// Tasks whose right element does not depend on the seed (see `tests/it/learning.rs`): what
 /// one behaviour-cloning update can teach a random-weight model.
 const TASKS: [&str; 2] = ["miniwob.click-dialog", "miniwob.focus-text"];
 

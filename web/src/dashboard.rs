@@ -26,7 +26,7 @@ pub async fn index() -> impl IntoResponse {
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        INDEX.as_str(),
+        index_html(),
     )
 }
 

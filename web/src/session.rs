@@ -108,7 +108,7 @@ pub async fn page() -> impl IntoResponse {
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        SIGNIN.as_str(),
+        page_html(),
     )
 }
 

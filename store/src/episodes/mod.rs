@@ -26,10 +26,10 @@ pub struct StepCore {
     pub screenshot: Option<String>,
     /// The numbered elements shown to the policy.
     pub elements: serde_json::Value,
-    /// Page events since the previous observation (`browser_pool::PageEvent` as JSON):
+    /// Page events since the previous observation (`spaces::PageEvent` as JSON):
     /// dialogs, tabs, downloads, blocked URLs.
     pub events: serde_json::Value,
-    /// Open tabs at observation time (`browser_pool::TabInfo` as JSON).
+    /// Open tabs at observation time (`spaces::TabInfo` as JSON).
     pub tabs: serde_json::Value,
     /// Chromium's accessibility tree as the policy was shown it (text, one node a line,
     /// numbered elements as `[N] role "name"`), when the browser config recorded it

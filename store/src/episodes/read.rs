@@ -1,7 +1,7 @@
 //! Reading episodes back: lists, key-ordered pages for the export, the replay of one
 //! episode, and the sums the campaign reports and judges read.
 
-use browser_pool::Screen;
+use spaces::Screen;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::QueryBuilder;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use browser_pool::Screen;
+use spaces::Screen;
 use serde::Serialize;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
