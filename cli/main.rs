@@ -7,6 +7,7 @@ mod bench;
 mod cmd;
 mod db;
 mod models;
+mod pipe;
 mod progress;
 mod setup;
 mod summary;
@@ -88,6 +89,7 @@ fn init_tracing() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    pipe::exit_quietly_when_stdout_closes();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -118,6 +120,7 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
+        Err(e) if pipe::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

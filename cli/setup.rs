@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use browser_pool::PoolConfig;
 use engine::Engine;
-use engine::SitesServer;
 use engine::RunnerConfig;
+use engine::SitesServer;
 use policy::{LatencyModel, PolicyRegistry};
 
 use crate::args::{Common, ServerArgs};
@@ -127,6 +127,33 @@ pub async fn environment(common: &Common, sites_port: u16) -> anyhow::Result<Env
     println!("practice sites: {}", sites_list.join(", "));
     println!("registered {} bundled tasks", report.registered);
     Ok(Env { db, sites, engine })
+}
+
+/// How long a stopping `serve` or `worker` lets its running episodes finish.
+#[derive(clap::Args, Clone, Copy)]
+pub struct Grace {
+    /// On Ctrl-C or SIGTERM: seconds the running episodes get to finish and be stored; those
+    /// still running then go back to the queue (no attempt counted). No new episode starts.
+    #[arg(long = "grace-secs", default_value_t = 30)]
+    pub secs: u64,
+}
+
+/// Stops `engine` cleanly within `grace` and says what went back to the queue.
+pub async fn drain(engine: &Engine, grace: Grace) -> anyhow::Result<()> {
+    println!(
+        "stopping: no new episodes; the running ones get {} s to finish",
+        grace.secs
+    );
+    let d = engine
+        .shutdown_gracefully(std::time::Duration::from_secs(grace.secs))
+        .await?;
+    if d.handed_back > 0 {
+        println!(
+            "{} unfinished episodes went back to the queue (no attempt counted)",
+            d.handed_back
+        );
+    }
+    Ok(())
 }
 
 /// Waits for Ctrl-C or SIGTERM (what systemd, Docker and Kubernetes send), so that either

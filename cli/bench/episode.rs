@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use browser_pool::{Action, BrowserPool, Session};
-use engine::{miniwob_done, miniwob_start};
 use engine::SitesServer;
+use engine::{miniwob_done, miniwob_start};
 use policy::miniwob::{MiniWobSolver, SOLVED};
 use policy::{PastStep, Policy, RandomPolicy, ScriptedPolicy, StepInput};
 use serde::Serialize;

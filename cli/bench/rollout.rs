@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use engine::SitesServer;
 use engine::RunnerConfig;
+use engine::SitesServer;
 use engine::{CampaignSpec, Engine};
 use policy::{LatencyModel, PolicyRegistry};
 use serde::Serialize;

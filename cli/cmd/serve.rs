@@ -1,18 +1,21 @@
 //! `surfgym serve`: the API and dashboard (and the practice sites), running campaigns as
-//! they come, until Ctrl-C or SIGTERM (which close its browsers first).
+//! they come, until Ctrl-C or SIGTERM: then no new episode starts, the running ones get a
+//! grace period, the rest go back to the queue, and the browsers close.
 
 use std::process::ExitCode;
 
 use clap::Args;
 
 use crate::args::{Common, ServerArgs};
-use crate::setup::{environment, finish, start_web, stopped, url};
+use crate::setup::{Grace, drain, environment, finish, start_web, stopped, url};
 
 /// `surfgym serve`.
 #[derive(Args)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub server: ServerArgs,
+    #[command(flatten)]
+    pub grace: Grace,
 }
 
 /// `surfgym serve`.
@@ -29,7 +32,9 @@ pub async fn serve(common: &Common, args: ServeArgs) -> anyhow::Result<ExitCode>
         url(addr)
     );
     stopped().await;
+    // A training run's phases stop here; its campaigns' episodes drain with the rest.
     executor.abort();
+    drain(&env.engine, args.grace).await?;
     finish(env).await?;
     Ok(ExitCode::SUCCESS)
 }

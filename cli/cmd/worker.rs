@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::args::Common;
 use crate::db;
-use crate::setup::{engine, environment, pool_config, stopped};
+use crate::setup::{Grace, drain, engine, environment, pool_config, stopped};
 
 /// `surfgym worker`.
 #[derive(Args)]
@@ -24,6 +24,8 @@ pub struct WorkerArgs {
     /// port 0 picks a free one, printed at start).
     #[arg(long)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub grace: Grace,
 }
 
 /// `surfgym worker`.
@@ -52,10 +54,9 @@ pub async fn worker(common: &Common, args: WorkerArgs) -> anyhow::Result<ExitCod
     }
     engine.start_scheduler().await;
     println!(
-        "worker running; Ctrl-C or SIGTERM stops it (its unfinished episodes go back to the queue)"
+        "worker running; Ctrl-C or SIGTERM stops it (running episodes get --grace-secs to finish, the rest go back to the queue)"
     );
     stopped().await;
-    // Closing the browsers fails the in-flight episodes, which puts them back as pending.
-    engine.shutdown().await;
+    drain(&engine, args.grace).await?;
     Ok(ExitCode::SUCCESS)
 }

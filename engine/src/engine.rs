@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use browser_pool::{BrowserPool, PoolConfig, PoolScreen, Screen};
 use tokio::sync::{Mutex, OnceCell, broadcast, mpsc};
 use uuid::Uuid;
 
 use crate::campaign::{CampaignSpec, episode_seed};
+use crate::drain::{Drain, Drained};
 use crate::error::EngineError;
 use crate::runner::{RunEvent, Runner, RunnerConfig};
 use policy::PolicyRegistry;
@@ -35,6 +37,7 @@ struct Inner {
     queue: mpsc::Sender<Uuid>,
     queue_rx: Mutex<Option<mpsc::Receiver<Uuid>>>,
     judge: std::sync::RwLock<Option<Arc<crate::judge::ModelJudge>>>,
+    drain: Arc<Drain>,
 }
 
 /// What a bundled-suite registration did.
@@ -68,6 +71,7 @@ impl Engine {
                 queue,
                 queue_rx: Mutex::new(Some(rx)),
                 judge: std::sync::RwLock::new(None),
+                drain: Arc::new(Drain::default()),
             }),
         }
     }
@@ -130,7 +134,8 @@ impl Engine {
             self.inner.runner_cfg.clone(),
             self.inner.events.clone(),
         )
-        .with_model_judge(self.model_judge()))
+        .with_model_judge(self.model_judge())
+        .with_drain(self.inner.drain.clone()))
     }
 
     /// Sets the model judge that verifies facts written in words.
@@ -175,6 +180,25 @@ impl Engine {
             .screen
             .get_or_insert_with(|| Screen::of(&self.inner.pool_cfg));
         let tasks = self.inner.store.load_tasks(&config.tasks).await?;
+        // Named tasks must all exist: running the ones that do would silently measure
+        // something other than what was asked.
+        let unknown: Vec<&str> = config
+            .tasks
+            .ids
+            .iter()
+            .filter(|id| !tasks.iter().any(|t| t.id.as_str() == id.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(EngineError::Invalid(vec![tasks::FieldError {
+                field: "tasks.ids".into(),
+                message: format!(
+                    "{} task ids name no registered task that matches the filter (register them, or leave them out): {}",
+                    unknown.len(),
+                    unknown.join(", ")
+                ),
+            }]));
+        }
         if tasks.is_empty() {
             return Err(EngineError::Invalid(vec![tasks::FieldError {
                 field: "tasks".into(),
@@ -266,6 +290,9 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             loop {
+                if engine.inner.drain.stopping() {
+                    return;
+                }
                 let pending = match engine
                     .inner
                     .store
@@ -280,6 +307,9 @@ impl Engine {
                     }
                 };
                 for id in pending {
+                    if engine.inner.drain.stopping() {
+                        return;
+                    }
                     // A campaign of a policy this process lacks (a training run's, run by
                     // the process that holds the run) is left to the process that has it.
                     if let Ok(Some(c)) = engine.inner.store.get_campaign(id).await
@@ -359,6 +389,36 @@ impl Engine {
             }
         }
         Ok(report)
+    }
+
+    /// Stops cleanly (SIGTERM, Ctrl-C): no new lease from now on; episodes running here get
+    /// `grace` to finish and be stored; the leases of those still running are handed back
+    /// (pending again, the attempt not counted; nothing of them was stored, an episode
+    /// being stored whole or not at all); then the browsers close. Campaigns stay queued
+    /// or running for the next process.
+    pub async fn shutdown_gracefully(&self, grace: Duration) -> Result<Drained, EngineError> {
+        self.inner.drain.stop();
+        let running = self.inner.drain.leased();
+        if running > 0 {
+            tracing::info!(
+                running,
+                grace_s = grace.as_secs_f64(),
+                "stopping: no new episodes; waiting for the running ones"
+            );
+        }
+        let handed_back = if self.inner.drain.idle_within(grace).await {
+            0
+        } else {
+            self.inner
+                .store
+                .hand_back_leases(&self.inner.runner_cfg.owner)
+                .await?
+        };
+        if handed_back > 0 {
+            tracing::info!(handed_back, "unfinished episodes handed back to the queue");
+        }
+        self.shutdown().await;
+        Ok(Drained { handed_back })
     }
 
     /// Closes the browsers.

@@ -16,6 +16,7 @@
 
 pub mod audit;
 mod campaign;
+mod drain;
 mod engine;
 mod env;
 mod error;
@@ -24,7 +25,8 @@ mod runner;
 mod snapshot;
 
 pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS};
-pub use env::{SitesServer, find_miniwob, miniwob_done, miniwob_start, miniwob_task_names};
-pub use runner::{InfraError, POLICY_CALL_RETRIES, PageSnapshot, RunnerConfig, Watchdog};
+pub use drain::Drained;
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};
+pub use env::{SitesServer, find_miniwob, miniwob_done, miniwob_start, miniwob_task_names};
 pub use error::EngineError;
+pub use runner::{InfraError, POLICY_CALL_RETRIES, PageSnapshot, RunnerConfig, Watchdog};

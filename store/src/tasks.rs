@@ -8,9 +8,9 @@ use tasks::{Task, TaskSpec};
 use super::{Store, StoreError};
 
 /// Which tasks to list or run. Empty fields match everything; an unknown field is an error
-/// (a misspelt filter would otherwise run every task).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+/// (a misspelt filter would otherwise run every task), and so is anything but an object:
+/// serde would read `["shop"]` as `{"site": "shop"}` (a struct from its fields in order).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TaskFilter {
     /// Website.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -27,6 +27,50 @@ pub struct TaskFilter {
     /// Explicit task ids.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<String>,
+}
+
+/// [`TaskFilter`]'s fields as serde reads them from an object.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilterFields {
+    #[serde(default)]
+    site: Option<String>,
+    #[serde(default)]
+    tag: Option<String>,
+    #[serde(default)]
+    difficulty: Option<String>,
+    #[serde(default)]
+    split: Option<String>,
+    #[serde(default)]
+    ids: Vec<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for TaskFilter {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> serde::de::Visitor<'de> for Object {
+            type Value = TaskFilter;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of task filters (site, tag, difficulty, split, ids)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<TaskFilter, A::Error> {
+                let f = <FilterFields as serde::Deserialize>::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(TaskFilter {
+                    site: f.site,
+                    tag: f.tag,
+                    difficulty: f.difficulty,
+                    split: f.split,
+                    ids: f.ids,
+                })
+            }
+        }
+        d.deserialize_map(Object)
+    }
 }
 
 /// A stored task as the API shows it.

@@ -1,8 +1,8 @@
 //! The `surfgym` binary itself: `tasks import --format ...` (MiniWoB++ task names and a
 //! WebArena array with a broken item) against a real database, `judge eval` on the
 //! bundled labelled set with the rule judge, `observe` on a page with a cross-site frame
-//! in real Chromium, `export` of a real scripted episode with its screenshots, and a short
-//! `bench soak` over every hostile page.
+//! in real Chromium, `export` of a real scripted episode with its screenshots (and every
+//! printing command into a closed pipe), and a short `bench soak` over every hostile page.
 
 use crate::common;
 
@@ -563,6 +563,34 @@ async fn export_writes_finished_episodes_and_their_screenshots(pool: PgPool) {
     assert!(!bad.status.success());
     assert!(stderr.contains("--campaign xyz"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
+
+    // Piped into a reader that stopped reading (`surfgym campaign list | head -1`), every
+    // printing command ends quietly with status 0.
+    let campaign = e["campaign_id"].as_str().unwrap();
+    for args in [
+        vec!["campaign", "list"],
+        vec!["campaign", "show", campaign],
+        vec!["export"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_surfgym"))
+            .args(&args)
+            .env("DATABASE_URL", &db)
+            .env("SURFGYM_LOG", "warn")
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{args:?} into a closed pipe: {stderr}"
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
 }
 
 /// `run` with a model policy says which model its episodes ran under (name, model

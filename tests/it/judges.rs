@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use engine::PageSnapshot;
 use engine::SitesServer;
 use engine::judge::{Evidence, HttpJudge, JudgeBackend, JudgeConfig, ModelJudge, OnnxJudge};
-use engine::PageSnapshot;
 use engine::{CampaignSpec, Engine};
 use futures::future::BoxFuture;
 use policy::http::HttpOptions;

@@ -45,6 +45,35 @@ async fn each_process_runs_the_shared_tasks_on_its_own_sites(pool: PgPool) {
                 .as_str()
                 .starts_with(&shop_b)
         );
+        // It runs and judges a campaign on its own sites while the first process is up.
+        let id = b
+            .create_campaign(CampaignSpec {
+                policy: Some("scripted".into()),
+                tasks: Some(TaskFilter {
+                    ids: vec![TASK.into()],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(b.run_campaign(id).await.unwrap(), store::Status::Completed);
+        let (eps, _) = b
+            .store()
+            .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(eps[0].success, Some(true), "{:?}", eps[0]);
+        let visited: (Option<String>,) =
+            sqlx::query_as("SELECT final_url FROM episodes WHERE id = $1")
+                .bind(eps[0].id)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert!(
+            visited.0.as_deref().is_some_and(|u| u.starts_with(&shop_b)),
+            "the second process ran on its own sites: {visited:?}"
+        );
         b.shutdown().await;
         shop_b
     };

@@ -1,7 +1,8 @@
 //! Rollout workers as separate processes sharing one Postgres: a worker killed with
 //! SIGKILL mid-campaign (its browsers too, as when a machine dies) loses no finished
-//! episode and duplicates none once another worker resumes; three workers run every
-//! episode exactly once.
+//! episode and duplicates none once another worker resumes; a worker or a server stopped
+//! with SIGTERM fails nothing and counts no attempt for what it hands back; three workers
+//! run every episode exactly once.
 
 use crate::common;
 
@@ -40,13 +41,19 @@ impl Worker {
     }
 
     fn spawn_with(db: &str, name: &str, extra: &[&str]) -> Worker {
+        Worker::launch(db, name, &["worker"], extra)
+    }
+
+    /// `surfgym COMMAND...` with the workers' settings (short leases, simulated latency,
+    /// two browser contexts).
+    fn launch(db: &str, name: &str, command: &[&str], extra: &[&str]) -> Worker {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("workers");
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("{name}-{}.log", Uuid::new_v4().simple()));
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_surfgym"))
+            .args(command)
             .args([
-                "worker",
                 "--lease-secs",
                 "3",
                 "--sim-latency-ms",
@@ -99,19 +106,29 @@ impl Worker {
     }
 
     fn stop(mut self) {
-        // SIGTERM to the worker alone: it shuts its browsers down itself.
+        assert!(
+            self.terminate(Duration::from_secs(20)),
+            "{}",
+            self.log.display()
+        );
+    }
+
+    /// SIGTERM to the worker alone (it stops its browsers itself); whether it exited
+    /// with status 0 within `limit` (else it is killed).
+    fn terminate(&mut self, limit: Duration) -> bool {
         let pid = i32::try_from(self.pid()).expect("pids fit an i32");
         assert!(pid > 1);
         // SAFETY: kill(2) with a positive pid signals exactly that process.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         self.kill_hard();
+        false
     }
 }
 
@@ -284,6 +301,101 @@ async fn a_worker_killed_mid_campaign_loses_and_duplicates_nothing(pool: PgPool)
         "{by:?}"
     );
     second.stop();
+}
+
+/// Episodes by status, and those that took more than one attempt.
+async fn statuses(store: &Store, id: Uuid) -> (HashMap<String, i64>, i64) {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, count(*) FROM episodes WHERE campaign_id = $1 GROUP BY status",
+    )
+    .bind(id)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let (retried,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM episodes WHERE campaign_id = $1 AND attempts > 1")
+            .bind(id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    (rows.into_iter().collect(), retried)
+}
+
+/// SIGTERM mid-campaign (a deploy, a container stop): `command` stops taking episodes,
+/// lets the running ones finish within `grace` or hands them back, and exits 0; nothing
+/// fails, no attempt is counted for what it abandoned, and a worker started after it
+/// completes the campaign with every episode run once.
+async fn sigterm_loses_no_queued_work(pool: PgPool, command: &[&str], grace: &str) {
+    let db = database_url(&pool);
+    let (store, _sites, id) = setup(pool).await;
+    let total = store
+        .get_campaign(id)
+        .await
+        .unwrap()
+        .unwrap()
+        .total_episodes;
+    let mut first = Worker::launch(&db, "stopped", command, &["--grace-secs", grace]);
+    wait_until(
+        &store,
+        id,
+        "running episodes after a few finished ones",
+        |v| v.counts.finished >= 2 && v.counts.running > 0,
+    )
+    .await;
+    assert!(
+        first.terminate(Duration::from_secs(60)),
+        "exits 0 on SIGTERM: {}",
+        first.log.display()
+    );
+    let (after_stop, retried) = statuses(&store, id).await;
+    let n = |s: &str| after_stop.get(s).copied().unwrap_or(0);
+    assert_eq!(
+        (n("running"), n("failed"), n("cancelled")),
+        (0, 0, 0),
+        "nothing left leased or failed by the stop: {after_stop:?} ({})",
+        first.log.display()
+    );
+    assert_eq!(n("pending") + n("finished"), total);
+    assert!(
+        n("pending") > 0,
+        "the stop left queued work: {after_stop:?}"
+    );
+    assert_eq!(retried, 0, "no attempt counted twice");
+    let (never_started,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM episodes WHERE campaign_id = $1 AND status = 'pending'
+           AND attempts = 0 AND started_at IS NULL",
+    )
+    .bind(id)
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        never_started,
+        n("pending"),
+        "a handed-back episode counts no attempt"
+    );
+
+    let second = Worker::spawn(&db, "after");
+    wait_until(&store, id, "the campaign to complete", |v| {
+        v.status == store::Status::Completed
+    })
+    .await;
+    let v = store.get_campaign(id).await.unwrap().unwrap();
+    assert_eq!((v.counts.finished, v.counts.failed), (total, 0));
+    assert_eq!(statuses(&store, id).await.1, 0, "every episode ran once");
+    assert_exact_accounting(&store, id).await;
+    second.stop();
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn a_worker_stopped_with_sigterm_hands_back_its_running_episodes(pool: PgPool) {
+    // No grace: the running episodes go back to the queue at once.
+    sigterm_loses_no_queued_work(pool, &["worker"], "0").await;
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn a_server_stopped_with_sigterm_finishes_its_running_episodes(pool: PgPool) {
+    sigterm_loses_no_queued_work(pool, &["serve", "--port", "0", "--sites-port", "0"], "60").await;
 }
 
 #[sqlx::test(migrator = "store::MIGRATOR")]

@@ -240,8 +240,7 @@ pub async fn run(
         job.samples = samples;
         job.lineage["samples"] = n.into();
         job.lineage["dropped"] = serde_json::to_value(&selection.dropped).unwrap_or_default();
-        job.lineage["not_trainable"] =
-            serde_json::to_value(&collected.skipped).unwrap_or_default();
+        job.lineage["not_trainable"] = serde_json::to_value(&collected.skipped).unwrap_or_default();
         Some(train(job, on_step).await?)
     };
     Ok(Outcome {

@@ -126,7 +126,10 @@ async fn update(
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     let episodes = traces::from_campaigns(store, &[campaign]).await?;
-    let dylib = common.models.onnx_options(common, model.to_path_buf())?.dylib;
+    let dylib = common
+        .models
+        .onnx_options(common, model.to_path_buf())?
+        .dylib;
     let cfg = TrainConfig {
         objective: Objective::Fbc,
         optimizer: AdamWConfig {

@@ -31,6 +31,7 @@ pub use episode::{EpisodeRun, InfraError};
 pub use pipeline::{LeaseGuard, Pipeline, Work};
 
 use crate::campaign::{CampaignConfig, Mode};
+use crate::drain::Drain;
 use crate::error::EngineError;
 use metrics::METRICS;
 use policy::{Policy, PolicyRegistry};
@@ -148,6 +149,7 @@ pub struct Runner {
     cfg: RunnerConfig,
     events: broadcast::Sender<RunEvent>,
     judge: Option<Arc<crate::judge::ModelJudge>>,
+    drain: Arc<Drain>,
 }
 
 /// One campaign's run: what every worker shares.
@@ -177,7 +179,14 @@ impl Runner {
             cfg,
             events,
             judge: None,
+            drain: Arc::new(Drain::default()),
         }
+    }
+
+    /// Takes leases under `drain`: none once it stops, each counted while held.
+    pub fn with_drain(mut self, drain: Arc<Drain>) -> Runner {
+        self.drain = drain;
+        self
     }
 
     /// Facts in words are verified by this model judge.
@@ -199,7 +208,8 @@ impl Runner {
             .get_campaign(id)
             .await?
             .ok_or(EngineError::NotFound("campaign"))?;
-        if view.status.is_ended() || view.status == Status::Paused {
+        // A stopping process starts nothing: the campaign stays as it is for the next.
+        if view.status.is_ended() || view.status == Status::Paused || self.drain.stopping() {
             return Ok(view.status);
         }
         let config: CampaignConfig = serde_json::from_value(view.config.clone())
@@ -321,7 +331,7 @@ impl Runner {
         if self.store.campaign_status(run.id).await? != Some(Status::Running) {
             return Ok(Claim::Done);
         }
-        if *run.cut.borrow() {
+        if *run.cut.borrow() || self.drain.stopping() {
             return Ok(Claim::Done);
         }
         if let Some(ep) = self
@@ -334,6 +344,7 @@ impl Runner {
                 self.cfg.owner.clone(),
                 self.cfg.lease,
                 ep.id,
+                self.drain.hold(),
             );
             return Ok(Claim::Episode(ep, lease));
         }
@@ -453,14 +464,20 @@ impl Runner {
     ) -> Result<(), EngineError> {
         let gave_up = ep.attempts >= run.config.max_attempts as i32;
         let reason = format!("{kind}: {error}");
+        let held = self
+            .store
+            .release_episode(ep.id, &self.cfg.owner, &reason, gave_up)
+            .await?;
+        if !held {
+            // Handed back by a clean stop (or taken over after a lapsed lease): not this
+            // runner's failure to count.
+            return Ok(());
+        }
         tracing::warn!(episode = %ep.id, attempt = ep.attempts, gave_up, error = %reason, "episode failed (infrastructure)");
         METRICS.retries.inc(kind);
         if gave_up {
             METRICS.episodes_failed.inc();
         }
-        self.store
-            .release_episode(ep.id, &self.cfg.owner, &reason, gave_up)
-            .await?;
         self.emit(RunEvent::EpisodeFailed {
             campaign: run.id,
             episode: ep.id,

@@ -13,17 +13,29 @@ use uuid::Uuid;
 
 use super::RunEvent;
 use super::episode::Finished;
+use crate::drain::Held;
 use crate::judge::{Evidence, ModelJudge};
 use metrics::METRICS;
 use store::{EpisodeRecord, Store, VerdictOutcome, VerdictRecord};
 
-/// Keeps an episode's lease alive until dropped.
-pub struct LeaseGuard(JoinHandle<()>);
+/// Keeps an episode's lease alive until dropped, and counted among the process's leases
+/// (a clean stop waits for them).
+pub struct LeaseGuard {
+    beat: JoinHandle<()>,
+    /// Counted while the guard lives; only dropped.
+    _held: Held,
+}
 
 impl LeaseGuard {
     /// Starts heartbeating `episode`'s lease every third of its length.
-    pub fn start(store: Store, owner: String, lease: Duration, episode: Uuid) -> LeaseGuard {
-        LeaseGuard(tokio::spawn(async move {
+    pub fn start(
+        store: Store,
+        owner: String,
+        lease: Duration,
+        episode: Uuid,
+        held: Held,
+    ) -> LeaseGuard {
+        let beat = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(lease / 3).await;
                 match store.heartbeat(episode, &owner, lease).await {
@@ -34,13 +46,14 @@ impl LeaseGuard {
                     }
                 }
             }
-        }))
+        });
+        LeaseGuard { beat, _held: held }
     }
 }
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
-        self.0.abort();
+        self.beat.abort();
     }
 }
 

@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use engine::judge::{Evidence, JudgeBackend, JudgeConfig, ModelJudge, judge_episode};
 use engine::PageSnapshot;
+use engine::judge::{Evidence, JudgeBackend, JudgeConfig, ModelJudge, judge_episode};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use policy::PolicyError;

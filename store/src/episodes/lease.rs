@@ -104,6 +104,28 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Hands back every episode `owner` still leases, as if never started: pending again
+    /// (cancelled if its campaign was), lease cleared, the attempt not counted, since the
+    /// runner stopped on purpose rather than failed. Nothing of such an episode was stored
+    /// (an episode is stored whole, in one fenced transaction), so a retry duplicates
+    /// nothing. Returns how many.
+    pub async fn hand_back_leases(&self, owner: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE episodes SET
+                status = CASE WHEN c.status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
+                attempts = greatest(episodes.attempts - 1, 0),
+                lease_owner = NULL, lease_expires_at = NULL, started_at = NULL,
+                finished_at = CASE WHEN c.status = 'cancelled' THEN now() ELSE NULL END
+             FROM campaigns c
+             WHERE episodes.lease_owner = $1 AND episodes.status = 'running'
+               AND c.id = episodes.campaign_id",
+        )
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Ends every still-pending episode of a campaign as `failed` with a reason (a
     /// straggler cut-off: never started, so never scored). Returns how many.
     pub async fn fail_pending(&self, campaign: Uuid, reason: &str) -> Result<u64, StoreError> {

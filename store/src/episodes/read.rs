@@ -1,9 +1,9 @@
 //! Reading episodes back: lists, key-ordered pages for the export, the replay of one
 //! episode, and the sums the campaign reports and judges read.
 
-use spaces::Screen;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use spaces::Screen;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 

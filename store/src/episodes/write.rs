@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use spaces::Screen;
 use serde::Serialize;
+use spaces::Screen;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 

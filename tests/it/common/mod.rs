@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use browser_pool::{Action, PoolConfig, Session};
-use engine::SitesServer;
 use engine::RunnerConfig;
+use engine::SitesServer;
 use engine::{BundledReport, Engine};
 use policy::PolicyRegistry;
 use serde_json::{Value, json};
@@ -39,8 +39,7 @@ pub async fn sites() -> SitesServer {
 /// MiniWoB++'s pages served on loopback (a free port), and where its HTML is
 /// (`scripts/setup-python.sh` installs it).
 pub async fn miniwob_sites() -> (SitesServer, PathBuf) {
-    let dir = engine::find_miniwob(&data_dir())
-        .expect("MiniWoB++: run ./scripts/setup-python.sh");
+    let dir = engine::find_miniwob(&data_dir()).expect("MiniWoB++: run ./scripts/setup-python.sh");
     let sites = SitesServer::start_with(
         IpAddr::V4(Ipv4Addr::LOCALHOST),
         None,

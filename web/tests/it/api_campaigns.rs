@@ -35,6 +35,15 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
         (json!({"concurrency": 100000}), "concurrency"),
         (json!({"tasks": {"difficulty": "x"}}), "tasks.difficulty"),
         (json!({"tasks": {"site": "nowhere"}}), "tasks"),
+        // Not guessed: an array is no filter, a list of names no object.
+        (json!({"tasks": ["shop"]}), "tasks"),
+        (json!({"tasks": ["x"]}), "tasks"),
+        (json!({"tasks": "shop"}), "tasks"),
+        // Every named task must exist, or nothing runs.
+        (
+            json!({"tasks": {"ids": ["a", "nope", "zilch"]}}),
+            "tasks.ids",
+        ),
         (json!({"rollouts_per_task": "two"}), "rollouts_per_task"),
         (json!({"colour": "red"}), "colour"),
         (json!({"name": ""}), "name"),
@@ -66,6 +75,30 @@ async fn campaigns_are_validated_queued_and_controlled(pool: PgPool) {
             "{body}: wanted {field}: {resp}"
         );
     }
+    // The unknown ids are listed, the known one is not.
+    let (_, resp) = call(
+        &app,
+        Method::POST,
+        "/api/campaigns",
+        Some(r#"{"tasks": {"ids": ["a", "nope", "zilch"]}}"#),
+    )
+    .await;
+    let text = resp.to_string();
+    assert!(
+        text.contains("nope, zilch") && !text.contains("a, nope"),
+        "{resp}"
+    );
+    let (_, resp) = call(
+        &app,
+        Method::POST,
+        "/api/campaigns",
+        Some(r#"{"tasks": ["shop"]}"#),
+    )
+    .await;
+    assert!(
+        resp.to_string().contains("an object of task filters"),
+        "{resp}"
+    );
     let (_, list) = call(&app, Method::GET, "/api/campaigns", None).await;
     assert_eq!(list["total"], 0, "no campaign stored by a bad request");
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use browser_pool::{BrowserPool, PoolConfig};
-use engine::SitesServer;
 use engine::RunnerConfig;
+use engine::SitesServer;
 use engine::{CampaignSpec, Engine};
 use inference::GenParams;
 use inference::Generation;
