@@ -31,9 +31,13 @@ fn is_closed_stdout(payload: &(dyn Any + Send)) -> bool {
 /// Whether a command's error is a write to a closed pipe (a `write!` to stdout that
 /// returned it), which is no error to report.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            .is_some_and(|io| io.kind() == BrokenPipe)
+            // `serde_json::to_writer` wraps the write's error in its own.
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(BrokenPipe))
     })
 }
 
@@ -51,5 +55,7 @@ mod tests {
         let pipe = anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
         assert!(is_broken_pipe(&pipe.context("writing the listing")));
         assert!(!is_broken_pipe(&anyhow::anyhow!("no such campaign")));
+        let json = serde_json::Error::io(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&anyhow::Error::from(json)));
     }
 }

@@ -23,6 +23,12 @@ pub struct CampaignSpec {
     /// Episodes per task (default 1).
     #[serde(default)]
     pub rollouts_per_task: Option<u32>,
+    /// Rollouts that share one seed, i.e. one task instance (default 1: every rollout its
+    /// own seed). With k, rollout r runs seed number r / k and is that instance's sample
+    /// r % k, drawn with a sampling seed of its own: a GRPO group compares k answers to the
+    /// same instruction on the same page. Must divide `rollouts_per_task`.
+    #[serde(default)]
+    pub samples_per_seed: Option<u32>,
     /// Step limit per episode, the interaction horizon: caps each task's own limit
     /// (default: each task's own limit, or 15 for tasks without one).
     #[serde(default)]
@@ -98,6 +104,9 @@ pub struct CampaignConfig {
     pub policy: String,
     /// Episodes per task.
     pub rollouts_per_task: u32,
+    /// Rollouts per seed (1 in campaigns stored before the setting existed).
+    #[serde(default = "one")]
+    pub samples_per_seed: u32,
     /// Step limit per episode, capping each task's own; `None`: the task's own.
     pub max_steps: Option<u32>,
     /// Episodes run at once (0: as many as the browser pool allows).
@@ -197,6 +206,13 @@ impl CampaignSpec {
             1,
             MAX_ROLLOUTS,
         );
+        let samples_per_seed = self.samples_per_seed.unwrap_or(1);
+        if samples_per_seed == 0 || !rollouts_per_task.is_multiple_of(samples_per_seed) {
+            errors.push(err(
+                "samples_per_seed",
+                format!("must divide rollouts_per_task ({rollouts_per_task}) and be at least 1"),
+            ));
+        }
         let max_steps = self
             .max_steps
             .map(|m| in_range(&mut errors, "max_steps", Some(m), m, 1, MAX_STEPS_LIMIT));
@@ -301,6 +317,7 @@ impl CampaignSpec {
             tasks,
             policy,
             rollouts_per_task,
+            samples_per_seed,
             max_steps,
             concurrency,
             seed: self.seed.unwrap_or(0),
@@ -315,8 +332,31 @@ impl CampaignSpec {
     }
 }
 
-/// The seed of one episode: a stable function of the campaign seed, task and rollout, so a
-/// campaign replays identically.
+impl CampaignConfig {
+    /// Which instance of its task rollout `rollout` runs (its seed's number), and which
+    /// sample of that instance it is.
+    pub fn instance_of(&self, rollout: u32) -> (u32, u32) {
+        let k = self.samples_per_seed.max(1);
+        (rollout / k, rollout % k)
+    }
+}
+
+/// The seed a policy samples an episode's steps with: the episode's own for its first
+/// sample (what a campaign of one sample per seed always used), mixed with the sample's
+/// index for the others, so the k samples of one instance differ.
+pub fn sampling_seed(episode_seed: u64, sample: u32) -> u64 {
+    if sample == 0 {
+        return episode_seed;
+    }
+    // SplitMix64's finaliser: nearby indices give unrelated streams.
+    let mut z = episode_seed ^ u64::from(sample).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seed of one episode: a stable function of the campaign seed, task and instance
+/// number, so a campaign replays identically.
 pub fn episode_seed(campaign_seed: u64, task_id: &str, rollout: u32) -> i64 {
     let h = Sha256::digest(format!("{campaign_seed}/{task_id}/{rollout}").as_bytes());
     let mut b = [0u8; 8];
@@ -375,6 +415,61 @@ mod tests {
                 "tasks.difficulty"
             ]
         );
+    }
+
+    #[test]
+    fn samples_of_one_instance_share_its_seed_and_differ_in_sampling() {
+        let c = CampaignSpec {
+            rollouts_per_task: Some(8),
+            samples_per_seed: Some(4),
+            ..Default::default()
+        }
+        .validate(&names())
+        .unwrap();
+        let instances: Vec<(u32, u32)> = (0..8).map(|r| c.instance_of(r)).collect();
+        assert_eq!(
+            instances,
+            [
+                (0, 0),
+                (0, 1),
+                (0, 2),
+                (0, 3),
+                (1, 0),
+                (1, 1),
+                (1, 2),
+                (1, 3)
+            ]
+        );
+        let seeds: Vec<i64> = instances
+            .iter()
+            .map(|(i, _)| episode_seed(7, "miniwob.click-tab", *i))
+            .collect();
+        assert!(seeds[..4].iter().all(|s| *s == seeds[0]));
+        assert!(seeds[4..].iter().all(|s| *s == seeds[4]));
+        assert_ne!(seeds[0], seeds[4]);
+        // The samples of one seed sample differently; the first keeps the episode's seed.
+        let base = seeds[0] as u64;
+        let sampling: std::collections::BTreeSet<u64> =
+            (0..4).map(|k| sampling_seed(base, k)).collect();
+        assert_eq!(sampling.len(), 4);
+        assert_eq!(sampling_seed(base, 0), base);
+        // One sample per seed by default, and in campaigns stored before the setting.
+        let one = CampaignSpec::default().validate(&names()).unwrap();
+        assert_eq!(one.instance_of(5), (5, 0));
+        let mut stored = serde_json::to_value(&one).unwrap();
+        stored.as_object_mut().unwrap().remove("samples_per_seed");
+        let old: CampaignConfig = serde_json::from_value(stored).unwrap();
+        assert_eq!(old.samples_per_seed, 1);
+        for (rollouts, k) in [(6, 4), (4, 0)] {
+            let e = CampaignSpec {
+                rollouts_per_task: Some(rollouts),
+                samples_per_seed: Some(k),
+                ..Default::default()
+            }
+            .validate(&names())
+            .unwrap_err();
+            assert_eq!(e[0].field, "samples_per_seed", "{rollouts} / {k}");
+        }
     }
 
     #[test]

@@ -217,11 +217,13 @@ impl Engine {
         }
         let mut planned = Vec::with_capacity(tasks.len() * config.rollouts_per_task as usize);
         for rollout in 0..config.rollouts_per_task {
+            // The samples of one instance share its seed (and so its page and instruction).
+            let (instance, _) = config.instance_of(rollout);
             for t in &tasks {
                 planned.push(PlannedEpisode {
                     task_id: t.id.to_string(),
                     rollout: rollout as i32,
-                    seed: episode_seed(config.seed, t.id.as_str(), rollout),
+                    seed: episode_seed(config.seed, t.id.as_str(), instance),
                 });
             }
         }

@@ -386,7 +386,12 @@ impl HttpPolicy {
 
     /// The user message's parts, and its text (stored with the step).
     fn content(&self, input: &StepInput) -> Result<(Vec<Value>, String), PolicyError> {
-        let built = prompt::build(input, &self.chat.opts.prompt, self.chat.opts.vision);
+        let built = prompt::build(
+            input,
+            &self.chat.opts.prompt,
+            self.chat.opts.vision,
+            self.chat.opts.constrained,
+        );
         let mut content = Vec::new();
         for img in &built.images {
             let mut jpeg = Vec::new();

@@ -375,7 +375,8 @@ async fn sigterm_loses_no_queued_work(pool: PgPool, command: &[&str], grace: &st
         "a handed-back episode counts no attempt"
     );
 
-    let second = Worker::spawn(&db, "after");
+    // It serves the practice sites itself: a stopped server's registrations named its own.
+    let second = Worker::spawn_with(&db, "after", &["--serve-sites", "--sites-port", "0"]);
     wait_until(&store, id, "the campaign to complete", |v| {
         v.status == store::Status::Completed
     })

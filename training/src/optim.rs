@@ -51,6 +51,20 @@ pub struct AdamWConfig {
     pub schedule: Schedule,
 }
 
+/// The peak learning rate a decoder of `parameters` trainable parameters starts from
+/// unless told otherwise. The models this project generates (under 10 M parameters,
+/// random weights) learn at 1e-3; a pretrained model does not survive it (SmolLM2-135M
+/// collapsed in one GRPO update at 1e-3), and published web-agent RL on pretrained models
+/// uses 1e-6 to 5e-6 (WebAgent-R1, ARPO, TTI, WebGym): the top of that range below a
+/// billion parameters, the bottom above.
+pub fn default_lr(parameters: usize) -> f64 {
+    match parameters {
+        p if p < 10_000_000 => 1e-3,
+        p if p < 1_000_000_000 => 5e-6,
+        _ => 1e-6,
+    }
+}
+
 impl Default for AdamWConfig {
     fn default() -> Self {
         // TTI's and WebGym's AdamW; the rate is for tiny models (theirs: 1e-6 to 5e-6 for 8-12B).
@@ -276,6 +290,13 @@ impl AdamW {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pretrained_models_default_to_the_published_rates() {
+        assert_eq!(default_lr(104_256), 1e-3, "tiny-text");
+        assert_eq!(default_lr(134_515_008), 5e-6, "SmolLM2-135M");
+        assert_eq!(default_lr(8_000_000_000), 1e-6);
+    }
 
     #[test]
     fn warm_up_then_cosine_reaches_the_floor() {

@@ -16,7 +16,8 @@ pub struct StepMeta {
     pub index: usize,
     /// Steps in the episode.
     pub episode_steps: usize,
-    /// The task (GRPO's group: rollouts of the same task in one campaign).
+    /// GRPO's group: the samples of one task instance (the same instruction on the same
+    /// page), whose mean reward is each one's baseline.
     pub group: String,
     /// The website (for inverse-frequency sampling).
     pub site: String,

@@ -34,15 +34,23 @@ pub struct RunConfig {
     pub held_out: HeldOut,
     /// Training iterations.
     pub iterations: u32,
-    /// Rollouts per task per iteration (GRPO's group size).
+    /// Rollouts per task per iteration: `rollouts_per_task / group_size` task instances
+    /// (seeds), `group_size` samples of each.
     #[serde(default = "rollouts")]
     pub rollouts_per_task: u32,
+    /// GRPO's group: samples of one task instance (one seed: the same instruction on the
+    /// same page), each drawn with its own sampling seed, so the group's baseline is that
+    /// instance's and an advantage says which answer to it was better. Must divide
+    /// `rollouts_per_task`; default: its largest divisor up to 8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<u32>,
     /// The interaction-horizon schedule.
     pub curriculum: Curriculum,
     /// The evaluation's horizon (fixed across iterations).
     pub eval_horizon: u32,
-    /// Evaluation episodes per held-out task.
-    #[serde(default = "one")]
+    /// Evaluation episodes per held-out task (default 4: with one, each held-out task is
+    /// one coin flip and a run's curve moves by whole tasks).
+    #[serde(default = "eval_rollouts")]
     pub eval_rollouts: u32,
     /// Answers an agent may give in evaluation episodes (the campaigns' `answer_checks`):
     /// with n > 1 each answer but the last is followed by a prompt to check the page again
@@ -66,9 +74,11 @@ pub struct RunConfig {
     /// trajectories of big models; small models on short tasks learn faster with 1).
     #[serde(default = "grpo_k")]
     pub grpo_k: f32,
-    /// Peak learning rate (AdamW).
-    #[serde(default = "lr")]
-    pub lr: f64,
+    /// Peak learning rate (AdamW); default by the model's size
+    /// ([`training::optim::default_lr`]: 1e-3 for the generated tiny models, the
+    /// published 5e-6 for a pretrained one such as SmolLM2-135M).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
     /// Passes over an iteration's samples.
     #[serde(default = "one")]
     pub epochs: u32,
@@ -159,11 +169,12 @@ fn one() -> u32 {
 fn grpo() -> String {
     "grpo".into()
 }
+fn eval_rollouts() -> u32 {
+    4
+}
+
 fn grpo_k() -> f32 {
     10.0
-}
-fn lr() -> f64 {
-    1e-3
 }
 fn micro_batch() -> u32 {
     8
@@ -182,6 +193,29 @@ fn max_new_tokens() -> u32 {
 pub const DEMONSTRATORS: [&str; 2] = ["miniwob-solver", "scripted"];
 
 impl RunConfig {
+    /// The peak learning rate: `lr`, else the default for the base model's size (the most
+    /// cautious one when its size cannot be read: the update will say why it cannot load).
+    pub fn learning_rate(&self) -> f64 {
+        self.lr.unwrap_or_else(|| {
+            let size = self
+                .model
+                .as_deref()
+                .and_then(|m| training::bench::trainable_parameters(m).ok());
+            training::optim::default_lr(size.unwrap_or(usize::MAX))
+        })
+    }
+
+    /// Samples per task instance in rollout campaigns: `group_size`, or the largest
+    /// divisor of `rollouts_per_task` up to 8.
+    pub fn group(&self) -> u32 {
+        self.group_size.unwrap_or_else(|| {
+            (1..=self.rollouts_per_task.min(8))
+                .rev()
+                .find(|k| self.rollouts_per_task.is_multiple_of(*k))
+                .unwrap_or(1)
+        })
+    }
+
     /// Parses and validates a config (JSON); the error names the field.
     pub fn parse(text: &str) -> Result<RunConfig, String> {
         let cfg: RunConfig =
@@ -242,6 +276,14 @@ impl RunConfig {
         if self.rollouts_per_task < 2 {
             return Err("rollouts_per_task: must be at least 2 (a group compares rollouts)".into());
         }
+        if let Some(k) = self.group_size
+            && (k < 2 || !self.rollouts_per_task.is_multiple_of(k))
+        {
+            return Err(format!(
+                "group_size: must be at least 2 and divide rollouts_per_task ({})",
+                self.rollouts_per_task
+            ));
+        }
         self.curriculum.validate()?;
         if self.eval_horizon == 0 {
             return Err("eval_horizon: must be at least 1".into());
@@ -278,7 +320,7 @@ impl RunConfig {
         if !(self.grpo_k > 0.0 && self.grpo_k.is_finite()) {
             return Err("grpo_k: must be a positive number".into());
         }
-        if !(self.lr > 0.0 && self.lr.is_finite()) {
+        if self.lr.is_some_and(|lr| !(lr > 0.0 && lr.is_finite())) {
             return Err("lr: must be a positive number".into());
         }
         if self.epochs == 0 {
@@ -416,7 +458,28 @@ mod tests {
     fn a_good_config_parses_with_defaults() {
         let c = RunConfig::parse(&good().to_string()).unwrap();
         assert_eq!(c.rollouts_per_task, 4);
+        assert_eq!(
+            c.eval_rollouts, 4,
+            "enough held-out episodes to see reading"
+        );
         assert_eq!(c.eval_answer_checks, 1);
+        // One instance per task, four samples of it: a group compares answers to one
+        // instruction. An explicit group must divide the rollouts.
+        assert_eq!(c.group(), 4);
+        for (rollouts, group, k) in [(16, None, 8), (12, None, 6), (12, Some(3), 3)] {
+            let mut v = good();
+            v["rollouts_per_task"] = rollouts.into();
+            if let Some(g) = group {
+                v["group_size"] = serde_json::json!(g);
+            }
+            assert_eq!(RunConfig::parse(&v.to_string()).unwrap().group(), k);
+        }
+        for bad in [5, 1] {
+            let mut v = good();
+            v["group_size"] = serde_json::json!(bad);
+            let e = RunConfig::parse(&v.to_string()).unwrap_err();
+            assert!(e.starts_with("group_size:"), "{e}");
+        }
         // The evaluation campaigns carry the setting, so a version is evaluated with and
         // without re-check by changing only it.
         let mut v = good();

@@ -79,7 +79,7 @@ pub fn collect_from(episodes: &[TraceEpisode], partial: bool, source: Source) ->
                 episode: ep.id.to_string(),
                 index: s,
                 episode_steps: ep.steps.len(),
-                group: format!("{}/{}", ep.campaign_id, ep.task_id),
+                group: group_of(ep),
                 site: ep.site.clone(),
                 iteration,
                 reward: ep.reward(partial),
@@ -92,6 +92,14 @@ pub fn collect_from(episodes: &[TraceEpisode], partial: bool, source: Source) ->
         }
     }
     out
+}
+
+/// GRPO's group of an episode: its task instance (campaign, task, seed). Samples of one
+/// instance saw the same instruction on the same page, so the group's mean reward is a
+/// baseline for that instruction; across seeds it would be the task's average, and no
+/// group would compare two answers to one instruction.
+pub fn group_of(ep: &TraceEpisode) -> String {
+    format!("{}/{}/{}", ep.campaign_id, ep.task_id, ep.seed)
 }
 
 /// The selected steps as samples (`kept`: index into `at`, advantage). A step that cannot
@@ -144,6 +152,36 @@ mod tests {
                        "token_ids": [1, 2], "token_logprobs": [-0.1, -0.2]}]
         }))
         .unwrap()
+    }
+
+    fn on_seed(seed: i64, success: bool) -> TraceEpisode {
+        let mut e = episode(Some(success));
+        e.seed = seed;
+        e
+    }
+
+    #[test]
+    fn a_group_is_one_task_instance_not_the_task() {
+        // Two instances of one task: seed 1 solved once in two samples, seed 2 always. Only
+        // seed 1's samples compare two answers to one instruction.
+        let eps = [
+            on_seed(1, true),
+            on_seed(1, false),
+            on_seed(2, true),
+            on_seed(2, true),
+        ];
+        let c = collect(&eps, false);
+        let groups: std::collections::BTreeSet<&str> =
+            c.metas.iter().map(|m| m.group.as_str()).collect();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        let s = training::select::select_grpo(&c.metas, 1.0);
+        assert_eq!(s.kept.len(), 2, "seed 2's flat group is dropped");
+        assert!(s.kept.iter().all(|&(i, _)| eps[c.at[i].0].seed == 1));
+        let adv: Vec<f32> = s.kept.iter().map(|&(_, a)| a).collect();
+        assert!(
+            adv.iter().any(|a| *a > 0.0) && adv.iter().any(|a| *a < 0.0),
+            "{adv:?}"
+        );
     }
 
     #[test]

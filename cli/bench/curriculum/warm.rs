@@ -133,7 +133,7 @@ async fn update(
     let cfg = TrainConfig {
         objective: Objective::Fbc,
         optimizer: AdamWConfig {
-            lr: rl.lr,
+            lr: rl.learning_rate(),
             ..AdamWConfig::default()
         },
         epochs: a.warm_epochs,

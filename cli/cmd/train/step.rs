@@ -58,9 +58,10 @@ pub struct StepArgs {
     /// The loss.
     #[arg(long, value_enum, default_value = "fbc")]
     objective: ObjectiveArg,
-    /// Peak learning rate (AdamW).
-    #[arg(long, default_value_t = 1e-3)]
-    lr: f64,
+    /// Peak learning rate (AdamW); default by the model's size: 1e-3 for the generated tiny
+    /// models, 5e-6 for a pretrained one such as SmolLM2-135M.
+    #[arg(long)]
+    lr: Option<f64>,
     /// Linear warm-up steps.
     #[arg(long, default_value_t = 0)]
     warmup_steps: usize,
@@ -132,7 +133,10 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     let cfg = TrainConfig {
         objective,
         optimizer: AdamWConfig {
-            lr: a.lr,
+            lr: a.lr.unwrap_or_else(|| {
+                let size = training::bench::trainable_parameters(&a.from).ok();
+                training::optim::default_lr(size.unwrap_or(usize::MAX))
+            }),
             warmup_steps: a.warmup_steps,
             ..AdamWConfig::default()
         },

@@ -141,6 +141,7 @@ pub(crate) async fn play(
         policy,
         max_steps: task.max_steps.unwrap_or(20),
         seed,
+        sample: 0,
         screen: task.screen,
         answer_checks: 1,
     };

@@ -95,8 +95,11 @@ pub struct EpisodeRun {
     pub policy: Arc<dyn Policy>,
     /// Step limit.
     pub max_steps: u32,
-    /// Policy seed.
+    /// The episode's seed: its environment's (MiniWoB++'s page and instruction).
     pub seed: u64,
+    /// Which sample of its task instance it is (0 with one sample per seed): the policy
+    /// samples with [`crate::campaign::sampling_seed`] of both.
+    pub sample: u32,
     /// What the pages render at: the task's own screen, else the campaign's (`None` only
     /// for campaigns stored before campaigns recorded one: the pool's own).
     pub screen: Option<Screen>,
@@ -321,7 +324,7 @@ impl Episode {
             history: self.history.clone().into(),
             step: self.steps.len() as u32,
             max_steps: self.run.max_steps,
-            seed: self.run.seed,
+            seed: crate::campaign::sampling_seed(self.run.seed, self.run.sample),
             answered: self.final_answer.as_deref().map(Arc::from),
         })
     }

@@ -415,6 +415,7 @@ impl Runner {
             // The version a following policy serves now, kept to the episode's end.
             policy: run.policy.pinned().unwrap_or_else(|| run.policy.clone()),
             seed: ep.seed as u64,
+            sample: run.config.instance_of(ep.rollout.max(0) as u32).1,
             answer_checks: run.config.answer_checks,
         }))
     }

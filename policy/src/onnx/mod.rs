@@ -133,7 +133,7 @@ impl OnnxBackend {
 
     /// Builds the prompt of one step: template-rendered text with images expanded.
     pub fn prompt_for(&self, input: &StepInput) -> Result<Prompt, OnnxError> {
-        let built = prompt::build(input, &self.opts.prompt, self.vision);
+        let built = prompt::build(input, &self.opts.prompt, self.vision, self.opts.constrained);
         let mut text = prompt::render(&self.template, &built.text, built.images.len(), self.vision)
             .map_err(OnnxError::Prompt)?;
         text.push_str(&self.opts.answer_prefix);

@@ -7,6 +7,7 @@
 //! <action> → page changed/unchanged").
 
 use image::DynamicImage;
+use inference::grammar::Constraint;
 use sha2::{Digest, Sha256};
 
 use crate::output::Grounding;
@@ -131,9 +132,31 @@ pub struct Built {
     pub images: Vec<DynamicImage>,
 }
 
+/// What the prompt asks the model to write, given how its output is constrained: only
+/// what the grammar allows. A bare-action grammar (`Constraint::Action`) forces an action
+/// as the first token, so a prompt asking it to think first would ask for output the
+/// grammar forbids; free and reasoned outputs may think, then end with the action line.
+pub fn reply_instruction(style: PromptStyle, constrained: Option<Constraint>) -> &'static str {
+    match (constrained, style) {
+        (Some(Constraint::Action), _) => "Reply with one action only, nothing else.",
+        (_, PromptStyle::Plain) => "Think briefly, then end with one line: Action: <one action>",
+        (_, PromptStyle::Structured) => {
+            "Reply in exactly this form:\nMemory: <your memory, with anything new appended>\n\
+             Progress: <which parts of the task are done>\nIntention: <what the next action should achieve>\n\
+             Action: <one action>"
+        }
+    }
+}
+
 /// Builds the observation message. Screenshots come marked (set-of-marks) in `Marks`
-/// mode; `vision` false leaves them out (text-only models).
-pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
+/// mode; `vision` false leaves them out (text-only models). `constrained` is how the
+/// output will be decoded: the prompt asks only for what it allows.
+pub fn build(
+    input: &StepInput,
+    cfg: &PromptConfig,
+    vision: bool,
+    constrained: Option<Constraint>,
+) -> Built {
     let obs = &input.observation;
     let current_shot = hash(&obs.screenshot.bytes);
     let mut text = String::new();
@@ -193,23 +216,14 @@ pub fn build(input: &StepInput, cfg: &PromptConfig, vision: bool) -> Built {
         text.push_str(", switch_tab(N), close_tab(N)");
     }
     text.push('\n');
-    match cfg.style {
-        PromptStyle::Plain => {
-            text.push_str("Think briefly, then end with one line: Action: <one action>")
-        }
-        PromptStyle::Structured => {
-            let memory = memory(&input.history);
-            text.push_str(&format!(
-                "Your memory so far: {}\n",
-                memory.as_deref().unwrap_or("(empty)")
-            ));
-            text.push_str(
-                "Reply in exactly this form:\nMemory: <your memory, with anything new appended>\n\
-                 Progress: <which parts of the task are done>\nIntention: <what the next action should achieve>\n\
-                 Action: <one action>",
-            );
-        }
+    if cfg.style == PromptStyle::Structured {
+        let memory = memory(&input.history);
+        text.push_str(&format!(
+            "Your memory so far: {}\n",
+            memory.as_deref().unwrap_or("(empty)")
+        ));
     }
+    text.push_str(reply_instruction(cfg.style, constrained));
     let mut images = Vec::new();
     if vision {
         // Earlier screenshots still kept by the episode, then the current one.
@@ -327,7 +341,7 @@ mod tests {
             seed: 1,
             answered: None,
         };
-        let text = build(&input, &PromptConfig::default(), false).text;
+        let text = build(&input, &PromptConfig::default(), false, None).text;
         assert!(text.contains("Note: a download of \"f.zip\""), "{text}");
         assert!(
             text.contains("[1] \"Shop\" [2] \"Popup\" (active)"),
@@ -406,7 +420,7 @@ mod tests {
     fn a_pending_answer_asks_the_agent_to_check_the_page_again() {
         let mut input = step_input(screenshot_observation(), vec![]);
         let note = "You answered \"300 km\". Check the page again, then answer again";
-        let text = build(&input, &PromptConfig::default(), false).text;
+        let text = build(&input, &PromptConfig::default(), false, None).text;
         assert!(!text.contains("You answered"), "{text}");
         input.answered = Some("300 km".into());
         for style in [PromptStyle::Plain, PromptStyle::Structured] {
@@ -414,7 +428,7 @@ mod tests {
                 style,
                 ..PromptConfig::default()
             };
-            let text = build(&input, &cfg, true).text;
+            let text = build(&input, &cfg, true, None).text;
             assert!(text.contains(note), "{style:?}: {text}");
         }
     }
@@ -429,7 +443,7 @@ mod tests {
             grounding: Grounding::Coordinates,
             ..PromptConfig::default()
         };
-        let built = build(&step_input(obs.clone(), vec![]), &cfg, true);
+        let built = build(&step_input(obs.clone(), vec![]), &cfg, true, None);
         assert!(built.text.contains("0-1000 grid"), "{}", built.text);
         assert!(built.text.contains("click(x, y)"), "{}", built.text);
         assert!(
@@ -441,7 +455,12 @@ mod tests {
         assert_eq!(built.images[0].to_rgb8(), plain, "no marks drawn");
 
         // Set-of-marks draws the numbers on the screenshot and lists the elements.
-        let marks = build(&step_input(obs, vec![]), &PromptConfig::default(), true);
+        let marks = build(
+            &step_input(obs, vec![]),
+            &PromptConfig::default(),
+            true,
+            None,
+        );
         assert!(
             marks.text.contains("[1] button \"Checkout\""),
             "{}",
@@ -474,7 +493,13 @@ mod tests {
             style: PromptStyle::Structured,
             ..PromptConfig::default()
         };
-        let text = build(&step_input(screenshot_observation(), history), &cfg, false).text;
+        let text = build(
+            &step_input(screenshot_observation(), history),
+            &cfg,
+            false,
+            None,
+        )
+        .text;
         assert!(
             text.contains("Your memory so far: mug costs $12; added to cart; cart total $12\n"),
             "{text}"
@@ -483,15 +508,72 @@ mod tests {
         let fields: Vec<&str> = form.lines().map(|l| l.split(':').next().unwrap()).collect();
         assert_eq!(fields, ["Memory", "Progress", "Intention", "Action"]);
 
-        let fresh = build(&step_input(screenshot_observation(), vec![]), &cfg, false).text;
+        let fresh = build(
+            &step_input(screenshot_observation(), vec![]),
+            &cfg,
+            false,
+            None,
+        )
+        .text;
         assert!(fresh.contains("Your memory so far: (empty)\n"), "{fresh}");
         let plain = build(
             &step_input(screenshot_observation(), vec![]),
             &PromptConfig::default(),
             false,
+            None,
         )
         .text;
         assert!(!plain.contains("Memory") && plain.ends_with("Action: <one action>"));
+    }
+
+    /// Every prompt asks only for output its grammar allows: the reply the instruction
+    /// describes, written as a model following it would (with a real action), is accepted
+    /// by the grammar of every constraint, and parsed to the action when decoding is free.
+    #[test]
+    fn every_prompt_asks_only_for_what_its_grammar_allows() {
+        use inference::grammar::{ActionGrammar, output_pattern};
+        let obs = screenshot_observation();
+        let reasoned = "The task names the second button.\nAction: click(1)";
+        let structured =
+            "Memory: the form is open\nProgress: none yet\nIntention: press it\nAction: click(1)";
+        for style in [PromptStyle::Plain, PromptStyle::Structured] {
+            for constrained in [None, Some(Constraint::Action), Some(Constraint::Reasoned)] {
+                let cfg = PromptConfig {
+                    style,
+                    ..PromptConfig::default()
+                };
+                let text = build(&step_input(obs.clone(), vec![]), &cfg, false, constrained).text;
+                let asked = reply_instruction(style, constrained);
+                assert!(text.ends_with(asked), "{style:?} {constrained:?}: {text}");
+                // The reply the instruction describes.
+                let reply = if asked.starts_with("Reply with one action only") {
+                    "click(1)"
+                } else if asked.contains("Memory:") {
+                    structured
+                } else {
+                    reasoned
+                };
+                match constrained {
+                    Some(c) => assert!(
+                        ActionGrammar::matches(&output_pattern(&obs, Grounding::Marks, c), reply),
+                        "{style:?} {c:?}: the grammar refuses what the prompt asks for: {reply:?}"
+                    ),
+                    None => assert!(
+                        crate::output::parse_output(reply, Grounding::Marks, (320, 180))
+                            .1
+                            .is_ok(),
+                        "{style:?}: {reply:?}"
+                    ),
+                }
+                // A bare-action grammar is never asked to think first.
+                if constrained == Some(Constraint::Action) {
+                    assert!(
+                        !text.contains("Think") && !text.contains("Memory: <"),
+                        "{text}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -510,7 +592,7 @@ mod tests {
             history_lines: 3,
             ..PromptConfig::default()
         };
-        let text = build(&step_input(obs, history), &cfg, false).text;
+        let text = build(&step_input(obs, history), &cfg, false, None).text;
         let lines: Vec<&str> = text
             .split("Earlier steps:\n")
             .nth(1)

@@ -30,8 +30,12 @@ pub struct TraceEpisode {
     pub id: Uuid,
     /// Campaign.
     pub campaign_id: Uuid,
-    /// Task (with the campaign, GRPO's group).
+    /// Task (with the campaign and the seed, GRPO's group).
     pub task_id: String,
+    /// The episode's seed: with the task, the instance its samples share (0 in exports
+    /// written before it was exported).
+    #[serde(default)]
+    pub seed: i64,
     /// Website of the task.
     pub site: String,
     /// `finished` for every episode the export writes.

@@ -34,7 +34,7 @@ pub struct Record {
     pub task: String,
     /// The task's website.
     pub site: String,
-    /// GRPO's group (campaign/task).
+    /// GRPO's group: the task instance (campaign/task/seed) whose samples it compares.
     pub group: String,
     /// The prompt as the policy was given it, chat template applied, one placeholder per
     /// image.
@@ -156,7 +156,7 @@ pub async fn records(
             step: s,
             task: ep.task_id.clone(),
             site: ep.site.clone(),
-            group: format!("{}/{}", ep.campaign_id, ep.task_id),
+            group: crate::data::group_of(ep),
             prompt: read.prompt,
             placeholder: read.placeholder,
             completion: read.completion,

@@ -76,6 +76,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     ..Default::default()
                 }),
                 rollouts_per_task: Some(ctx.cfg.rollouts_per_task),
+                samples_per_seed: Some(ctx.cfg.group()),
                 max_steps: Some(h),
                 seed: Some(
                     ctx.cfg.seed.wrapping_mul(1_000_003) ^ (u64::from(idx) << 20) ^ u64::from(h),

@@ -175,7 +175,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             let cfg = TrainConfig {
                 objective,
                 optimizer: AdamWConfig {
-                    lr: ctx.cfg.lr,
+                    lr: ctx.cfg.learning_rate(),
                     ..AdamWConfig::default()
                 },
                 micro_batch: ctx.cfg.micro_batch as usize,

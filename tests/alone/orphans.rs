@@ -38,6 +38,7 @@ fn running(pid: u32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_of_a_killed_process_are_killed_by_the_next_launch() {
+    let _alone = crate::ALONE.lock().await;
     // `tasks audit` needs no database and keeps a pool busy for a minute or more.
     let mut surfgym = Command::new(env!("CARGO_BIN_EXE_surfgym"))
         .args(["tasks", "audit", "--suite", "bundled"])

@@ -39,6 +39,7 @@ async fn scrape(client: &reqwest::Client, addr: std::net::SocketAddr) -> String 
 
 #[sqlx::test(migrator = "store::MIGRATOR")]
 async fn live_progress_is_pushed_and_metrics_count_exactly_the_work(pool: PgPool) {
+    let _alone = crate::ALONE.lock().await;
     let (engine, _sites, report) = common::engine_with_sites(pool, PolicyRegistry::builtin()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let addr = serve_web(&engine).await;
