@@ -23,6 +23,10 @@ pub struct RunArgs {
     /// Episodes per task.
     #[arg(long, default_value_t = 1)]
     pub rollouts: u32,
+    /// Rollouts per seed (a task instance): k samples of each instance, each with its own
+    /// sampling seed, the groups GRPO compares (must divide --rollouts).
+    #[arg(long, default_value_t = 1)]
+    pub samples_per_seed: u32,
     /// Step limit per episode, capping each task's own (default: each task's own).
     #[arg(long)]
     pub max_steps: Option<u32>,
@@ -60,6 +64,7 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         tasks: Some(args.tasks.filter()),
         policy: Some(args.policy),
         rollouts_per_task: Some(args.rollouts),
+        samples_per_seed: Some(args.samples_per_seed),
         max_steps: args.max_steps,
         answer_checks: Some(args.answer_checks),
         seed: Some(args.seed),

@@ -294,6 +294,19 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a running campaign completed; false if it is no longer running (a user
+    /// cancelled or paused it meanwhile: that word stands, never overwritten).
+    pub async fn complete_campaign(&self, id: Uuid) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE campaigns SET status = 'completed', finished_at = now()
+             WHERE id = $1 AND status = 'running'",
+        )
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// A campaign's status, if it exists.
     pub async fn campaign_status(&self, id: Uuid) -> Result<Option<Status>, StoreError> {
         let row: Option<(Status,)> = sqlx::query_as("SELECT status FROM campaigns WHERE id = $1")

@@ -46,33 +46,10 @@ async fn each_process_runs_the_shared_tasks_on_its_own_sites(pool: PgPool) {
                 .starts_with(&shop_b)
         );
         // It runs and judges a campaign on its own sites while the first process is up.
-        let id = b
-            .create_campaign(CampaignSpec {
-                policy: Some("scripted".into()),
-                tasks: Some(TaskFilter {
-                    ids: vec![TASK.into()],
-                    ..Default::default()
-                }),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(b.run_campaign(id).await.unwrap(), store::Status::Completed);
-        let (eps, _) = b
-            .store()
-            .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
-            .await
-            .unwrap();
-        assert_eq!(eps[0].success, Some(true), "{:?}", eps[0]);
-        let visited: (Option<String>,) =
-            sqlx::query_as("SELECT final_url FROM episodes WHERE id = $1")
-                .bind(eps[0].id)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
+        let final_url = run_the_task(&b).await;
         assert!(
-            visited.0.as_deref().is_some_and(|u| u.starts_with(&shop_b)),
-            "the second process ran on its own sites: {visited:?}"
+            final_url.starts_with(&shop_b),
+            "the second process ran on its own sites: {final_url}"
         );
         b.shutdown().await;
         shop_b
@@ -96,7 +73,15 @@ async fn each_process_runs_the_shared_tasks_on_its_own_sites(pool: PgPool) {
     );
     let view = a.store().get_task(TASK).await.unwrap().unwrap();
     assert!(view.start_url.starts_with(&shop_a), "{}", view.start_url);
-    let id = a
+    let final_url = run_the_task(&a).await;
+    assert!(final_url.starts_with(&shop_a), "{final_url}");
+    a.shutdown().await;
+}
+
+/// Runs [`TASK`] once with the scripted policy on `engine`, asserts it succeeded, and
+/// returns the URL it ended on.
+async fn run_the_task(engine: &engine::Engine) -> String {
+    let id = engine
         .create_campaign(CampaignSpec {
             policy: Some("scripted".into()),
             tasks: Some(TaskFilter {
@@ -107,13 +92,22 @@ async fn each_process_runs_the_shared_tasks_on_its_own_sites(pool: PgPool) {
         })
         .await
         .unwrap();
-    assert_eq!(a.run_campaign(id).await.unwrap(), store::Status::Completed);
-    let (eps, _) = a
+    assert_eq!(
+        engine.run_campaign(id).await.unwrap(),
+        store::Status::Completed
+    );
+    let (eps, _) = engine
         .store()
         .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
         .await
         .unwrap();
     assert_eq!(eps.len(), 1);
     assert_eq!(eps[0].success, Some(true), "{:?}", eps[0]);
-    a.shutdown().await;
+    let detail = engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap();
+    detail.final_url.unwrap_or_default()
 }

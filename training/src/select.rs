@@ -177,10 +177,35 @@ pub fn select_fbc(steps: &[StepMeta], f: &FbcFilter, rng: &mut impl Rng) -> Sele
     out
 }
 
-/// GRPO's selection: every step of an episode gets `(reward − group mean) / group std / k`
-/// (AsyncWebRL's constant k = 10 instead of dividing by the trajectory's length); groups
-/// whose rollouts all got the same reward are dropped.
-pub fn select_grpo(steps: &[StepMeta], k: f32) -> Selection {
+/// How an episode's advantage is shared among its steps (the loss is a mean over tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum StepWeighting {
+    /// Each step carries the advantage divided by the episode's length: every episode of a
+    /// group weighs the same whatever its horizon, so a 10-step failure does not outweigh
+    /// a 1-step success (GRPO's 1/|τ|).
+    Trajectory,
+    /// Each step carries the advantage divided by a constant `k` (AsyncWebRL's k = 10):
+    /// longer episodes weigh more, in proportion to their steps.
+    Constant {
+        /// The divisor.
+        k: f32,
+    },
+}
+
+impl StepWeighting {
+    /// The divisor of a step's advantage in an episode of `steps` steps.
+    fn divisor(self, steps: usize) -> f32 {
+        match self {
+            StepWeighting::Trajectory => steps.max(1) as f32,
+            StepWeighting::Constant { k } => k,
+        }
+    }
+}
+
+/// GRPO's selection: every step of an episode gets `(reward − group mean) / group std`,
+/// divided as `weighting` says; groups whose rollouts all got the same reward are dropped.
+pub fn select_grpo(steps: &[StepMeta], weighting: StepWeighting) -> Selection {
     let mut out = Selection::default();
     // One reward per episode, grouped by task.
     let mut groups: BTreeMap<&str, BTreeMap<&str, f64>> = BTreeMap::new();
@@ -199,9 +224,10 @@ pub fn select_grpo(steps: &[StepMeta], k: f32) -> Selection {
     }
     for (i, s) in steps.iter().enumerate() {
         match stats[s.group.as_str()] {
-            Some((mean, std)) => out
-                .kept
-                .push((i, ((s.reward - mean) / (std + 1e-6)) as f32 / k)),
+            Some((mean, std)) => out.kept.push((
+                i,
+                ((s.reward - mean) / (std + 1e-6)) as f32 / weighting.divisor(s.episode_steps),
+            )),
             None => out.dropped.flat_group += 1,
         }
     }
@@ -302,12 +328,36 @@ mod tests {
             step("c", 0, 1, "t2", true),
             step("d", 0, 1, "t2", true),
         ];
-        let sel = select_grpo(&steps, 10.0);
+        let sel = select_grpo(&steps, StepWeighting::Constant { k: 10.0 });
         assert_eq!(sel.dropped.flat_group, 2);
         assert_eq!(sel.kept.len(), 3);
         // Rewards 1 and 0: mean 0.5, std 0.5, advantages ±1 / k.
         assert!((sel.kept[0].1 - 0.1).abs() < 1e-5);
         assert!((sel.kept[1].1 - 0.1).abs() < 1e-5);
         assert!((sel.kept[2].1 + 0.1).abs() < 1e-5);
+    }
+
+    #[test]
+    fn per_trajectory_weighting_weighs_every_episode_alike_whatever_its_length() {
+        // A 10-step failure and a 1-step success in one group.
+        let mut steps: Vec<StepMeta> = (0..10).map(|i| step("long", i, 10, "g", false)).collect();
+        steps.push(step("short", 0, 1, "g", true));
+        let total = |sel: &Selection, ep: &str| -> f32 {
+            sel.kept
+                .iter()
+                .filter(|(i, _)| steps[*i].episode == ep)
+                .map(|(_, a)| a.abs())
+                .sum()
+        };
+        let per_trajectory = select_grpo(&steps, StepWeighting::Trajectory);
+        let (long, short) = (
+            total(&per_trajectory, "long"),
+            total(&per_trajectory, "short"),
+        );
+        assert!((long - short).abs() < 1e-4, "{long} vs {short}");
+        // A constant divisor lets the long failure weigh ten times the short success.
+        let constant = select_grpo(&steps, StepWeighting::Constant { k: 1.0 });
+        let ratio = total(&constant, "long") / total(&constant, "short");
+        assert!((ratio - 10.0).abs() < 1e-3, "{ratio}");
     }
 }

@@ -41,7 +41,8 @@ pub struct RunConfig {
     /// GRPO's group: samples of one task instance (one seed: the same instruction on the
     /// same page), each drawn with its own sampling seed, so the group's baseline is that
     /// instance's and an advantage says which answer to it was better. Must divide
-    /// `rollouts_per_task`; default: its largest divisor up to 8.
+    /// `rollouts_per_task`. Absent: one sample per seed, and the group is the task's
+    /// rollouts across seeds (the behaviour before groups were instances).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
     /// The interaction-horizon schedule.
@@ -74,6 +75,12 @@ pub struct RunConfig {
     /// trajectories of big models; small models on short tasks learn faster with 1).
     #[serde(default = "grpo_k")]
     pub grpo_k: f32,
+    /// GRPO: how an episode's advantage is shared among its steps: `constant` (divided by
+    /// `grpo_k`, AsyncWebRL's choice and the default) or `trajectory` (divided by the
+    /// episode's length, so every episode of a group weighs the same whatever its
+    /// horizon).
+    #[serde(default)]
+    pub step_weighting: Weighting,
     /// Peak learning rate (AdamW); default by the model's size
     /// ([`training::optim::default_lr`]: 1e-3 for the generated tiny models, the
     /// published 5e-6 for a pretrained one such as SmolLM2-135M).
@@ -169,6 +176,17 @@ fn one() -> u32 {
 fn grpo() -> String {
     "grpo".into()
 }
+/// How GRPO shares an episode's advantage among its steps ([`RunConfig::weighting`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Weighting {
+    /// Divided by `grpo_k`.
+    #[default]
+    Constant,
+    /// Divided by the episode's length.
+    Trajectory,
+}
+
 fn eval_rollouts() -> u32 {
     4
 }
@@ -205,15 +223,17 @@ impl RunConfig {
         })
     }
 
-    /// Samples per task instance in rollout campaigns: `group_size`, or the largest
-    /// divisor of `rollouts_per_task` up to 8.
+    /// How GRPO shares an episode's advantage among its steps.
+    pub fn weighting(&self) -> training::select::StepWeighting {
+        match self.step_weighting {
+            Weighting::Constant => training::select::StepWeighting::Constant { k: self.grpo_k },
+            Weighting::Trajectory => training::select::StepWeighting::Trajectory,
+        }
+    }
+
+    /// Samples per task instance in rollout campaigns: `group_size`, else 1.
     pub fn group(&self) -> u32 {
-        self.group_size.unwrap_or_else(|| {
-            (1..=self.rollouts_per_task.min(8))
-                .rev()
-                .find(|k| self.rollouts_per_task.is_multiple_of(*k))
-                .unwrap_or(1)
-        })
+        self.group_size.unwrap_or(1)
     }
 
     /// Parses and validates a config (JSON); the error names the field.
@@ -463,10 +483,9 @@ mod tests {
             "enough held-out episodes to see reading"
         );
         assert_eq!(c.eval_answer_checks, 1);
-        // One instance per task, four samples of it: a group compares answers to one
-        // instruction. An explicit group must divide the rollouts.
-        assert_eq!(c.group(), 4);
-        for (rollouts, group, k) in [(16, None, 8), (12, None, 6), (12, Some(3), 3)] {
+        // One sample per seed unless asked; an explicit group must divide the rollouts.
+        assert_eq!(c.group(), 1);
+        for (rollouts, group, k) in [(16, None, 1), (16, Some(8), 8), (12, Some(3), 3)] {
             let mut v = good();
             v["rollouts_per_task"] = rollouts.into();
             if let Some(g) = group {
@@ -474,6 +493,23 @@ mod tests {
             }
             assert_eq!(RunConfig::parse(&v.to_string()).unwrap().group(), k);
         }
+        // GRPO shares an advantage by a constant unless told per trajectory.
+        assert_eq!(
+            c.weighting(),
+            training::select::StepWeighting::Constant { k: c.grpo_k }
+        );
+        let mut v = good();
+        v["step_weighting"] = serde_json::json!("trajectory");
+        assert_eq!(
+            RunConfig::parse(&v.to_string()).unwrap().weighting(),
+            training::select::StepWeighting::Trajectory
+        );
+        v["step_weighting"] = serde_json::json!("per_token");
+        assert!(
+            RunConfig::parse(&v.to_string())
+                .unwrap_err()
+                .contains("step_weighting")
+        );
         for bad in [5, 1] {
             let mut v = good();
             v["group_size"] = serde_json::json!(bad);

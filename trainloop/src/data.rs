@@ -40,6 +40,7 @@ pub enum Source {
 pub fn collect_from(episodes: &[TraceEpisode], partial: bool, source: Source) -> Collected {
     let mut out = Collected::default();
     let mut order: HashMap<uuid::Uuid, u32> = HashMap::new();
+    let groups = groups_of(episodes);
     for (e, ep) in episodes.iter().enumerate() {
         let next = order.len() as u32;
         let iteration = *order.entry(ep.campaign_id).or_insert(next);
@@ -79,7 +80,7 @@ pub fn collect_from(episodes: &[TraceEpisode], partial: bool, source: Source) ->
                 episode: ep.id.to_string(),
                 index: s,
                 episode_steps: ep.steps.len(),
-                group: group_of(ep),
+                group: groups[e].clone(),
                 site: ep.site.clone(),
                 iteration,
                 reward: ep.reward(partial),
@@ -94,12 +95,30 @@ pub fn collect_from(episodes: &[TraceEpisode], partial: bool, source: Source) ->
     out
 }
 
-/// GRPO's group of an episode: its task instance (campaign, task, seed). Samples of one
+/// GRPO's group of each episode: its task instance (campaign, task, seed). Samples of one
 /// instance saw the same instruction on the same page, so the group's mean reward is a
 /// baseline for that instruction; across seeds it would be the task's average, and no
-/// group would compare two answers to one instruction.
-pub fn group_of(ep: &TraceEpisode) -> String {
-    format!("{}/{}/{}", ep.campaign_id, ep.task_id, ep.seed)
+/// group would compare two answers to one instruction. A campaign that drew one sample
+/// per seed (`samples_per_seed` 1) has no instance with two samples: its task's episodes
+/// form the group, as before instances were groups.
+pub fn groups_of(episodes: &[TraceEpisode]) -> Vec<String> {
+    let mut samples: HashMap<(uuid::Uuid, &str, i64), usize> = HashMap::new();
+    for ep in episodes {
+        *samples
+            .entry((ep.campaign_id, ep.task_id.as_str(), ep.seed))
+            .or_default() += 1;
+    }
+    let mut sampled: HashMap<(uuid::Uuid, &str), bool> = HashMap::new();
+    for ((c, t, _), n) in &samples {
+        *sampled.entry((*c, *t)).or_default() |= *n > 1;
+    }
+    episodes
+        .iter()
+        .map(|ep| match sampled[&(ep.campaign_id, ep.task_id.as_str())] {
+            true => format!("{}/{}/{}", ep.campaign_id, ep.task_id, ep.seed),
+            false => format!("{}/{}", ep.campaign_id, ep.task_id),
+        })
+        .collect()
 }
 
 /// The selected steps as samples (`kept`: index into `at`, advantage). A step that cannot
@@ -174,7 +193,10 @@ mod tests {
         let groups: std::collections::BTreeSet<&str> =
             c.metas.iter().map(|m| m.group.as_str()).collect();
         assert_eq!(groups.len(), 2, "{groups:?}");
-        let s = training::select::select_grpo(&c.metas, 1.0);
+        let s = training::select::select_grpo(
+            &c.metas,
+            training::select::StepWeighting::Constant { k: 1.0 },
+        );
         assert_eq!(s.kept.len(), 2, "seed 2's flat group is dropped");
         assert!(s.kept.iter().all(|&(i, _)| eps[c.at[i].0].seed == 1));
         let adv: Vec<f32> = s.kept.iter().map(|&(_, a)| a).collect();

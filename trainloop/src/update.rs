@@ -12,7 +12,7 @@ use std::time::Instant;
 use inference::{Device, Model};
 use policy::traces::{Blobs, Replayer, TraceEpisode};
 use rand::SeedableRng;
-use training::select::{FbcFilter, Selection, select_fbc, select_grpo};
+use training::select::{FbcFilter, Selection, StepWeighting, select_fbc, select_grpo};
 use training::version::Lineage;
 use training::{Objective, Sample, TrainConfig, TrainDevice, Trainer, UpdateReport};
 
@@ -26,8 +26,8 @@ pub struct Choice {
     pub objective: Objective,
     /// Filtered behaviour cloning's filters.
     pub fbc: FbcFilter,
-    /// GRPO: advantages are divided by this constant (AsyncWebRL: 10).
-    pub grpo_k: f32,
+    /// GRPO: how an episode's advantage is shared among its steps.
+    pub weighting: StepWeighting,
     /// Seed of the behaviour-cloning sampler.
     pub seed: u64,
 }
@@ -40,7 +40,7 @@ pub fn select(collected: &Collected, choice: &Choice) -> Selection {
             let mut rng = rand::rngs::StdRng::seed_from_u64(choice.seed);
             select_fbc(&collected.metas, &choice.fbc, &mut rng)
         }
-        Objective::Grpo => select_grpo(&collected.metas, choice.grpo_k),
+        Objective::Grpo => select_grpo(&collected.metas, choice.weighting),
     }
 }
 

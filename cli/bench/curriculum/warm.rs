@@ -148,7 +148,7 @@ async fn update(
             choice: pipeline::Choice {
                 objective: Objective::Fbc,
                 fbc: FbcFilter::default(),
-                grpo_k: rl.grpo_k,
+                weighting: rl.weighting(),
                 seed: a.seed,
             },
             replay: pipeline::ReplayOn {

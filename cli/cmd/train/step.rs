@@ -96,6 +96,10 @@ pub struct StepArgs {
     /// GRPO: advantages are divided by this constant (AsyncWebRL: 10).
     #[arg(long, default_value_t = 10.0)]
     grpo_k: f32,
+    /// GRPO: divide each step's advantage by its episode's length instead of --grpo-k, so
+    /// every episode of a group weighs the same whatever its horizon.
+    #[arg(long, conflicts_with = "grpo_k")]
+    per_trajectory: bool,
     /// Seed of the sampler and the minibatch order.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -205,7 +209,11 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
             replay_iterations: (a.replay_campaigns > 0).then_some(a.replay_campaigns),
             max_samples: a.max_samples,
         },
-        grpo_k: a.grpo_k,
+        weighting: if a.per_trajectory {
+            training::select::StepWeighting::Trajectory
+        } else {
+            training::select::StepWeighting::Constant { k: a.grpo_k }
+        },
         seed: a.seed,
     };
     let selection = pipeline::select(&collected, &choice);
@@ -365,7 +373,7 @@ fn nothing_selected(objective: Objective, episodes: &[TraceEpisode], trainable: 
             episodes.len()
         ),
         Objective::Fbc => "no step selected: every successful episode's steps were filtered out (see the counts above; --keep-unchanged, --keep-not-found, --min-steps, --replay-campaigns)".into(),
-        Objective::Grpo => "no step selected: in every group (the rollouts of one task in one campaign) all episodes got the same reward, so no step has an advantage (run more rollouts per task, or use --partial-reward)".into(),
+        Objective::Grpo => "no step selected: in every group (the samples of one task instance, or a task's rollouts in a campaign of one sample per seed) all episodes got the same reward, so no step has an advantage (run more rollouts per task, --samples-per-seed, or use --partial-reward)".into(),
     }
 }
 

@@ -302,10 +302,12 @@ impl Runner {
                 .await?
                 .ok_or(EngineError::NotFound("campaign"))?;
             if v.counts.pending + v.counts.running == 0 {
-                self.store
-                    .set_campaign_status(id, Status::Completed, None)
-                    .await?;
-                status = Status::Completed;
+                // Only from running: a cancel that came meanwhile stands.
+                status = if self.store.complete_campaign(id).await? {
+                    Status::Completed
+                } else {
+                    self.store.campaign_status(id).await?.unwrap_or(status)
+                };
             }
         }
         self.emit(RunEvent::CampaignEnded {

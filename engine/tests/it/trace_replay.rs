@@ -10,7 +10,7 @@ use inference::grammar::Constraint;
 use policy::onnx::{OnnxBackend, OnnxOptions};
 use policy::{Decision, StepInput};
 
-use training::select::{FbcFilter, StepMeta, select_fbc, select_grpo};
+use training::select::{FbcFilter, StepMeta, StepWeighting, select_fbc, select_grpo};
 use training::{AdamWConfig, Objective, Sample, TrainConfig, Trainer};
 
 use crate::common;
@@ -233,7 +233,7 @@ fn filtered_bc_then_grpo_on_its_own_rollouts_makes_the_policy_better_on_held_out
             }
             let selection = match objective {
                 Objective::Fbc => select_fbc(&meta, &FbcFilter::default(), &mut rand::rng()),
-                Objective::Grpo => select_grpo(&meta, 1.0),
+                Objective::Grpo => select_grpo(&meta, StepWeighting::Constant { k: 1.0 }),
             };
             let samples: Vec<Sample> = selection
                 .kept

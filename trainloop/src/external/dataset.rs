@@ -137,6 +137,7 @@ pub async fn records(
     let images = dir.join(IMAGES);
     std::fs::create_dir_all(&images).map_err(|e| ExternalError::io(&images, e))?;
     let mut out = Vec::with_capacity(kept.len());
+    let groups = crate::data::groups_of(episodes);
     for &(i, advantage) in kept {
         let (e, s) = at[i];
         let ep = &episodes[e];
@@ -156,7 +157,7 @@ pub async fn records(
             step: s,
             task: ep.task_id.clone(),
             site: ep.site.clone(),
-            group: crate::data::group_of(ep),
+            group: groups[e].clone(),
             prompt: read.prompt,
             placeholder: read.placeholder,
             completion: read.completion,

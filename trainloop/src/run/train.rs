@@ -97,7 +97,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         let choice = pipeline::Choice {
             objective,
             fbc: FbcFilter::default(),
-            grpo_k: ctx.cfg.grpo_k,
+            weighting: ctx.cfg.weighting(),
             seed: ctx.cfg.seed ^ u64::from(idx),
         };
         let selection = pipeline::select(&collected, &choice);
