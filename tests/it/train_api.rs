@@ -373,7 +373,10 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
         "train": {"ids": ["miniwob.click-test", "miniwob.click-test-2"]},
         "held_out": "seeds", "iterations": 1, "rollouts_per_task": 2,
         "curriculum": {"kind": "fixed", "horizon": 2}, "eval_horizon": 2, "eval_rollouts": 2,
-        "objective": "fbc", "policy": {"max_new_tokens": 16}
+        // The solver demonstrates iteration 1, so its update has successes to clone and
+        // every curve has a point whatever the untrained model does.
+        "objective": "fbc", "fbc_iterations": 1, "demonstrator": "miniwob-solver",
+        "policy": {"max_new_tokens": 16}
     });
     let (status, created) = call(
         &http,
