@@ -119,7 +119,10 @@ type Past = Vec<(String, DynValue)>;
 
 static ORT_ENV: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
 
-fn environment(dylib: &Path) -> Result<&'static ort::environment::Environment, OnnxError> {
+/// The process's ONNX Runtime environment, created from `dylib` the first time it is asked
+/// for. ONNX Runtime allows one per process: every session (the models here, and anything
+/// else that opens an ONNX file in the same process) must be built on this one.
+pub fn environment(dylib: &Path) -> Result<&'static ort::environment::Environment, OnnxError> {
     ORT_ENV
         .get_or_init(|| {
             ort::init_from(dylib)

@@ -725,7 +725,10 @@ async fn a_server_killed_mid_run_is_taken_over_by_the_next_which_resumes_the_run
         "train": {"ids": ["miniwob.click-test", "miniwob.click-test-2"]},
         "held_out": "seeds", "iterations": 1, "rollouts_per_task": 4,
         "curriculum": {"kind": "fixed", "horizon": 3}, "eval_horizon": 2, "eval_rollouts": 2,
-        "objective": "fbc", "policy": {"max_new_tokens": 16}
+        // The solver demonstrates iteration 1: its update has successes to clone whatever
+        // the untrained model would have done, so a version is published.
+        "objective": "fbc", "fbc_iterations": 1, "demonstrator": "miniwob-solver",
+        "policy": {"max_new_tokens": 16}
     }))
     .unwrap();
     let id = trainloop::executor::submit(&store, &cfg).await.unwrap();

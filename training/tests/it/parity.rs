@@ -3,7 +3,6 @@
 //! and its gradients agree with finite differences.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use candle_core::{Device, Tensor};
 use ort::session::Session;
@@ -12,15 +11,10 @@ use training::decoder::{Decoder, DecoderConfig, Positions};
 
 use crate::common;
 
-static ENV: OnceLock<ort::environment::Environment> = OnceLock::new();
-
 fn session(path: &Path) -> Session {
-    let env = ENV.get_or_init(|| {
-        ort::init_from(common::ort_dylib())
-            .unwrap()
-            .build()
-            .unwrap()
-    });
+    // The process's one environment: the trainer tests beside these load models through
+    // `inference`, and ONNX Runtime refuses a second.
+    let env = inference::model::environment(&common::ort_dylib()).unwrap();
     Session::builder(env)
         .unwrap()
         .commit_from_file(path)
