@@ -255,7 +255,7 @@ async fn a_hostile_page_cannot_write_to_the_gym(pool: PgPool) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     wait_for(
         &s,
-        "document.body.dataset.ready === '1' && !!document.getElementById('campaign-name')",
+        "!!document.body && document.body.dataset.ready === '1' && !!document.getElementById('campaign-name')",
         "the dashboard after reload",
         Duration::from_secs(20),
     )

@@ -49,7 +49,7 @@ async fn the_dashboard_signs_in_and_out_with_a_pasted_token(pool: PgPool) {
     .await;
     wait_for(
         &s,
-        "document.body.dataset.ready === '1'",
+        "!!document.body && document.body.dataset.ready === '1'",
         "the sign-in page",
     )
     .await;
@@ -75,7 +75,7 @@ async fn the_dashboard_signs_in_and_out_with_a_pasted_token(pool: PgPool) {
     wait_for(&s, "location.pathname === '/'", "back to the dashboard").await;
     wait_for(
         &s,
-        "document.body.dataset.ready === '1'",
+        "!!document.body && document.body.dataset.ready === '1'",
         "the dashboard's data",
     )
     .await;

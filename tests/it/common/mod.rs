@@ -86,7 +86,7 @@ pub async fn open_dashboard(s: &mut Session, url: &str) {
     let r = s.act(&Action::Goto(url.to_string())).await.unwrap();
     assert_eq!(r.error, None);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while js(s, "document.body.dataset.ready === '1'").await != json!(true) {
+    while js(s, "!!document.body && document.body.dataset.ready === '1'").await != json!(true) {
         assert!(Instant::now() < deadline, "{url} never became ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -133,7 +133,7 @@ async fn triage_shows_the_apis_counts_and_links_examples(pool: PgPool) {
     js(&s, "document.getElementById('btn-triage').click()").await;
     until(
         &s,
-        "location.hash.startsWith('#/triage') && document.body.dataset.ready === '1' && !!document.getElementById('end-reasons')",
+        "location.hash.startsWith('#/triage') && !!document.body && document.body.dataset.ready === '1' && !!document.getElementById('end-reasons')",
         "the campaign's Triage button opens its triage",
         Duration::from_secs(30),
     )
@@ -264,7 +264,7 @@ async fn triage_shows_the_apis_counts_and_links_examples(pool: PgPool) {
     until(
         &s,
         &format!(
-            "location.hash === '#/episodes/{second}' && document.body.dataset.ready === '1' && !!document.getElementById('outcome')"
+            "location.hash === '#/episodes/{second}' && !!document.body && document.body.dataset.ready === '1' && !!document.getElementById('outcome')"
         ),
         "Enter opens the row's example episode",
         Duration::from_secs(30),
