@@ -164,6 +164,10 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
             }
             continue;
         }
+        if let Some(values) = values_missing_commas(text, at, to) {
+            out.extend(values);
+            continue;
+        }
         let result = serde_json::from_str::<Value>(&text[at..to]).map_err(|e| {
             // serde's position is within the item: make it the file's.
             let file_line = line + e.line().saturating_sub(1);
@@ -198,4 +202,43 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
         );
     }
     out
+}
+
+/// An array item that is several whole JSON values with no comma between them (`{..}`
+/// then `{..}` on the next line): each value is kept, at its own line, and each missing
+/// comma is an error of its own, so one forgotten comma costs no task. `None` when the
+/// item is not such a run of values.
+fn values_missing_commas(text: &str, from: usize, to: usize) -> Option<Vec<Item>> {
+    let piece = &text[from..to];
+    let mut stream = serde_json::Deserializer::from_str(piece).into_iter::<Value>();
+    let mut values = Vec::new();
+    loop {
+        let skipped =
+            piece[stream.byte_offset()..].len() - piece[stream.byte_offset()..].trim_start().len();
+        let starts = from + stream.byte_offset() + skipped;
+        match stream.next() {
+            Some(Ok(value)) => values.push((line_of(text, starts), value)),
+            Some(Err(_)) => return None,
+            None => break,
+        }
+    }
+    if values.len() < 2 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (k, (line, value)) in values.into_iter().enumerate() {
+        if k > 0 {
+            out.push((
+                line,
+                Err(err(
+                    "",
+                    format!(
+                        "invalid JSON in the array at line {line}: a missing comma before this item"
+                    ),
+                )),
+            ));
+        }
+        out.push((line, Ok(value)));
+    }
+    Some(out)
 }

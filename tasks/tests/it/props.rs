@@ -235,6 +235,21 @@ fn found_by_the_properties() {
             after_array.iter().any(|l| l.line == 2 && l.result.is_ok()),
             "{format:?}: {after_array:?}"
         );
+        // A missing comma between two items keeps both and names the comma (MiniWoB++
+        // lists are names, one a line, with no commas to miss).
+        let no_comma = import(format, &format!("[\n{good_line}\nnull\n]"), &opts);
+        assert!(
+            no_comma.iter().any(|l| l.line == 2 && l.result.is_ok()),
+            "{format:?}: {no_comma:?}"
+        );
+        assert!(
+            format == Format::MiniWob
+                || no_comma.iter().any(|l| l.line == 3
+                    && l.result
+                        .as_ref()
+                        .is_err_and(|e| e[0].message.contains("missing comma"))),
+            "{format:?}: {no_comma:?}"
+        );
         let unclosed = import(format, "[\n{\"task_name\": \"¥\"", &opts);
         assert!(!unclosed.is_empty(), "{format:?}");
     }
