@@ -376,7 +376,10 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
         // The solver demonstrates iteration 1, so its update has successes to clone and
         // every curve has a point whatever the untrained model does.
         "objective": "fbc", "fbc_iterations": 1, "demonstrator": "miniwob-solver",
-        "policy": {"max_new_tokens": 16}
+        "policy": {"max_new_tokens": 16},
+        // A KL penalty to the base and a guard no update crosses: the update reports how
+        // far it moved.
+        "regularization": {"kl": 0.001}, "guard": {"max_clipped": 1.0}
     });
     let (status, created) = call(
         &http,
@@ -423,6 +426,9 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
     let iterations = run["iterations"].as_array().unwrap();
     assert_eq!(iterations.len(), 2, "iteration 0 (untrained) and 1");
     assert!(iterations.iter().all(|i| i["phase"] == json!("done")));
+    let update = &iterations[1]["report"]["update"];
+    assert!(update["health"]["kl_ref"].as_f64().is_some(), "{update}");
+    assert_eq!(update["guard"]["accepted"], json!(true), "{update}");
     assert_eq!(run["curve"].as_array().unwrap().len(), 2);
     assert_eq!(run["active_campaigns"], json!([]));
 

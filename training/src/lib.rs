@@ -15,6 +15,7 @@ pub mod agreement;
 pub mod bench;
 pub mod decoder;
 pub mod device;
+pub mod guard;
 pub mod objective;
 mod ops;
 pub mod optim;
@@ -24,8 +25,9 @@ pub mod trainer;
 pub mod version;
 
 pub use device::{DeviceError, Precision, TrainDevice, device_name, dtype_name, parse_device};
+pub use guard::{Guard, GuardReport, Health};
 pub use inference::TokenSet;
-pub use objective::{GrpoConfig, Objective};
+pub use objective::{GrpoConfig, Objective, Regularization};
 pub use optim::{AdamWConfig, Schedule};
 pub use sample::Sample;
 pub use trainer::{TrainConfig, Trainer, UpdateReport};

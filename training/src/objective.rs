@@ -68,6 +68,9 @@ impl Default for GrpoConfig {
 pub struct TokenLogprobs {
     /// One value per response token, in sample order.
     pub values: Tensor,
+    /// The entropy of the distribution each response token was drawn from (under the
+    /// grammar mask where the sample has one), one value per token.
+    pub entropy: Tensor,
     /// `offsets[i]..offsets[i + 1]` are sample i's tokens.
     pub offsets: Vec<usize>,
 }
@@ -148,10 +151,97 @@ pub fn token_logprobs(
         logits = (logits / f64::from(temperature))?;
     }
     let targets = Tensor::from_vec(targets, (n, 1), dev)?;
-    let values = log_softmax(&logits)?
-        .gather(&targets, D::Minus1)?
-        .squeeze(1)?;
-    Ok(TokenLogprobs { values, offsets })
+    let all = log_softmax(&logits)?;
+    let values = all.gather(&targets, D::Minus1)?.squeeze(1)?;
+    // Masked tokens have log-probability -1e30 and probability 0: their terms are 0.
+    let entropy = all.exp()?.mul(&all)?.sum(D::Minus1)?.neg()?;
+    Ok(TokenLogprobs {
+        values,
+        entropy,
+        offsets,
+    })
+}
+
+/// Terms added to either objective: a KL penalty towards a frozen reference model and an
+/// entropy bonus. Both are off by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regularization {
+    /// β of the KL penalty to the reference, estimated per token with k3
+    /// (`exp(ref − cur) − (ref − cur) − 1`, unbiased and never negative; WebAgent-R1 uses
+    /// 0.001). 0: no penalty, and no reference is needed.
+    #[serde(default)]
+    pub kl: f32,
+    /// Weight of the mean per-token entropy subtracted from the loss (over the masked
+    /// distribution, so it spreads probability only among allowed tokens). 0: none.
+    #[serde(default)]
+    pub entropy: f32,
+}
+
+impl Regularization {
+    /// Checks both weights, naming the bad one.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        for (field, v) in [("kl", self.kl), ("entropy", self.entropy)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(TrainError::Input(format!(
+                    "regularization.{field}: must be 0 or a positive number"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The terms for one batch: `β · mean k3(reference ‖ current) − c · mean entropy`, or
+    /// None when both weights are 0. `reference` holds the reference model's
+    /// log-probabilities of the same tokens.
+    pub fn terms(
+        &self,
+        lp: &TokenLogprobs,
+        reference: Option<&[f32]>,
+    ) -> Result<Option<Tensor>, TrainError> {
+        let n = lp.values.dim(0)?;
+        let mut total: Option<Tensor> = None;
+        if self.kl > 0.0 {
+            let reference = reference.ok_or_else(|| {
+                TrainError::Input("regularization.kl: no reference model to measure it to".into())
+            })?;
+            if reference.len() != n {
+                return Err(TrainError::Input(format!(
+                    "{} reference log-probabilities for {n} tokens",
+                    reference.len()
+                )));
+            }
+            let r = Tensor::from_vec(reference.to_vec(), n, lp.values.device())?;
+            let d = (r - &lp.values)?;
+            let k3 = ((d.exp()? - &d)? - 1.0)?;
+            total = Some((k3.mean_all()? * f64::from(self.kl))?);
+        }
+        if self.entropy > 0.0 {
+            let bonus = (lp.entropy.mean_all()? * f64::from(-self.entropy))?;
+            total = Some(match total {
+                Some(t) => (t + bonus)?,
+                None => bonus,
+            });
+        }
+        Ok(total)
+    }
+}
+
+/// The mean k3 estimate of KL(current ‖ reference) over paired per-token log-probabilities.
+pub fn mean_k3(current: &[f32], reference: &[f32]) -> f32 {
+    let n = current.len().min(reference.len());
+    if n == 0 {
+        return 0.0;
+    }
+    let sum: f64 = current
+        .iter()
+        .zip(reference)
+        .map(|(c, r)| {
+            let d = f64::from(r - c);
+            d.exp() - d - 1.0
+        })
+        .sum();
+    (sum / n as f64) as f32
 }
 
 /// Behaviour cloning: minus the mean over samples of each response's token-mean
@@ -178,6 +268,18 @@ pub struct GrpoStats {
     pub clipped: f32,
     /// Mean ratio of counted tokens.
     pub mean_ratio: f32,
+}
+
+impl GrpoStats {
+    /// Adds another batch's figures (means weighted by tokens).
+    pub fn merge(&mut self, s: &GrpoStats) {
+        let n = (self.tokens + s.tokens).max(1) as f32;
+        self.mean_ratio =
+            (self.mean_ratio * self.tokens as f32 + s.mean_ratio * s.tokens as f32) / n;
+        self.clipped = (self.clipped * self.tokens as f32 + s.clipped * s.tokens as f32) / n;
+        self.tokens += s.tokens;
+        self.dropped_stale += s.dropped_stale;
+    }
 }
 
 /// The GRPO loss of a batch: `current` log-probabilities (with gradients), `proximal` ones

@@ -179,6 +179,18 @@ pub struct AdamW {
     step: usize,
     m: BTreeMap<String, Tensor>,
     v: BTreeMap<String, Tensor>,
+    /// A factor on the scheduled rate: the update guard's retries halve it.
+    lr_scale: f64,
+}
+
+/// The optimiser's state at one moment, to go back to (the update guard undoes an update
+/// that moved the policy too far). Tensors are immutable and each step makes new moments,
+/// so holding the old ones copies nothing.
+#[derive(Clone)]
+pub struct OptimizerState {
+    step: usize,
+    m: BTreeMap<String, Tensor>,
+    v: BTreeMap<String, Tensor>,
 }
 
 impl AdamW {
@@ -190,7 +202,29 @@ impl AdamW {
             step: 0,
             m: BTreeMap::new(),
             v: BTreeMap::new(),
+            lr_scale: 1.0,
         })
+    }
+
+    /// The state to come back to with [`AdamW::restore`].
+    pub fn state(&self) -> OptimizerState {
+        OptimizerState {
+            step: self.step,
+            m: self.m.clone(),
+            v: self.v.clone(),
+        }
+    }
+
+    /// Goes back to an earlier state.
+    pub fn restore(&mut self, state: OptimizerState) {
+        self.step = state.step;
+        self.m = state.m;
+        self.v = state.v;
+    }
+
+    /// Scales the scheduled rate of the next steps (1: as configured).
+    pub fn set_lr_scale(&mut self, scale: f64) {
+        self.lr_scale = scale;
     }
 
     /// Settings.
@@ -227,7 +261,7 @@ impl AdamW {
             _ => 1.0,
         };
         let scale = clip / n;
-        let lr = self.cfg.lr_at(self.step);
+        let lr = self.cfg.lr_at(self.step) * self.lr_scale;
         self.step += 1;
         let t = self.step as i32;
         let (b1, b2) = (self.cfg.beta1, self.cfg.beta2);

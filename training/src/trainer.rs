@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use candle_core::Device;
+use candle_core::{Device, Tensor};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::TrainError;
 use crate::decoder::Decoder;
 use crate::device::Precision;
-use crate::objective::{GrpoConfig, GrpoStats, Objective, fbc_loss, grpo_loss, token_logprobs};
+use crate::guard::{Attempt, Guard, GuardReport, Health};
+use crate::objective::{
+    GrpoConfig, GrpoStats, Objective, Regularization, fbc_loss, grpo_loss, token_logprobs,
+};
 use crate::optim::{Accumulator, AdamW, AdamWConfig, StepStats};
 use crate::sample::Sample;
 use crate::version::{self, Lineage, Publish};
@@ -40,6 +43,12 @@ pub struct TrainConfig {
     /// Precision of the passes (parameters and optimiser state are f32 whatever it is).
     #[serde(default)]
     pub precision: Precision,
+    /// KL penalty to the reference model and entropy bonus (both off by default).
+    #[serde(default)]
+    pub regularization: Regularization,
+    /// Bounds an update must stay within to be published (none by default).
+    #[serde(default)]
+    pub guard: Option<Guard>,
 }
 
 impl Default for TrainConfig {
@@ -54,6 +63,8 @@ impl Default for TrainConfig {
             grpo: GrpoConfig::default(),
             seed: 0,
             precision: Precision::Auto,
+            regularization: Regularization::default(),
+            guard: None,
         }
     }
 }
@@ -63,6 +74,10 @@ impl TrainConfig {
     pub fn validate(&self) -> Result<(), TrainError> {
         let bad = |f: &str, why: &str| Err(TrainError::Input(format!("{f}: {why}")));
         self.optimizer.validate()?;
+        self.regularization.validate()?;
+        if let Some(g) = &self.guard {
+            g.validate()?;
+        }
         if self.micro_batch == 0 {
             return bad("micro_batch", "must be at least 1");
         }
@@ -108,6 +123,13 @@ pub struct UpdateReport {
     pub optimizer: Vec<StepStats>,
     /// GRPO figures, summed over the update.
     pub grpo: Option<GrpoStats>,
+    /// How far the update moved the policy, measured after it on its samples (when it
+    /// had the starting log-probabilities anyway: GRPO, a KL term or a guard).
+    #[serde(default)]
+    pub health: Option<Health>,
+    /// The guard's tries and verdict, when a guard is set.
+    #[serde(default)]
+    pub guard: Option<GuardReport>,
     /// Seconds spent.
     pub seconds: f64,
     /// Samples per second (all epochs).
@@ -125,7 +147,12 @@ pub struct Trainer {
     optimizer: AdamW,
     cfg: TrainConfig,
     source: PathBuf,
+    /// The frozen model the KL term measures against, and where it was loaded from.
+    reference: Option<(PathBuf, Decoder)>,
 }
+
+/// Per-sample, per-token log-probabilities.
+type Logprobs = Vec<Vec<f32>>;
 
 impl Trainer {
     /// Loads the model (or version) at `dir`: a version's tensors and optimiser state are
@@ -148,7 +175,23 @@ impl Trainer {
             optimizer,
             cfg,
             source: dir.to_path_buf(),
+            reference: None,
         })
+    }
+
+    /// Freezes the model (or version) at `dir` as the reference the KL term measures
+    /// against (the run's base, or the warm-started version); loaded once, kept until
+    /// another is set.
+    pub fn set_reference(&mut self, dir: &Path) -> Result<(), TrainError> {
+        if self.reference.as_ref().is_some_and(|(d, _)| d == dir) {
+            return Ok(());
+        }
+        let device = self.decoder.device().clone();
+        let mut decoder = Decoder::load(&version::base_of(dir)?, &device)?;
+        decoder.set_compute_dtype(self.decoder.compute_dtype())?;
+        version::apply(dir, &mut decoder)?;
+        self.reference = Some((dir.to_path_buf(), decoder));
+        Ok(())
     }
 
     /// The decoder.
@@ -193,17 +236,67 @@ impl Trainer {
 
     /// The current weights' log-probabilities of each sample's response (no gradients).
     pub fn logprobs(&self, samples: &[Sample]) -> Result<Vec<Vec<f32>>, TrainError> {
-        let mut out = Vec::with_capacity(samples.len());
-        for chunk in samples.chunks(self.cfg.micro_batch) {
-            let refs: Vec<&Sample> = chunk.iter().collect();
-            let lp = token_logprobs(&self.decoder, &refs, self.cfg.temperature)?;
-            let v = lp.values.detach().to_vec1::<f32>()?;
-            out.extend(lp.offsets.windows(2).map(|w| v[w[0]..w[1]].to_vec()));
-        }
-        Ok(out)
+        Ok(self.measure(&self.decoder, samples)?.0)
     }
 
-    /// One update over `samples` (their `advantage`s set by the selection).
+    /// `decoder`'s log-probabilities of each sample's response, and the mean entropy of
+    /// the distributions they were drawn from (no gradients).
+    fn measure(
+        &self,
+        decoder: &Decoder,
+        samples: &[Sample],
+    ) -> Result<(Logprobs, f32), TrainError> {
+        let mut out = Vec::with_capacity(samples.len());
+        let (mut entropy, mut tokens) = (0f64, 0usize);
+        for chunk in samples.chunks(self.cfg.micro_batch) {
+            let refs: Vec<&Sample> = chunk.iter().collect();
+            let lp = token_logprobs(decoder, &refs, self.cfg.temperature)?;
+            let v = lp.values.detach().to_vec1::<f32>()?;
+            entropy += f64::from(lp.entropy.detach().sum_all()?.to_scalar::<f32>()?);
+            tokens += v.len();
+            out.extend(lp.offsets.windows(2).map(|w| v[w[0]..w[1]].to_vec()));
+        }
+        Ok((out, (entropy / tokens.max(1) as f64) as f32))
+    }
+
+    /// The reference model's log-probabilities of the samples, when one is set (the KL
+    /// term and the guard's `max_kl` need one; the update's health reports KL to it).
+    fn reference_logprobs(&self, samples: &[Sample]) -> Result<Option<Logprobs>, TrainError> {
+        match &self.reference {
+            Some((_, reference)) => Ok(Some(self.measure(reference, samples)?.0)),
+            None if self.cfg.regularization.kl > 0.0
+                || self.cfg.guard.and_then(|g| g.max_kl).is_some() =>
+            {
+                Err(TrainError::Input(
+                    "regularization.kl / guard.max_kl: no reference model was set to measure KL to"
+                        .into(),
+                ))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// A copy of the weights, to go back to.
+    fn weights(&self) -> Result<Vec<Tensor>, TrainError> {
+        Ok(self
+            .decoder
+            .params()
+            .values()
+            .map(|v| v.as_tensor().copy())
+            .collect::<Result<_, _>>()?)
+    }
+
+    fn set_weights(&self, saved: &[Tensor]) -> Result<(), TrainError> {
+        for (var, t) in self.decoder.params().values().zip(saved) {
+            var.set(t)?;
+        }
+        Ok(())
+    }
+
+    /// One update over `samples` (their `advantage`s set by the selection). With a guard,
+    /// an update that crosses a bound is undone and tried again at half the rate, up to
+    /// `guard.retries` times; when every try crosses one, the weights and the optimiser
+    /// are left as they were and the report says so.
     pub fn update(
         &mut self,
         samples: &[Sample],
@@ -215,10 +308,94 @@ impl Trainer {
             ));
         }
         let start = Instant::now();
-        let proximal = match self.cfg.objective {
-            Objective::Grpo => Some(self.logprobs(samples)?),
-            Objective::Fbc => None,
+        let measured = self.cfg.objective == Objective::Grpo
+            || self.cfg.guard.is_some()
+            || self.cfg.regularization.kl > 0.0;
+        let before = if measured {
+            Some(self.logprobs(samples)?)
+        } else {
+            None
         };
+        let reference = self.reference_logprobs(samples)?;
+        let Some(guard) = self.cfg.guard else {
+            let mut report =
+                self.epochs(samples, before.as_deref(), reference.as_deref(), progress)?;
+            if let Some(before) = &before {
+                report.health = Some(self.health(samples, before, reference.as_deref())?);
+            }
+            return Ok(finish(report, samples.len() * self.cfg.epochs, start));
+        };
+        let before = before.unwrap_or_default();
+        let (weights, state) = (self.weights()?, self.optimizer.state());
+        let mut verdict = GuardReport::default();
+        let mut lr_scale = 1.0;
+        let mut report = loop {
+            self.optimizer.set_lr_scale(lr_scale);
+            let tried = self.epochs(samples, Some(&before), reference.as_deref(), progress);
+            self.optimizer.set_lr_scale(1.0);
+            let mut report = tried?;
+            let health = self.health(samples, &before, reference.as_deref())?;
+            let crossed = guard.crossed(&health);
+            let last = verdict.attempts.len() as u32 >= guard.retries;
+            verdict.attempts.push(Attempt {
+                lr_scale,
+                health,
+                crossed: crossed.clone(),
+            });
+            report.health = Some(health);
+            if crossed.is_none() {
+                verdict.accepted = true;
+                break report;
+            }
+            tracing::warn!(
+                lr_scale,
+                crossed = crossed.as_deref(),
+                "the update guard undid an update"
+            );
+            self.set_weights(&weights)?;
+            self.optimizer.restore(state.clone());
+            if last {
+                break report;
+            }
+            lr_scale /= 2.0;
+        };
+        let tries = verdict.attempts.len();
+        report.guard = Some(verdict);
+        Ok(finish(
+            report,
+            samples.len() * self.cfg.epochs * tries,
+            start,
+        ))
+    }
+
+    /// How far the current weights are from `before` (and the reference), on `samples`.
+    fn health(
+        &self,
+        samples: &[Sample],
+        before: &[Vec<f32>],
+        reference: Option<&[Vec<f32>]>,
+    ) -> Result<Health, TrainError> {
+        let (after, entropy) = self.measure(&self.decoder, samples)?;
+        Ok(Health::measure(
+            &after,
+            before,
+            reference,
+            entropy,
+            self.cfg.grpo.clip,
+        ))
+    }
+
+    /// The epochs of one try: minibatches, gradient accumulation, AdamW steps.
+    /// `proximal` is the weights' log-probabilities at the start of the update (GRPO's
+    /// ratio), `reference` the reference model's (the KL term).
+    fn epochs(
+        &mut self,
+        samples: &[Sample],
+        proximal: Option<&[Vec<f32>]>,
+        reference: Option<&[Vec<f32>]>,
+        progress: Progress<'_>,
+    ) -> Result<UpdateReport, TrainError> {
+        let grpo = self.cfg.objective == Objective::Grpo;
         let per_step = self.cfg.micro_batch * self.cfg.accumulation;
         let steps_per_epoch = samples.len().div_ceil(per_step);
         let total_steps = steps_per_epoch * self.cfg.epochs;
@@ -227,7 +404,7 @@ impl Trainer {
         let mut report = UpdateReport {
             samples: samples.len(),
             tokens: samples.iter().map(|s| s.response.len()).sum(),
-            grpo: proximal.as_ref().map(|_| GrpoStats::default()),
+            grpo: grpo.then(GrpoStats::default),
             ..UpdateReport::default()
         };
         let mut acc = Accumulator::default();
@@ -243,25 +420,23 @@ impl Trainer {
                     let batch: Vec<&Sample> = idx.iter().map(|i| &samples[*i]).collect();
                     seen_tokens += batch.iter().map(|s| s.len()).sum::<usize>();
                     let lp = token_logprobs(&self.decoder, &batch, self.cfg.temperature)?;
-                    let loss = match &proximal {
+                    let pick = |all: &[Vec<f32>]| -> Vec<f32> {
+                        idx.iter().flat_map(|i| all[*i].iter().copied()).collect()
+                    };
+                    let mut loss = match proximal.filter(|_| grpo) {
                         None => fbc_loss(&lp)?,
                         Some(prox) => {
-                            let p: Vec<f32> =
-                                idx.iter().flat_map(|i| prox[*i].iter().copied()).collect();
-                            let (loss, s) = grpo_loss(&lp, &p, &batch, &self.cfg.grpo)?;
+                            let (loss, s) = grpo_loss(&lp, &pick(prox), &batch, &self.cfg.grpo)?;
                             if let Some(g) = report.grpo.as_mut() {
-                                let n = (g.tokens + s.tokens).max(1) as f32;
-                                g.mean_ratio = (g.mean_ratio * g.tokens as f32
-                                    + s.mean_ratio * s.tokens as f32)
-                                    / n;
-                                g.clipped =
-                                    (g.clipped * g.tokens as f32 + s.clipped * s.tokens as f32) / n;
-                                g.tokens += s.tokens;
-                                g.dropped_stale += s.dropped_stale;
+                                g.merge(&s);
                             }
                             loss
                         }
                     };
+                    let reference = reference.map(pick);
+                    if let Some(terms) = self.cfg.regularization.terms(&lp, reference.as_deref())? {
+                        loss = (loss + terms)?;
+                    }
                     let value = f64::from(loss.to_scalar::<f32>()?);
                     if !value.is_finite() {
                         return Err(TrainError::Input(format!(
@@ -283,10 +458,7 @@ impl Trainer {
             }
             report.last_loss = epoch_loss;
         }
-        report.seconds = start.elapsed().as_secs_f64();
-        let secs = report.seconds.max(1e-9);
-        report.samples_per_s = (samples.len() * self.cfg.epochs) as f64 / secs;
-        report.tokens_per_s = seen_tokens as f64 / secs;
+        report.tokens_per_s = seen_tokens as f64;
         Ok(report)
     }
 
@@ -308,4 +480,14 @@ impl Trainer {
         self.source = out.to_path_buf();
         Ok(lineage)
     }
+}
+
+/// Rates over the whole update (every try): `tokens_per_s` holds the tokens seen until
+/// here.
+fn finish(mut report: UpdateReport, samples_seen: usize, start: Instant) -> UpdateReport {
+    report.seconds = start.elapsed().as_secs_f64();
+    let secs = report.seconds.max(1e-9);
+    report.samples_per_s = samples_seen as f64 / secs;
+    report.tokens_per_s /= secs;
+    report
 }

@@ -86,6 +86,23 @@ pub struct RunConfig {
     /// published 5e-6 for a pretrained one such as SmolLM2-135M).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lr: Option<f64>,
+    /// Linear warm-up of the learning rate over the run's first optimiser steps.
+    #[serde(default)]
+    pub warmup_steps: u32,
+    /// The rate after warm-up: `{"kind": "constant"}` (the default) or `{"kind": "cosine",
+    /// "total_steps": N, "min_ratio": 0.1}`, counted in optimiser steps over the run.
+    #[serde(default = "constant")]
+    pub lr_schedule: training::Schedule,
+    /// A KL penalty towards a frozen reference (`{"kl": β}`: the base model, or the
+    /// warm-started version when the run starts from demonstrations) and an entropy
+    /// bonus (`{"entropy": c}`); both 0 by default.
+    #[serde(default)]
+    pub regularization: training::Regularization,
+    /// Bounds an update must stay within to be published (`max_kl`, `max_clipped`,
+    /// `max_mean_ratio`, `retries`): one that crosses a bound is undone and retried at
+    /// half the rate. None by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<training::Guard>,
     /// Passes over an iteration's samples.
     #[serde(default = "one")]
     pub epochs: u32,
@@ -197,6 +214,9 @@ fn grpo_k() -> f32 {
 fn micro_batch() -> u32 {
     8
 }
+fn constant() -> training::Schedule {
+    training::Schedule::Constant
+}
 fn flat_weight() -> f64 {
     1.0
 }
@@ -295,6 +315,15 @@ impl RunConfig {
         }
         if self.rollouts_per_task < 2 {
             return Err("rollouts_per_task: must be at least 2 (a group compares rollouts)".into());
+        }
+        self.regularization.validate().map_err(|e| e.to_string())?;
+        if let Some(g) = &self.guard {
+            g.validate().map_err(|e| e.to_string())?;
+        }
+        if let training::Schedule::Cosine { min_ratio, .. } = self.lr_schedule
+            && !(0.0..=1.0).contains(&min_ratio)
+        {
+            return Err("lr_schedule.min_ratio: must be in [0, 1]".into());
         }
         if let Some(k) = self.group_size
             && (k < 2 || !self.rollouts_per_task.is_multiple_of(k))
@@ -510,6 +539,40 @@ mod tests {
                 .unwrap_err()
                 .contains("step_weighting")
         );
+        // Regularization, the guard and the schedule parse, and a bad value is named.
+        let mut v = good();
+        v["regularization"] = serde_json::json!({"kl": 0.001, "entropy": 0.01});
+        v["guard"] = serde_json::json!({"max_kl": 0.05, "max_mean_ratio": 1.5});
+        v["warmup_steps"] = 5.into();
+        v["lr_schedule"] =
+            serde_json::json!({"kind": "cosine", "total_steps": 100, "min_ratio": 0.1});
+        let r = RunConfig::parse(&v.to_string()).unwrap();
+        assert_eq!(r.regularization.kl, 0.001);
+        assert_eq!(r.guard.unwrap().retries, 2);
+        assert!(c.guard.is_none() && c.regularization.kl == 0.0);
+        for (field, value, named) in [
+            (
+                "regularization",
+                serde_json::json!({"kl": -1}),
+                "regularization.kl",
+            ),
+            (
+                "guard",
+                serde_json::json!({"max_mean_ratio": 0.5}),
+                "guard.max_mean_ratio",
+            ),
+            (
+                "lr_schedule",
+                serde_json::json!({"kind": "cosine", "total_steps": 9, "min_ratio": 2}),
+                "lr_schedule.min_ratio",
+            ),
+            ("guard", serde_json::json!({"max_kl": 1, "typo": 2}), "typo"),
+        ] {
+            let mut v = good();
+            v[field] = value;
+            let e = RunConfig::parse(&v.to_string()).unwrap_err();
+            assert!(e.contains(named), "{field}: {e}");
+        }
         for bad in [5, 1] {
             let mut v = good();
             v["group_size"] = serde_json::json!(bad);

@@ -87,6 +87,8 @@ pub struct TrainJob {
     pub parent: PathBuf,
     /// Where the new version is published (must not exist).
     pub out: PathBuf,
+    /// The frozen model a KL term or guard measures against (None: neither may be set).
+    pub reference: Option<PathBuf>,
     /// Objective, optimiser, batches, precision.
     pub cfg: TrainConfig,
     /// Where to train, and the option or field that named it (for errors).
@@ -129,6 +131,7 @@ pub async fn train(
         let TrainJob {
             parent,
             out,
+            reference,
             cfg,
             device: (device, field),
             samples,
@@ -148,6 +151,12 @@ pub async fn train(
                 (Trainer::load(&parent, cfg, &device)?, false)
             }
         };
+        let measures_kl = cfg_needs_reference(trainer.config());
+        if let (Some(reference), true) = (&reference, measures_kl) {
+            trainer.set_reference(reference).map_err(|e| {
+                RunError::Config(format!("the KL reference {}: {e}", reference.display()))
+            })?;
+        }
         let load_s = loading.elapsed().as_secs_f64();
         let place = format!(
             "{} {}",
@@ -260,4 +269,9 @@ fn same_path(a: &Path, b: &Path) -> bool {
             (std::fs::canonicalize(a), std::fs::canonicalize(b)),
             (Ok(x), Ok(y)) if x == y
         )
+}
+
+/// Whether an update with `cfg` measures KL to a reference (its penalty or its guard).
+fn cfg_needs_reference(cfg: &TrainConfig) -> bool {
+    cfg.regularization.kl > 0.0 || cfg.guard.and_then(|g| g.max_kl).is_some()
 }

@@ -161,6 +161,7 @@ async fn update(
             train: pipeline::TrainJob {
                 parent: model.to_path_buf(),
                 out: out.to_path_buf(),
+                reference: None,
                 cfg: cfg.clone(),
                 device: (rl.devices.train, "devices.train"),
                 samples: Vec::new(),

@@ -268,6 +268,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
     let job = pipeline::TrainJob {
         parent: a.from.clone(),
         out: a.out.clone(),
+        reference: None,
         cfg: cfg.clone(),
         device: (a.train_device, "--train-device"),
         samples,

@@ -1,8 +1,9 @@
 //! The trainer's integration tests, one binary: parity with ONNX Runtime, precision,
-//! published versions.
+//! published versions, the update's regularization and guard.
 
 mod common;
 
 mod parity;
 mod precision;
+mod regularize;
 mod versions;

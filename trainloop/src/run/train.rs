@@ -11,7 +11,7 @@
 //! in flight start their next episodes on it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use inference::version_link::promote;
@@ -38,6 +38,18 @@ fn index_of(version: &Path, dir: &Path) -> u32 {
         .and_then(|n| n.strip_prefix('v'))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
+}
+
+/// The frozen model the KL term measures against: the warm-started version once a run
+/// that starts from demonstrations is past them (the penalty then keeps what the
+/// demonstrations taught), else the run's base.
+fn reference_version(ctx: &Ctx<'_>, idx: u32) -> PathBuf {
+    let warm = ctx.cfg.fbc_iterations;
+    if ctx.cfg.demonstrator.is_some() && warm > 0 && idx > warm {
+        ctx.dir.join(format!("v{warm}"))
+    } else {
+        super::base_version(&ctx.cfg, &ctx.dir)
+    }
 }
 
 pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
@@ -176,18 +188,23 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 objective,
                 optimizer: AdamWConfig {
                     lr: ctx.cfg.learning_rate(),
+                    warmup_steps: ctx.cfg.warmup_steps as usize,
+                    schedule: ctx.cfg.lr_schedule,
                     ..AdamWConfig::default()
                 },
                 micro_batch: ctx.cfg.micro_batch as usize,
                 epochs: ctx.cfg.epochs as usize,
                 seed: ctx.cfg.seed ^ u64::from(idx),
                 precision: devices.precision,
+                regularization: ctx.cfg.regularization,
+                guard: ctx.cfg.guard,
                 ..TrainConfig::default()
             };
             let n = samples.len();
             let job = pipeline::TrainJob {
                 parent: parent.clone(),
                 out: out.clone(),
+                reference: Some(reference_version(ctx, idx)),
                 cfg,
                 device: (devices.train, "devices.train"),
                 samples,
@@ -217,6 +234,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             report["update"] = serde_json::json!({
                 "first_loss": r.first_loss, "last_loss": r.last_loss, "steps": r.steps,
                 "tokens": r.tokens, "samples_per_s": r.samples_per_s, "grpo": r.grpo,
+                "health": r.health, "guard": r.guard,
                 "seconds": r.seconds, "device": t.place,
                 // Where the rest of the phase goes: a big model's own weight.
                 "replay_s": replay_s, "load_s": t.load_s, "publish_s": t.publish_s,
