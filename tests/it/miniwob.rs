@@ -25,7 +25,7 @@ use sqlx::PgPool;
 use store::{EpisodeFilter, EpisodeSummary, TaskFilter};
 use uuid::Uuid;
 
-const ROLLOUTS: u32 = 3;
+const ROLLOUTS: u32 = 2;
 const BROWSERGYM_SCREEN: browser_pool::Screen = browser_pool::Screen {
     width: 332,
     height: 214,

@@ -473,8 +473,16 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
     }
     assert_eq!(
         js(&s, "document.querySelectorAll('#curves svg').length").await,
-        json!(5),
-        "success by iteration and by steps, loss, horizons, samples"
+        json!(6),
+        "success by iteration and by steps, loss, horizons, samples, update health"
+    );
+    assert!(
+        js(&s, "document.querySelector('#curves').textContent")
+            .await
+            .as_str()
+            .unwrap()
+            .contains("KL to reference"),
+        "the update's health is plotted"
     );
     // Each held-out point links to its iteration's evaluation episodes.
     let evals: Vec<String> = iterations

@@ -24,10 +24,36 @@ pub struct CurvePoint {
     pub samples: Option<i32>,
     /// Shortest, mean and longest horizon of the iteration's train tasks.
     pub horizon: Option<[f64; 3]>,
+    /// How far the update moved the policy (`training::Health`), when it measured it.
+    pub health: Option<Health>,
     /// The held-out evaluation campaign (its episodes are the point's).
     pub eval_campaign: Option<Uuid>,
     /// Finished.
     pub done: bool,
+}
+
+/// The update figures the run page plots, read from the iteration's report.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Health {
+    /// KL(new ‖ reference) per token, when the update had a reference.
+    pub kl_ref: Option<f64>,
+    /// KL(new ‖ the weights the update started from) per token.
+    pub kl_old: Option<f64>,
+    /// Mean entropy of the new distributions at the response tokens.
+    pub entropy: Option<f64>,
+    /// Fraction of tokens whose ratio left the clip range.
+    pub clipped: Option<f64>,
+}
+
+fn health(report: Option<&serde_json::Value>) -> Option<Health> {
+    let h = report?.get("update")?.get("health")?;
+    let f = |k: &str| h.get(k).and_then(serde_json::Value::as_f64);
+    Some(Health {
+        kl_ref: f("kl_ref"),
+        kl_old: f("kl_old"),
+        entropy: f("entropy"),
+        clipped: f("clipped"),
+    })
 }
 
 /// A run with everything shown about it.
@@ -69,6 +95,7 @@ pub fn curve(iterations: &[IterationView]) -> Vec<CurvePoint> {
                 loss: it.loss,
                 samples: it.samples,
                 horizon: horizon(&it.horizons),
+                health: health(it.report.as_ref()),
                 eval_campaign: it.eval_campaign,
                 done: it.phase == Stage::Done,
             }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use store::{EpisodeFilter, EpisodeSummary, Status};
 
 use super::api::parse_id;
-use super::detail::{CurvePoint, RunDetail, detail};
+use super::detail::{CurvePoint, Health, RunDetail, detail};
 use super::html::{campaign_href, episode_href, esc, frame, pct};
 use crate::AppState;
 use crate::error::{ApiError, field};
@@ -197,6 +197,35 @@ fn plots(d: &RunDetail) -> String {
             points: points(c, by_iter, |p| p.samples.map(f64::from), num, first_rollout),
         }],
     ));
+    if c.iter().any(|p| p.health.is_some()) {
+        let of =
+            |f: fn(&Health) -> Option<f64>| move |p: &CurvePoint| p.health.as_ref().and_then(f);
+        o.push_str(&line(
+            &plain("Update health", "per token"),
+            &[
+                Series {
+                    name: "KL to reference",
+                    class: "s0",
+                    points: points(c, by_iter, of(|h| h.kl_ref), num, first_rollout),
+                },
+                Series {
+                    name: "KL to the previous version",
+                    class: "s1",
+                    points: points(c, by_iter, of(|h| h.kl_old), num, first_rollout),
+                },
+                Series {
+                    name: "entropy",
+                    class: "s2",
+                    points: points(c, by_iter, of(|h| h.entropy), num, first_rollout),
+                },
+                Series {
+                    name: "clipped fraction",
+                    class: "s3",
+                    points: points(c, by_iter, of(|h| h.clipped), num, first_rollout),
+                },
+            ],
+        ));
+    }
     o.push_str("</section>");
     o
 }
