@@ -54,6 +54,10 @@ pub enum BenchCommand {
 
 /// Runs a benchmark.
 pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    if let Some(warning) = unoptimised_warning(cfg!(debug_assertions)) {
+        // On stderr: JSON-lines output on stdout stays parseable.
+        eprintln!("{warning}");
+    }
     match cmd {
         BenchCommand::Rollout(a) => rollout::run(common, a).await,
         BenchCommand::Policy(a) => policy::run(common, a).await,
@@ -80,4 +84,24 @@ fn bench_pool(common: &Common) -> anyhow::Result<PoolConfig> {
     common.browser.apply(&mut cfg)?;
     cfg.lease_timeout = Duration::from_secs(600);
     Ok(cfg)
+}
+
+/// What a benchmark built without optimisation says before its figures: candle's and the
+/// policy's CPU kernels run many times slower in a debug build, so its figures are not
+/// the ones a user gets.
+fn unoptimised_warning(debug_build: bool) -> Option<&'static str> {
+    debug_build.then_some(
+        "warning: this surfgym was built without optimisation (a debug build): its figures \
+         are many times slower than a release build's. Measure with \
+         `cargo run --release -p surfgym -- bench ...` or ./target/release/surfgym.",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_debug_build_warns_that_its_figures_are_not_a_release_builds() {
+        assert!(super::unoptimised_warning(true).unwrap().contains("--release"));
+        assert_eq!(super::unoptimised_warning(false), None);
+    }
 }

@@ -45,6 +45,10 @@ pub struct TrainArgs {
     /// Precision of the passes: auto (bf16 on a GPU, f32 on the CPU), f32 or bf16.
     #[arg(long, default_value = "auto")]
     precision: training::Precision,
+    /// Layers trained, comma-separated: `all`, or N for the top N layers only (no backward
+    /// pass below them). Several values are timed side by side on the same samples.
+    #[arg(long = "top-layers", value_delimiter = ',', default_value = "all")]
+    top_layers: Vec<String>,
     /// Print JSON lines instead of a table.
     #[arg(long = "json-lines")]
     json: bool,
@@ -60,6 +64,17 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--batch, --prompt-tokens, --response-tokens and --steps must be at least 1");
     }
+    let layer_choices = a
+        .top_layers
+        .iter()
+        .map(|v| match v.as_str() {
+            "all" => Ok(None),
+            n => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => bail!("--top-layers: {n:?} is neither `all` nor a number of layers above 0"),
+            },
+        })
+        .collect::<anyhow::Result<Vec<Option<usize>>>>()?;
     let mut models = a.models.clone();
     if models.is_empty() {
         let dir = common.data_dir.join("models");
@@ -83,8 +98,8 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             a.steps
         );
         println!(
-            "{:<28} {:>9} {:>12} {:>6} {:>12} {:>10} {:>10}",
-            "model", "objective", "parameters", "batch", "tokens/s", "samples/s", "step s"
+            "{:<28} {:>9} {:>7} {:>12} {:>6} {:>12} {:>10} {:>10}",
+            "model", "objective", "layers", "trainable", "batch", "tokens/s", "samples/s", "step s"
         );
     }
     for model in &models {
@@ -97,14 +112,19 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 )
             })?,
         };
-        let shape = BenchShape {
-            batch,
-            prompt: a.prompt_tokens,
-            response: a.response_tokens,
-            steps: a.steps,
-            micro_batch: a.micro_batch,
-        };
-        for &objective in &a.objectives {
+        for (&objective, &top_layers) in a
+            .objectives
+            .iter()
+            .flat_map(|o| layer_choices.iter().map(move |l| (o, l)))
+        {
+            let shape = BenchShape {
+                batch,
+                prompt: a.prompt_tokens,
+                response: a.response_tokens,
+                steps: a.steps,
+                micro_batch: a.micro_batch,
+                top_layers,
+            };
             let (m, d) = (model.clone(), device.clone());
             let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d, precision))
                 .await?
@@ -121,9 +141,10 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::json!({"model": name, "result": r}));
             } else {
                 println!(
-                    "{:<28} {:>9} {:>12} {:>6} {:>12.0} {:>10.2} {:>10.3}",
+                    "{:<28} {:>9} {:>7} {:>12} {:>6} {:>12.0} {:>10.2} {:>10.3}",
                     name,
                     objective.to_string(),
+                    top_layers.map_or_else(|| "all".to_string(), |n| format!("top {n}")),
                     r.parameters,
                     batch,
                     r.tokens_per_s,

@@ -152,6 +152,7 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
             .collect()
     };
     let mut signs = (0, 0);
+    let mut masked_below = 0;
     for (line, row) in lines.iter().zip(&rows) {
         let episode: uuid::Uuid = line["episode"].as_str().unwrap().parse().unwrap();
         let step_idx = line["step"].as_u64().unwrap() as usize;
@@ -176,6 +177,23 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
             step.token_logprobs.clone().unwrap(),
             "recorded log-probabilities"
         );
+        // The policy decoded under the action grammar: the recorded log-probabilities are
+        // of the masked distribution, and the unmasked ones (the full distribution, what a
+        // trainer without the mask scores) are beside them, never above.
+        assert_eq!(line["masked"], serde_json::json!(true));
+        let unmasked: Vec<f32> = line["old_logprobs_unmasked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        assert_eq!(unmasked.len(), lps.len());
+        assert!(
+            unmasked.iter().zip(&lps).all(|(u, m)| *u <= m + 1e-4),
+            "unmasked {unmasked:?} above masked {lps:?}"
+        );
+        masked_below += usize::from(unmasked.iter().zip(&lps).any(|(u, m)| *u < m - 1e-3));
+        assert_eq!((row.masked, &row.old_log_probs_unmasked), (true, &unmasked));
         let prompt = step.core.prompt.clone().unwrap();
         assert_eq!(line["prompt_text"], prompt.as_str());
         assert_eq!(
@@ -208,6 +226,11 @@ async fn an_external_trainer_gets_the_selected_steps_and_its_tensors_become_the_
     assert!(
         signs.0 > 0 && signs.1 > 0,
         "GRPO hands over both signs: {signs:?}"
+    );
+    // The mask mattered somewhere: a token the grammar allowed among few.
+    assert!(
+        masked_below > 0,
+        "no sample's mask changed a log-probability"
     );
     let stdout = std::fs::read_to_string(work.join("stdout.log")).unwrap();
     assert!(

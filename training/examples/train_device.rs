@@ -62,6 +62,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                     .map_err(|_| format!("--micro-batch: not a number: {v:?}"))
             })
             .transpose()?,
+        top_layers: None,
     };
     let name = model
         .file_name()

@@ -31,6 +31,9 @@ pub struct BenchShape {
     /// into the one optimiser step (`None`: the whole batch in one pass).
     #[serde(default)]
     pub micro_batch: Option<usize>,
+    /// Train only the top N layers (`None`: all of them).
+    #[serde(default)]
+    pub top_layers: Option<usize>,
 }
 
 /// Figures of one benchmark.
@@ -112,16 +115,18 @@ pub fn run(
         micro_batch: micro,
         accumulation: shape.batch.div_ceil(micro),
         precision,
+        top_layers: shape.top_layers,
         ..TrainConfig::default()
     };
     let mut trainer = Trainer::load(model, cfg, device)?;
     let hidden = trainer.decoder().config().hidden;
     let vocab = trainer.decoder().vocab();
-    let parameters = trainer
-        .decoder()
+    let decoder = trainer.decoder();
+    let parameters = decoder
         .params()
-        .values()
-        .map(|v| v.elem_count())
+        .iter()
+        .filter(|(name, _)| decoder.is_trainable(name))
+        .map(|(_, v)| v.elem_count())
         .sum();
     let samples = synthetic_samples(hidden, vocab, shape, 0);
     trainer.update(&samples, &mut |_, _, _| {})?;

@@ -85,6 +85,9 @@ pub struct Decoder {
     vocab: usize,
     /// Dtype of the matrix products (f32, or bf16 for mixed precision: see `device`).
     compute: DType,
+    /// The lowest layer that learns: the residual stream is cut from the graph below it,
+    /// so no backward pass runs there (0: every layer learns).
+    frozen_below: usize,
 }
 
 fn layer_names(i: usize) -> [String; 9] {
@@ -180,7 +183,37 @@ impl Decoder {
             mrope_pick,
             vocab,
             compute: DType::F32,
+            frozen_below: 0,
         })
+    }
+
+    /// Lets only the top `n` layers (and the final norm and head) learn; `None`: all.
+    /// Below them the forward pass runs as before but no gradient flows, so the backward
+    /// pass stops at the lowest trainable layer.
+    pub fn set_trainable_top(&mut self, n: Option<usize>) -> Result<(), TrainError> {
+        let layers = self.cfg.layers;
+        self.frozen_below = match n {
+            None => 0,
+            Some(n) if (1..=layers).contains(&n) => layers - n,
+            Some(n) => {
+                return Err(TrainError::Input(format!(
+                    "top_layers: {n} is not between 1 and the model's {layers} layers"
+                )));
+            }
+        };
+        Ok(())
+    }
+
+    /// Whether parameter `name` learns (see [`Decoder::set_trainable_top`]).
+    pub fn is_trainable(&self, name: &str) -> bool {
+        match name
+            .strip_prefix("model.layers.")
+            .and_then(|r| r.split('.').next())
+            .and_then(|i| i.parse::<usize>().ok())
+        {
+            Some(layer) => layer >= self.frozen_below,
+            None => true,
+        }
     }
 
     /// The configuration.
@@ -298,6 +331,10 @@ impl Decoder {
         // run in the compute dtype.
         let mut x = embeds.to_dtype(DType::F32)?;
         for i in 0..c.layers {
+            if i == self.frozen_below && i > 0 {
+                // Nothing below learns: no gradient need flow there.
+                x = x.detach();
+            }
             let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
             let [wq, wk, wv, wo, wg, wu, wd] = [wq, wk, wv, wo, wg, wu, wd].map(|w| self.weight(w));
             let (wq, wk, wv, wo, wg, wu, wd) = (wq?, wk?, wv?, wo?, wg?, wu?, wd?);

@@ -49,6 +49,10 @@ pub struct TrainConfig {
     /// Bounds an update must stay within to be published (none by default).
     #[serde(default)]
     pub guard: Option<Guard>,
+    /// Train only the top N layers (with the final norm and head); no backward pass runs
+    /// below them. None: every layer.
+    #[serde(default)]
+    pub top_layers: Option<usize>,
 }
 
 impl Default for TrainConfig {
@@ -65,6 +69,7 @@ impl Default for TrainConfig {
             precision: Precision::Auto,
             regularization: Regularization::default(),
             guard: None,
+            top_layers: None,
         }
     }
 }
@@ -162,6 +167,7 @@ impl Trainer {
         let base = version::base_of(dir)?;
         let mut decoder = Decoder::load(&base, device)?;
         decoder.set_compute_dtype(cfg.precision.compute_dtype(device))?;
+        decoder.set_trainable_top(cfg.top_layers)?;
         let lineage = version::apply(dir, &mut decoder)?;
         let opt_file = dir.join(version::OPTIMIZER);
         let optimizer = match lineage {
@@ -220,6 +226,7 @@ impl Trainer {
         }
         let dtype = cfg.precision.compute_dtype(self.decoder.device());
         self.decoder.set_compute_dtype(dtype)?;
+        self.decoder.set_trainable_top(cfg.top_layers)?;
         self.cfg = cfg;
         Ok(())
     }

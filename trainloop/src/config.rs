@@ -103,6 +103,10 @@ pub struct RunConfig {
     /// half the rate. None by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<training::Guard>,
+    /// Train only the top N layers of the decoder (with its final norm and head); no
+    /// backward pass runs below them. Absent: every layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_layers: Option<u32>,
     /// Passes over an iteration's samples.
     #[serde(default = "one")]
     pub epochs: u32,
@@ -319,6 +323,9 @@ impl RunConfig {
         self.regularization.validate().map_err(|e| e.to_string())?;
         if let Some(g) = &self.guard {
             g.validate().map_err(|e| e.to_string())?;
+        }
+        if self.top_layers == Some(0) {
+            return Err("top_layers: must be at least 1 (absent: every layer)".into());
         }
         if let training::Schedule::Cosine { min_ratio, .. } = self.lr_schedule
             && !(0.0..=1.0).contains(&min_ratio)

@@ -88,8 +88,13 @@ pub struct Shown {
     pub prompt_ids: Vec<u32>,
     /// The sampled token ids, as stored.
     pub response: Vec<u32>,
-    /// Their log-probabilities under the policy that sampled them.
+    /// Their log-probabilities under the policy that sampled them (under the grammar's
+    /// mask when it decoded constrained).
     pub behaviour: Vec<f32>,
+    /// When it decoded constrained: the same tokens' log-probabilities under the
+    /// replaying model's full distribution, no mask. A trainer that scores without the
+    /// mask starts its update from these (its ratios start at 1, not below).
+    pub unmasked: Option<Vec<f32>>,
 }
 
 struct Parts {
@@ -201,6 +206,15 @@ impl Replayer {
             .model
             .encode(&prompt.text)
             .map_err(|e| fail(e.to_string()))?;
+        // `prompt` has no grammar: scoring it is scoring the full distribution.
+        let unmasked = match parts.settings.constraint {
+            Some(_) => Some(
+                self.model
+                    .score(&prompt, &parts.response)
+                    .map_err(|e| fail(e.to_string()))?,
+            ),
+            None => None,
+        };
         Ok(Shown {
             prompt: parts.text,
             placeholder: self.model.config().layout.placeholder().to_string(),
@@ -208,6 +222,7 @@ impl Replayer {
             prompt_ids,
             response: parts.response,
             behaviour: parts.behaviour,
+            unmasked,
         })
     }
 

@@ -22,6 +22,7 @@ const SHAPE: BenchShape = BenchShape {
     response: 8,
     steps: 1,
     micro_batch: None,
+    top_layers: None,
 };
 
 /// f32 agrees with the reference to rounding (exactly, on the same CPU).

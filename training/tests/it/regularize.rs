@@ -1,6 +1,7 @@
-//! The update's brakes: a KL penalty holds the policy near a frozen reference, an entropy
-//! bonus keeps its distributions wide, and the guard undoes an update that moved the
-//! policy past a bound, retrying at half the rate, and says so.
+//! What an update may move and how far: a KL penalty holds the policy near a frozen
+//! reference, an entropy bonus keeps its distributions wide, the guard undoes an update
+//! that moved the policy past a bound (retrying at half the rate, and saying so), and
+//! training the top layers moves them as full training would and nothing below.
 
 use candle_core::Device;
 use inference::{Model, Prompt};
@@ -202,4 +203,67 @@ fn a_kl_term_without_a_reference_is_refused_naming_it() {
         .unwrap()
         .to_string();
     assert!(e.contains("regularization.kl"), "{e}");
+}
+
+/// Every parameter of `t`, flattened, by name.
+fn weights(t: &Trainer) -> Vec<(String, Vec<f32>)> {
+    t.decoder()
+        .params()
+        .iter()
+        .map(|(k, v)| {
+            let flat = v
+                .as_tensor()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap();
+            (k.clone(), flat)
+        })
+        .collect()
+}
+
+#[test]
+fn training_the_top_layers_moves_them_as_full_training_does_and_leaves_the_rest() {
+    let s = samples();
+    let base = common::model("tiny-text");
+    let one_step = |top_layers| {
+        let mut c = TrainConfig {
+            micro_batch: 3,
+            epochs: 1,
+            top_layers,
+            ..TrainConfig::default()
+        };
+        // Global-norm clipping would couple every parameter's step to the others'.
+        c.optimizer.clip_norm = None;
+        let mut t = Trainer::load(&base, c, &Device::Cpu).unwrap();
+        let r = t.update(&s, &mut |_, _, _| {}).unwrap();
+        (r, weights(&t))
+    };
+    let before = weights(&Trainer::load(&base, TrainConfig::default(), &Device::Cpu).unwrap());
+    let (full, all) = one_step(None);
+    let (top, some) = one_step(Some(1));
+    // The same forward pass: the same loss.
+    assert_eq!(full.first_loss, top.first_loss);
+    for (((name, b), (_, f)), (_, t)) in before.iter().zip(&all).zip(&some) {
+        if name.starts_with("model.layers.0.") {
+            assert_eq!(t, b, "{name} moved though it is below the trained layers");
+            assert_ne!(f, b, "{name} did not move in full training");
+        } else {
+            let diff = t.iter().zip(f).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+            assert!(diff < 1e-6, "{name}: {diff} from full training's step");
+            assert_ne!(t, b, "{name} did not move");
+        }
+    }
+    let e = Trainer::load(
+        &base,
+        TrainConfig {
+            top_layers: Some(3),
+            ..TrainConfig::default()
+        },
+        &Device::Cpu,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("top_layers"), "{e}");
 }

@@ -47,8 +47,16 @@ pub struct Record {
     pub prompt_ids: Vec<u32>,
     /// The response's token ids, as sampled.
     pub completion_ids: Vec<u32>,
-    /// Their log-probabilities under the policy that sampled them.
+    /// Their log-probabilities under the policy that sampled them: under the action
+    /// grammar's mask when `masked`.
     pub old_logprobs: Vec<f32>,
+    /// Whether the policy decoded under the action grammar, so that `old_logprobs` are of
+    /// the masked, renormalised distribution.
+    pub masked: bool,
+    /// When `masked`: the same tokens under the iteration's parent version with no mask,
+    /// what a trainer that scores without the mask computes at the start of its update
+    /// (empty otherwise).
+    pub old_logprobs_unmasked: Vec<f32>,
     /// The selection's weight: GRPO's advantage, or behaviour cloning's weight.
     pub advantage: f32,
     /// The episode's reward.
@@ -78,6 +86,7 @@ struct Read {
     completion: String,
     completion_ids: Vec<u32>,
     logprobs: Vec<f32>,
+    unmasked: Option<Vec<f32>>,
 }
 
 impl Steps {
@@ -105,6 +114,7 @@ impl Steps {
                     completion,
                     completion_ids: shown.response,
                     logprobs: shown.behaviour,
+                    unmasked: shown.unmasked,
                 })
             }
             Steps::Requested(screens) => {
@@ -117,6 +127,8 @@ impl Steps {
                     completion: step.completion,
                     completion_ids: step.token_ids,
                     logprobs: step.logprobs,
+                    // A server's guided decoding is its own: surfgym cannot tell.
+                    unmasked: None,
                 })
             }
         }
@@ -164,6 +176,8 @@ pub async fn records(
             prompt_ids: read.prompt_ids,
             completion_ids: read.completion_ids,
             old_logprobs: read.logprobs,
+            masked: read.unmasked.is_some(),
+            old_logprobs_unmasked: read.unmasked.unwrap_or_default(),
             advantage,
             reward: ep.reward(false),
             images: files,
@@ -253,6 +267,7 @@ fn trl_line(r: &Record) -> serde_json::Value {
         "prompt_ids": r.prompt_ids,
         "completion_ids": r.completion_ids,
         "old_logprobs": r.old_logprobs,
+        "masked": r.masked,
         "advantage": r.advantage,
         "reward": r.reward,
         "episode": r.episode,
@@ -266,6 +281,9 @@ fn trl_line(r: &Record) -> serde_json::Value {
     if !r.prompt_ids.is_empty() {
         line["input_ids"] = input_ids.into();
         line["completion_mask"] = completion_mask.into();
+    }
+    if r.masked {
+        line["old_logprobs_unmasked"] = r.old_logprobs_unmasked.clone().into();
     }
     line
 }

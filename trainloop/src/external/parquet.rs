@@ -9,7 +9,9 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, FloatType, Int32Type, Int64Type};
+use parquet::data_type::{
+    BoolType, ByteArray, ByteArrayType, DoubleType, FloatType, Int32Type, Int64Type,
+};
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
@@ -36,6 +38,8 @@ message surfgym_training_set {
   required binary episode (STRING);
   required int32 step;
   required binary task (STRING);
+  required boolean masked;
+  required group old_log_probs_unmasked (LIST) { repeated group list { required float element; } }
 }";
 
 /// What verl's `ability` column says of every row.
@@ -118,6 +122,14 @@ pub fn write(path: &Path, records: &[Record]) -> Result<(), String> {
             13 => col
                 .typed::<ByteArrayType>()
                 .write_batch(&text(&|r| r.task.clone()), None, None),
+            14 => {
+                let v: Vec<bool> = records.iter().map(|r| r.masked).collect();
+                col.typed::<BoolType>().write_batch(&v, None, None)
+            }
+            15 => {
+                let (v, d, p) = list(records, |r| r.old_logprobs_unmasked.clone());
+                col.typed::<FloatType>().write_batch(&v, Some(&d), Some(&p))
+            }
             n => {
                 return Err(format!(
                     "the schema has a column {n} this writer does not fill"
@@ -172,6 +184,10 @@ pub struct ParquetRow {
     pub response_ids: Vec<i32>,
     /// `old_log_probs`.
     pub old_log_probs: Vec<f32>,
+    /// `masked`.
+    pub masked: bool,
+    /// `old_log_probs_unmasked`.
+    pub old_log_probs_unmasked: Vec<f32>,
     /// `advantage`.
     pub advantage: f32,
     /// `reward`.
@@ -205,6 +221,8 @@ fn parse_row(row: &Row) -> Result<ParquetRow, String> {
         prompt_ids: Vec::new(),
         response_ids: Vec::new(),
         old_log_probs: Vec::new(),
+        masked: false,
+        old_log_probs_unmasked: Vec::new(),
         advantage: 0.0,
         reward: 0.0,
         images: Vec::new(),
@@ -222,15 +240,12 @@ fn parse_row(row: &Row) -> Result<ParquetRow, String> {
             ("prompt_ids", Field::ListInternal(l)) => r.prompt_ids = ints(l)?,
             ("response_ids", Field::ListInternal(l)) => r.response_ids = ints(l)?,
             ("old_log_probs", Field::ListInternal(l)) => {
-                r.old_log_probs = l
-                    .elements()
-                    .iter()
-                    .map(|f| match f {
-                        Field::Float(x) => Ok(*x),
-                        other => Err(format!("old_log_probs: {other:?} is not a float")),
-                    })
-                    .collect::<Result<_, _>>()?
+                r.old_log_probs = floats("old_log_probs", l)?
             }
+            ("old_log_probs_unmasked", Field::ListInternal(l)) => {
+                r.old_log_probs_unmasked = floats("old_log_probs_unmasked", l)?
+            }
+            ("masked", Field::Bool(b)) => r.masked = *b,
             ("images", Field::ListInternal(l)) => {
                 r.images = l
                     .elements()
@@ -249,6 +264,16 @@ fn parse_row(row: &Row) -> Result<ParquetRow, String> {
         }
     }
     Ok(r)
+}
+
+fn floats(column: &str, l: &List) -> Result<Vec<f32>, String> {
+    l.elements()
+        .iter()
+        .map(|f| match f {
+            Field::Float(x) => Ok(*x),
+            other => Err(format!("{column}: {other:?} is not a float")),
+        })
+        .collect()
 }
 
 fn ints(l: &List) -> Result<Vec<i32>, String> {
@@ -278,6 +303,12 @@ mod tests {
             prompt_ids: (0..k as u32 + 3).collect(),
             completion_ids: vec![7, 8, 9000 + k as u32],
             old_logprobs: vec![-0.5, -1.25, -0.125],
+            masked: k % 2 == 1,
+            old_logprobs_unmasked: if k % 2 == 1 {
+                vec![-0.75, -1.5, -0.25]
+            } else {
+                Vec::new()
+            },
             advantage: k as f32 - 0.5,
             reward: (k % 2) as f64,
             images,
@@ -301,6 +332,10 @@ mod tests {
             assert_eq!(row.prompt_ids, ids(&r.prompt_ids));
             assert_eq!(row.response_ids, ids(&r.completion_ids));
             assert_eq!(row.old_log_probs, r.old_logprobs);
+            assert_eq!(
+                (row.masked, &row.old_log_probs_unmasked),
+                (r.masked, &r.old_logprobs_unmasked)
+            );
             assert_eq!(row.images, r.images);
             assert_eq!(
                 (&row.prompt, &row.response, row.advantage, row.reward),

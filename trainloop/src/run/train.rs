@@ -198,6 +198,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 precision: devices.precision,
                 regularization: ctx.cfg.regularization,
                 guard: ctx.cfg.guard,
+                top_layers: ctx.cfg.top_layers.map(|n| n as usize),
                 ..TrainConfig::default()
             };
             let n = samples.len();

@@ -241,7 +241,7 @@ fn iterations_table(d: &RunDetail) -> String {
         let horizons = p.horizon.map_or("–".into(), |[lo, mean, hi]| {
             format!("{lo:.0}–{hi:.0} (mean {mean:.1})")
         });
-        let dropped = it.dropped.as_ref().map_or("–".into(), |v| v.to_string());
+        let dropped = it.dropped.as_ref().map_or("–".into(), dropped_breakdown);
         let secs =
             |ms: Option<i64>| ms.map_or("–".into(), |m| format!("{:.1}s", m as f64 / 1000.0));
         let mut links = String::new();
@@ -286,6 +286,28 @@ fn iterations_table(d: &RunDetail) -> String {
     }
     o.push_str("</tbody></table>");
     o
+}
+
+/// What an update left out, by reason, largest first: `16: failed 12 · flat group 4`;
+/// `none` when nothing was. Reasons are the selection's counters (and the staleness
+/// bound's), named in words.
+fn dropped_breakdown(v: &serde_json::Value) -> String {
+    let mut counts: Vec<(String, u64)> = v
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, n)| Some((k.replace('_', " "), n.as_u64()?)))
+                .filter(|(_, n)| *n > 0)
+                .collect()
+        })
+        .unwrap_or_default();
+    if counts.is_empty() {
+        return "none".into();
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    format!("{total}: {}", parts.join(" · "))
 }
 
 /// The form that opens two iterations' evaluations side by side.
@@ -583,5 +605,19 @@ mod tests {
             "{}",
             staleness(&it)
         );
+    }
+
+    #[test]
+    fn dropped_steps_read_as_a_breakdown_largest_first() {
+        let v = serde_json::json!({"failed": 12, "flat_group": 4, "short": 0, "too_stale": 4});
+        assert_eq!(
+            super::dropped_breakdown(&v),
+            "20: failed 12 · flat group 4 · too stale 4"
+        );
+        assert_eq!(
+            super::dropped_breakdown(&serde_json::json!({"failed": 0})),
+            "none"
+        );
+        assert_eq!(super::dropped_breakdown(&serde_json::json!("junk")), "none");
     }
 }
