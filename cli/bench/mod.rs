@@ -101,7 +101,11 @@ fn unoptimised_warning(debug_build: bool) -> Option<&'static str> {
 mod tests {
     #[test]
     fn a_debug_build_warns_that_its_figures_are_not_a_release_builds() {
-        assert!(super::unoptimised_warning(true).unwrap().contains("--release"));
+        assert!(
+            super::unoptimised_warning(true)
+                .unwrap()
+                .contains("--release")
+        );
         assert_eq!(super::unoptimised_warning(false), None);
     }
 }

@@ -19,10 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Tasks whose right element does not depend on the seed.
 const TASKS: [&str; 2] = ["miniwob.click-dialog", "miniwob.focus-text"];
 
-use engine::Engine;
 use sqlx::PgPool;
 use store::{EpisodeFilter, Store};
-use trainloop::{RunConfig, run};
 use uuid::Uuid;
 
 fn config() -> serde_json::Value {
@@ -88,7 +86,6 @@ async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out
     let common::TrainingRun {
         engine,
         id,
-        cfg,
         sites: _sites,
         ..
     } = run;
@@ -101,8 +98,13 @@ async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out
         }
     }
 
-    // The random policy on the evaluation's own episodes (same tasks, seeds and horizon).
-    let random = random_on_eval(&engine, &cfg).await;
+    // The random policy on the evaluation's own episodes (same tasks, seeds and horizon):
+    // the run's own baseline, evaluated beside the untrained model.
+    let baseline = &its[0].report.as_ref().unwrap()["baselines"]["random"];
+    let random: Uuid = baseline["campaign"].as_str().unwrap().parse().unwrap();
+    let v = store.get_campaign(random).await.unwrap().unwrap();
+    assert_eq!(v.policy, "random");
+    assert_eq!(baseline["success"].as_f64(), v.success_rate, "{baseline}");
     let untrained = outcomes(&store, its[0].eval_campaign.unwrap()).await;
     let trained = outcomes(&store, its.last().unwrap().eval_campaign.unwrap()).await;
     let random = outcomes(&store, random).await;
@@ -153,17 +155,4 @@ async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out
             on(&random)
         );
     }
-}
-
-/// The random policy's campaign on the run's held-out episodes.
-async fn random_on_eval(engine: &Engine, cfg: &RunConfig) -> Uuid {
-    let id = engine
-        .create_campaign(run::eval_spec(cfg, "random", 0))
-        .await
-        .unwrap();
-    assert_eq!(
-        engine.run_campaign(id).await.unwrap(),
-        store::Status::Completed
-    );
-    id
 }

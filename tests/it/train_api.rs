@@ -476,13 +476,21 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
         json!(6),
         "success by iteration and by steps, loss, horizons, samples, update health"
     );
+    let curves = js(&s, "document.querySelector('#curves').textContent").await;
+    let curves = curves.as_str().unwrap();
     assert!(
-        js(&s, "document.querySelector('#curves').textContent")
-            .await
-            .as_str()
-            .unwrap()
-            .contains("KL to reference"),
+        curves.contains("KL to reference"),
         "the update's health is plotted"
+    );
+    // The random policy on the same held-out episodes, evaluated once, is a level line.
+    assert!(
+        run["baselines"]["random"].as_f64().is_some(),
+        "{}",
+        run["baselines"]
+    );
+    assert!(
+        curves.contains("random policy (same held-out episodes)"),
+        "{curves}"
     );
     // Each held-out point links to its iteration's evaluation episodes.
     let evals: Vec<String> = iterations

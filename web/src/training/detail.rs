@@ -56,6 +56,34 @@ fn health(report: Option<&serde_json::Value>) -> Option<Health> {
     })
 }
 
+/// Policies evaluated once on the run's held-out episodes, to read its curves against.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Baselines {
+    /// The random policy's held-out success.
+    pub random: Option<f64>,
+    /// Its campaign.
+    pub random_campaign: Option<Uuid>,
+}
+
+/// What iteration 0's report says of the baselines.
+fn baselines(iterations: &[IterationView]) -> Baselines {
+    let random = iterations
+        .iter()
+        .find(|i| i.idx == 0)
+        .and_then(|i| i.report.as_ref())
+        .and_then(|r| r.get("baselines"))
+        .and_then(|b| b.get("random"));
+    Baselines {
+        random: random
+            .and_then(|r| r.get("success"))
+            .and_then(serde_json::Value::as_f64),
+        random_campaign: random
+            .and_then(|r| r.get("campaign"))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|s| s.parse().ok()),
+    }
+}
+
 /// A run with everything shown about it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunDetail {
@@ -66,6 +94,8 @@ pub struct RunDetail {
     pub iterations: Vec<IterationView>,
     /// One point per iteration.
     pub curve: Vec<CurvePoint>,
+    /// Baseline policies on the same held-out episodes.
+    pub baselines: Baselines,
     /// Its campaigns not yet ended, with their progress.
     pub active_campaigns: Vec<CampaignView>,
 }
@@ -122,6 +152,7 @@ pub async fn detail(store: &Store, id: Uuid) -> Result<RunDetail, ApiError> {
     }
     Ok(RunDetail {
         curve: curve(&iterations),
+        baselines: baselines(&iterations),
         run,
         iterations,
         active_campaigns,

@@ -118,8 +118,10 @@ fn plots(d: &RunDetail) -> String {
     };
     let eval_href = |p: &CurvePoint| p.eval_campaign.map(campaign_href);
     let rate = |p: &CurvePoint, v: f64| format!("iteration {} · {}", p.iteration, pct(Some(v)));
+    let random = d.baselines.random;
+    let random_href = |_: &CurvePoint| d.baselines.random_campaign.map(campaign_href);
     let success = |x: &dyn Fn(&CurvePoint) -> f64| {
-        vec![
+        let mut s = vec![
             Series {
                 name: "train (rollouts)",
                 class: "s0",
@@ -130,7 +132,16 @@ fn plots(d: &RunDetail) -> String {
                 class: "s1",
                 points: points(c, x, |p| p.eval_success, rate, eval_href),
             },
-        ]
+        ];
+        if random.is_some() {
+            // A level line: the random policy on the very same held-out episodes.
+            s.push(Series {
+                name: "random policy (same held-out episodes)",
+                class: "s3",
+                points: points(c, x, |_| random, rate, random_href),
+            });
+        }
+        s
     };
     let pct_axes = |title, x| Axes {
         title,
