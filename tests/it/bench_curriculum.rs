@@ -1,7 +1,8 @@
 //! `surfgym bench curriculum` end to end (real Chromium, real Postgres, MiniWoB++, the tiny
 //! model): the variants it is asked for, side by side with `--parallel`, each a training
-//! run under the same budget and devices, with TTI's stages scaled to the suite's horizons
-//! and a warm start followed by the schedule `--warm-then` names; options it cannot run
+//! run under the same budget and devices, with TTI (filtered behaviour cloning over every
+//! iteration's rollouts) on its stages scaled to the suite's horizons and a warm start
+//! followed by the schedule `--warm-then` names; options it cannot run
 //! are refused before anything starts, naming the option.
 
 use crate::common;
@@ -126,6 +127,9 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
                     .map(|s| (s["from"].as_u64().unwrap(), s["horizon"].as_u64().unwrap()))
                     .collect();
                 assert_eq!(stages, [(1, 1), (2, 2), (4, 3)], "TTI's shape, scaled");
+                // TTI's algorithm too: filtered behaviour cloning over every iteration.
+                assert_eq!(cfg["objective"], "fbc", "{cfg}");
+                assert_eq!(cfg["replay_iterations"], 2, "{cfg}");
             }
             "warm+fixed-short" => {
                 assert!(warm > 0, "the solver's warm-up steps are counted: {v}");
@@ -135,7 +139,13 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
                 );
                 assert_eq!(cfg["curriculum"]["kind"], "fixed");
             }
-            _ => assert_eq!(cfg["curriculum"]["horizon"], 1),
+            _ => {
+                assert_eq!(cfg["curriculum"]["horizon"], 1);
+                assert_ne!(
+                    cfg["objective"], "fbc",
+                    "the schedules' runs are GRPO: {cfg}"
+                );
+            }
         }
         let (start, end): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) =
             sqlx::query_as(

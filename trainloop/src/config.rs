@@ -61,6 +61,11 @@ pub struct RunConfig {
     /// `fbc` or `grpo`.
     #[serde(default = "grpo")]
     pub objective: String,
+    /// Filtered behaviour cloning's replay buffer: the rollouts of the last this many
+    /// iterations (WebGym's window: 4, the default). TTI keeps every earlier iteration's:
+    /// set it to `iterations`.
+    #[serde(default = "replay_window")]
+    pub replay_iterations: u32,
     /// The first this many iterations use filtered behaviour cloning whatever `objective`
     /// says (a warm-up on the policy's own successes).
     #[serde(default)]
@@ -218,6 +223,9 @@ fn grpo_k() -> f32 {
 fn micro_batch() -> u32 {
     8
 }
+fn replay_window() -> u32 {
+    4
+}
 fn constant() -> training::Schedule {
     training::Schedule::Constant
 }
@@ -323,6 +331,9 @@ impl RunConfig {
         self.regularization.validate().map_err(|e| e.to_string())?;
         if let Some(g) = &self.guard {
             g.validate().map_err(|e| e.to_string())?;
+        }
+        if self.replay_iterations == 0 {
+            return Err("replay_iterations: must be at least 1 (the current iteration)".into());
         }
         if self.top_layers == Some(0) {
             return Err("top_layers: must be at least 1 (absent: every layer)".into());
@@ -546,6 +557,12 @@ mod tests {
                 .unwrap_err()
                 .contains("step_weighting")
         );
+        // FBC replays WebGym's window unless told; an empty buffer is refused.
+        assert_eq!(c.replay_iterations, 4);
+        let mut v = good();
+        v["replay_iterations"] = 0.into();
+        let e = RunConfig::parse(&v.to_string()).unwrap_err();
+        assert!(e.starts_with("replay_iterations:"), "{e}");
         // Regularization, the guard and the schedule parse, and a bad value is named.
         let mut v = good();
         v["regularization"] = serde_json::json!({"kl": 0.001, "entropy": 0.01});

@@ -40,11 +40,17 @@ pub enum Variant {
     FixedShort,
     /// `--long` steps in every iteration.
     FixedLong,
-    /// TTI's stages as published: 10 in iteration 1, 20 in 2-3, 30 from 4.
+    /// TTI as published: online filtered behaviour cloning over a replay buffer of every
+    /// earlier iteration's successes, with its stages: 10 in iteration 1, 20 in 2-3, 30
+    /// from 4.
     Tti,
-    /// TTI's stage shape on this suite's horizons: `--short` in iteration 1, halfway to
-    /// `--long` in 2-3, `--long` from 4.
+    /// TTI's algorithm with its stage shape on this suite's horizons: `--short` in
+    /// iteration 1, halfway to `--long` in 2-3, `--long` from 4.
     TtiScaled,
+    /// GRPO with TTI's published stages (the schedule without TTI's algorithm).
+    GrpoTti,
+    /// GRPO with the suite-scaled TTI stages.
+    GrpoTtiScaled,
     /// Per task, from `--short` to `--long` by `--adaptive-step`.
     Adaptive,
     /// The warm start, then RL with the `--warm-then` schedule.
@@ -58,6 +64,8 @@ impl Variant {
             Self::FixedLong => "fixed-long",
             Self::Tti => "tti",
             Self::TtiScaled => "tti-scaled",
+            Self::GrpoTti => "grpo-tti",
+            Self::GrpoTtiScaled => "grpo-tti-scaled",
             Self::Adaptive => "adaptive",
             Self::Warm => "warm",
         }
@@ -69,14 +77,22 @@ impl Variant {
         Some(match self {
             Self::FixedShort => serde_json::json!({"kind": "fixed", "horizon": a.short}),
             Self::FixedLong => serde_json::json!({"kind": "fixed", "horizon": a.long}),
-            Self::Tti => serde_json::json!({"kind": "tti"}),
-            Self::TtiScaled => serde_json::json!({"kind": "stepwise", "stages": [
+            Self::Tti | Self::GrpoTti => serde_json::json!({"kind": "tti"}),
+            Self::TtiScaled | Self::GrpoTtiScaled => {
+                serde_json::json!({"kind": "stepwise", "stages": [
                 {"from": 1, "horizon": a.short}, {"from": 2, "horizon": mid},
-                {"from": 4, "horizon": a.long}]}),
+                {"from": 4, "horizon": a.long}]})
+            }
             Self::Adaptive => serde_json::json!({"kind": "adaptive", "start": a.short,
                 "step": a.adaptive_step, "min": a.short, "max": a.long.max(a.short)}),
             Self::Warm => return None,
         })
+    }
+
+    /// Whether it runs TTI's algorithm (filtered behaviour cloning over every earlier
+    /// iteration's rollouts) rather than GRPO.
+    fn is_tti(self) -> bool {
+        matches!(self, Self::Tti | Self::TtiScaled)
     }
 }
 
@@ -390,7 +406,13 @@ async fn variants(
     for &v in &a.variants {
         let run = match v.curriculum(a) {
             Some(c) => {
-                let cfg = base(v.name(), c);
+                let mut cfg = base(v.name(), c);
+                if v.is_tti() {
+                    cfg["objective"] = "fbc".into();
+                    // A buffer that keeps every iteration's successes: TTI's, not
+                    // WebGym's window of the last four.
+                    cfg["replay_iterations"] = a.iterations.into();
+                }
                 async move {
                     let started = Instant::now();
                     one_run(common, env, v.name(), cfg, 0, started, output)

@@ -72,12 +72,14 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         // Published before the process stopped, not recorded: taken as it is.
         update.version = Some(out.display().to_string());
     } else {
-        // FBC replays the last four iterations (WebGym's window); GRPO is on-policy.
+        // FBC replays the last `replay_iterations` iterations (WebGym's window: 4; TTI's
+        // buffer: all of them); GRPO is on-policy.
         let mut campaigns = Vec::new();
         if objective == Objective::Fbc {
+            let window = i32::try_from(ctx.cfg.replay_iterations).unwrap_or(i32::MAX);
             for b in before
                 .iter()
-                .filter(|b| b.idx > 0 && b.idx + 4 > it.idx && b.idx < it.idx)
+                .filter(|b| b.idx > 0 && b.idx.saturating_add(window) > it.idx && b.idx < it.idx)
             {
                 campaigns.extend(b.rollout_campaigns.iter().copied());
             }
