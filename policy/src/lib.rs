@@ -10,6 +10,7 @@
 mod agent_like;
 mod batcher;
 mod card;
+mod constant;
 mod demonstrated;
 pub mod follow;
 pub mod http;
@@ -34,6 +35,7 @@ use tasks::Task;
 pub use agent_like::AgentLike;
 pub use batcher::{BatchBackend, BatchLimits, Batched, CloseReason, take_batch};
 pub use card::fingerprint;
+pub use constant::ConstantPolicy;
 pub use demonstrated::{Demonstrated, Written};
 pub use random::RandomPolicy;
 pub use scripted::ScriptedPolicy;

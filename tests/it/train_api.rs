@@ -379,7 +379,8 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
         "policy": {"max_new_tokens": 16},
         // A KL penalty to the base and a guard no update crosses: the update reports how
         // far it moved.
-        "regularization": {"kl": 0.001}, "guard": {"max_clipped": 1.0}
+        "regularization": {"kl": 0.001}, "guard": {"max_clipped": 1.0},
+        "best_constant": true
     });
     let (status, created) = call(
         &http,
@@ -492,6 +493,23 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
         curves.contains("random policy (same held-out episodes)"),
         "{curves}"
     );
+    // And the best constant action per task, among the first actions the untrained model
+    // and the random policy took, each tried on every held-out episode.
+    let best = &iterations[0]["report"]["baselines"]["best_constant"];
+    assert!(
+        run["baselines"]["best_constant"].as_f64().is_some(),
+        "{best}"
+    );
+    let per_task = best["per_task"].as_object().unwrap();
+    assert_eq!(per_task.len(), 2, "{best}");
+    for (task, b) in per_task {
+        assert!(
+            b["action"].as_str().is_some() && b["episodes"] == json!(2),
+            "{task}: {b}"
+        );
+    }
+    assert!(!best["candidates"].as_array().unwrap().is_empty(), "{best}");
+    assert!(curves.contains("best constant action per task"), "{curves}");
     // Each held-out point links to its iteration's evaluation episodes.
     let evals: Vec<String> = iterations
         .iter()

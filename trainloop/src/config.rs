@@ -61,6 +61,13 @@ pub struct RunConfig {
     /// `fbc` or `grpo`.
     #[serde(default = "grpo")]
     pub objective: String,
+    /// Also evaluate the best constant action per task on the held-out episodes, once
+    /// (beside the untrained model and the random policy): each of the first actions the
+    /// untrained model and the random policy took (at most 16) runs as a constant policy
+    /// on every held-out episode, and each task keeps its best. Off by default: it costs
+    /// up to 16 campaigns the size of an evaluation.
+    #[serde(default)]
+    pub best_constant: bool,
     /// Filtered behaviour cloning's replay buffer: the rollouts of the last this many
     /// iterations (WebGym's window: 4, the default). TTI keeps every earlier iteration's:
     /// set it to `iterations`.

@@ -14,33 +14,6 @@ use super::{
 use crate::RunError;
 use store::{Phase, Stage};
 
-/// The random policy (a valid action on a random element at each step) on the run's
-/// held-out episodes, once, beside the untrained model's evaluation: the floor every
-/// curve of the run is read against. Its campaign's id is derived from the run, so a run
-/// resumed after a crash finds it rather than running it twice.
-async fn random_baseline(ctx: &Ctx<'_>) -> Result<(f64, uuid::Uuid), RunError> {
-    const RANDOM: &str = "random";
-    if !ctx.engine.policy_names().iter().any(|n| n == RANDOM) {
-        ctx.engine
-            .register_policy(std::sync::Arc::new(policy::RandomPolicy));
-    }
-    let mut spec = eval_spec(&ctx.cfg, RANDOM, 0);
-    spec.name = Some(format!(
-        "{} · random policy on the held-out episodes",
-        ctx.cfg.name
-    ));
-    let id = campaign_id(ctx.run, "random baseline");
-    let id = ctx.engine.create_campaign_as(id, spec).await?;
-    run_campaign(ctx, 0, id).await?;
-    let v = ctx
-        .engine
-        .store()
-        .get_campaign(id)
-        .await?
-        .ok_or(RunError::NoRun(id))?;
-    Ok((v.success_rate.unwrap_or(0.0), id))
-}
-
 pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     let store = ctx.engine.store();
     let (start_ms, started) = (now_ms(), Instant::now());
@@ -108,10 +81,14 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     run_campaign(ctx, idx, id).await?;
     let v = store.get_campaign(id).await?.ok_or(RunError::NoRun(id))?;
     if idx == 0 {
-        let (success, campaign) = random_baseline(ctx).await?;
-        report["baselines"]["random"] = serde_json::json!({
-            "success": success, "campaign": campaign,
-        });
+        let random = super::baseline::random(ctx).await?;
+        let random_campaign = random["campaign"].as_str().and_then(|s| s.parse().ok());
+        report["baselines"]["random"] = random;
+        if ctx.cfg.best_constant {
+            let seen: Vec<uuid::Uuid> = [Some(id), random_campaign].into_iter().flatten().collect();
+            report["baselines"]["best_constant"] =
+                super::baseline::best_constant(ctx, &seen).await?;
+        }
     }
     stamp(&mut report, Phase::Eval, start_ms);
     store

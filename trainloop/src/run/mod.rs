@@ -24,6 +24,7 @@
 //! iteration's version, so an evaluation runs exactly that version whatever is published
 //! meanwhile).
 
+mod baseline;
 mod eval;
 mod rollout;
 mod train;

@@ -63,16 +63,19 @@ pub struct Baselines {
     pub random: Option<f64>,
     /// Its campaign.
     pub random_campaign: Option<Uuid>,
+    /// The best constant action per task, over all held-out episodes (when the run
+    /// evaluated it).
+    pub best_constant: Option<f64>,
 }
 
 /// What iteration 0's report says of the baselines.
 fn baselines(iterations: &[IterationView]) -> Baselines {
-    let random = iterations
+    let all = iterations
         .iter()
         .find(|i| i.idx == 0)
         .and_then(|i| i.report.as_ref())
-        .and_then(|r| r.get("baselines"))
-        .and_then(|b| b.get("random"));
+        .and_then(|r| r.get("baselines"));
+    let random = all.and_then(|b| b.get("random"));
     Baselines {
         random: random
             .and_then(|r| r.get("success"))
@@ -81,6 +84,10 @@ fn baselines(iterations: &[IterationView]) -> Baselines {
             .and_then(|r| r.get("campaign"))
             .and_then(serde_json::Value::as_str)
             .and_then(|s| s.parse().ok()),
+        best_constant: all
+            .and_then(|b| b.get("best_constant"))
+            .and_then(|b| b.get("success"))
+            .and_then(serde_json::Value::as_f64),
     }
 }
 

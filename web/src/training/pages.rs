@@ -118,7 +118,7 @@ fn plots(d: &RunDetail) -> String {
     };
     let eval_href = |p: &CurvePoint| p.eval_campaign.map(campaign_href);
     let rate = |p: &CurvePoint, v: f64| format!("iteration {} · {}", p.iteration, pct(Some(v)));
-    let random = d.baselines.random;
+    let (random, best_constant) = (d.baselines.random, d.baselines.best_constant);
     let random_href = |_: &CurvePoint| d.baselines.random_campaign.map(campaign_href);
     let success = |x: &dyn Fn(&CurvePoint) -> f64| {
         let mut s = vec![
@@ -139,6 +139,13 @@ fn plots(d: &RunDetail) -> String {
                 name: "random policy (same held-out episodes)",
                 class: "s3",
                 points: points(c, x, |_| random, rate, random_href),
+            });
+        }
+        if best_constant.is_some() {
+            s.push(Series {
+                name: "best constant action per task (same episodes)",
+                class: "s2",
+                points: points(c, x, |_| best_constant, rate, |_| None),
             });
         }
         s
