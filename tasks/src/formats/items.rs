@@ -164,8 +164,10 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
             }
             continue;
         }
-        if let Some(values) = values_missing_commas(text, at, to) {
-            out.extend(values);
+        if serde_json::from_str::<Value>(&text[at..to]).is_err()
+            && let Some(recovered) = recover_item(text, at, to)
+        {
+            out.extend(recovered);
             continue;
         }
         let result = serde_json::from_str::<Value>(&text[at..to]).map_err(|e| {
@@ -204,41 +206,64 @@ fn array_items(text: &str, open: usize) -> Vec<Item> {
     out
 }
 
-/// An array item that is several whole JSON values with no comma between them (`{..}`
-/// then `{..}` on the next line): each value is kept, at its own line, and each missing
-/// comma is an error of its own, so one forgotten comma costs no task. `None` when the
-/// item is not such a run of values.
-fn values_missing_commas(text: &str, from: usize, to: usize) -> Option<Vec<Item>> {
-    let piece = &text[from..to];
-    let mut stream = serde_json::Deserializer::from_str(piece).into_iter::<Value>();
-    let mut values = Vec::new();
-    loop {
-        let skipped =
-            piece[stream.byte_offset()..].len() - piece[stream.byte_offset()..].trim_start().len();
-        let starts = from + stream.byte_offset() + skipped;
-        match stream.next() {
-            Some(Ok(value)) => values.push((line_of(text, starts), value)),
-            Some(Err(_)) => return None,
-            None => break,
+/// An array item that does not parse, read again piece by piece so that a broken neighbour
+/// costs only itself: the item is cut where a line starts with `{` (a task object, as in
+/// JSON Lines), each piece's leading JSON value is kept at its own line, and whatever
+/// else a piece holds (text before the first object, text after a value: a missing
+/// comma) is an error at its line. `None` when no piece holds a value, so the item's own
+/// parse error stands.
+fn recover_item(text: &str, from: usize, to: usize) -> Option<Vec<Item>> {
+    let mut cuts = vec![from];
+    let mut at = from;
+    for line in text[from..to].split_inclusive('\n') {
+        if at > from && line.starts_with('{') {
+            cuts.push(at);
         }
+        at += line.len();
     }
-    if values.len() < 2 {
-        return None;
-    }
+    cuts.push(to);
     let mut out = Vec::new();
-    for (k, (line, value)) in values.into_iter().enumerate() {
-        if k > 0 {
-            out.push((
-                line,
-                Err(err(
-                    "",
-                    format!(
-                        "invalid JSON in the array at line {line}: a missing comma before this item"
-                    ),
-                )),
-            ));
+    let mut kept = 0;
+    for w in cuts.windows(2) {
+        let piece = &text[w[0]..w[1]];
+        let lead = piece.len() - piece.trim_start().len();
+        if piece.trim().is_empty() {
+            continue;
         }
-        out.push((line, Ok(value)));
+        let start = w[0] + lead;
+        let mut stream =
+            serde_json::Deserializer::from_str(&text[start..w[1]]).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(value)) => {
+                out.push((line_of(text, start), Ok(value)));
+                kept += 1;
+                let rest = start + stream.byte_offset();
+                let after = &text[rest..w[1]];
+                if !after.trim().is_empty() {
+                    let line = line_of(text, rest + (after.len() - after.trim_start().len()));
+                    out.push((
+                        line,
+                        Err(err(
+                            "",
+                            format!("invalid JSON in the array at line {line}: text after an item (a missing comma?)"),
+                        )),
+                    ));
+                }
+            }
+            _ => {
+                let line = line_of(text, start);
+                let e = serde_json::from_str::<Value>(&text[start..w[1]])
+                    .err()
+                    .map_or_else(|| "not an item".to_string(), |e| e.to_string());
+                out.push((
+                    line,
+                    Err(err(
+                        "",
+                        format!("invalid JSON in the array at line {line}: {e}"),
+                    )),
+                ));
+            }
+        }
     }
-    Some(out)
+    (kept > 0).then_some(out)
 }

@@ -242,6 +242,18 @@ fn found_by_the_properties() {
             no_comma.iter().any(|l| l.line == 2 && l.result.is_ok()),
             "{format:?}: {no_comma:?}"
         );
+        // Text before or after the item, on lines of their own, costs only itself.
+        for text in [
+            format!("[\nA\n{good_line}\n]"),
+            format!("[\n{good_line}\nA]"),
+        ] {
+            let at = if text.starts_with("[\nA") { 3 } else { 2 };
+            let got = import(format, &text, &opts);
+            assert!(
+                got.iter().any(|l| l.line == at && l.result.is_ok()),
+                "{format:?} {text:?}: {got:?}"
+            );
+        }
         assert!(
             format == Format::MiniWob
                 || no_comma.iter().any(|l| l.line == 3
