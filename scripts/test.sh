@@ -30,36 +30,71 @@ trap cleanup EXIT
 
 # Where, not who: the private cluster's URL carries its password.
 echo "test: database …@${DATABASE_URL##*@}" >&2
-# The root `it` binary holds most of the slow, Chromium-bound tests; the crates' own test
-# binaries (each test its own database and browsers) run beside it, then `alone`, whose
-# tests need the machine to themselves. Each run's output is kept apart and printed
-# whole, so neither garbles the other's lines.
+# Every test executable, from one build with the workspace's feature unification, run
+# directly: a `cargo test -p surfgym` or `--exclude surfgym` selection unifies features
+# otherwise and would compile much of the graph again while the tests run (CI measured
+# 2.5 and 15 minutes of it). The root `it` binary holds most of the slow, Chromium-bound
+# tests; the crates' binaries (each test its own database and browsers) run one after
+# another beside it, then `alone`, whose tests need the machine to themselves. Each
+# group's output is kept apart and printed whole, so neither garbles the other's lines.
 logs="$(mktemp -d)"
-cargo test -p surfgym --bins --test it "$@" >"$logs/root.log" 2>&1 &
+cargo test --workspace --no-run --message-format=json-render-diagnostics >"$logs/build.json"
+# "group<TAB>package directory<TAB>executable" for each test executable.
+python3 - "$logs/build.json" >"$logs/executables" <<'PY'
+import json, os, sys
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
+        continue
+    # The root package is the one whose manifest is the repository's own.
+    root = os.path.dirname(os.path.abspath(m["manifest_path"])) == os.getcwd()
+    name = m["target"]["name"]
+    group = ("alone" if name == "alone" else "root") if root else "crates"
+    print(f"{group}\t{os.path.dirname(m['manifest_path'])}\t{m['executable']}")
+PY
+# Runs the executables of group $1 one after another (the rest of the arguments go to
+# each, as a filter), from their package's directory as cargo would; 1 if any failed.
+run_group() {
+  local group="$1" failed=0 g dir exe
+  shift
+  while IFS=$'\t' read -r g dir exe; do
+    [ "$g" = "$group" ] || continue
+    echo "     Running ${exe#"$PWD"/}"
+    (cd "$dir" && "$exe" "$@" </dev/null) || failed=1
+  done <"$logs/executables"
+  return "$failed"
+}
+if ! grep -q "^root" "$logs/executables" || ! grep -q "^crates" "$logs/executables"; then
+  echo "test: the build listed no test executables (see $logs/build.json)" >&2
+  exit 1
+fi
+run_group root "$@" >"$logs/root.log" 2>&1 &
 root=$!
 # The CUDA execution provider is compiled only with `--features cuda`; CI has no GPU to
 # run it, but it must at least build (it once did not, unnoticed). Checked beside the
-# tests (cargo holds the target's lock only while it compiles).
+# tests.
 cuda_ok=0
 if [ $# -eq 0 ]; then
-  cargo check -p inference --features cuda --lib \
-    >"$logs/cuda.log" 2>&1 &
+  cargo check -p inference --features cuda --lib >"$logs/cuda.log" 2>&1 &
   cuda=$!
 fi
 crates_ok=0
 # Every crate's binary runs even when one fails, so one run shows every failure.
-cargo test --workspace --exclude surfgym --no-fail-fast "$@" >"$logs/crates.log" 2>&1 || crates_ok=$?
+run_group crates "$@" >"$logs/crates.log" 2>&1 || crates_ok=$?
 root_ok=0
 wait "$root" || root_ok=$?
 if [ -n "${cuda:-}" ]; then wait "$cuda" || cuda_ok=$?; fi
 cat "$logs/crates.log" "$logs/root.log"
 if [ "$cuda_ok" != 0 ]; then cat "$logs/cuda.log"; fi
-rm -rf "$logs"
 if [ "$crates_ok" != 0 ] || [ "$root_ok" != 0 ] || [ "$cuda_ok" != 0 ]; then
   echo "test: failures above (crates: exit $crates_ok, root: exit $root_ok, cuda check: exit $cuda_ok)" >&2
   exit 1
 fi
-cargo test -p surfgym --test alone "$@"
+run_group alone "$@"
+rm -rf "$logs"
 # Only on a full run: the offline bundle (scripts/bundle.sh), which runs from its own
 # copies. (The bundled suite's rubric audit is a test: `rewards::the_labelled_set_...`
 # fails on any finding a task file does not accept, as `surfgym tasks audit` would.)
