@@ -25,6 +25,7 @@ mod train_api;
 mod train_budget;
 mod train_external;
 mod train_overlap;
+mod train_page;
 mod train_run;
 mod train_served;
 mod warm_start;
