@@ -205,23 +205,6 @@ fn a_kl_term_without_a_reference_is_refused_naming_it() {
     assert!(e.contains("regularization.kl"), "{e}");
 }
 
-/// Every parameter of `t`, flattened, by name.
-fn weights(t: &Trainer) -> Vec<(String, Vec<f32>)> {
-    t.decoder()
-        .params()
-        .iter()
-        .map(|(k, v)| {
-            let flat = v
-                .as_tensor()
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap();
-            (k.clone(), flat)
-        })
-        .collect()
-}
-
 #[test]
 fn training_the_top_layers_moves_them_as_full_training_does_and_leaves_the_rest() {
     let s = samples();
@@ -237,9 +220,10 @@ fn training_the_top_layers_moves_them_as_full_training_does_and_leaves_the_rest(
         c.optimizer.clip_norm = None;
         let mut t = Trainer::load(&base, c, &Device::Cpu).unwrap();
         let r = t.update(&s, &mut |_, _, _| {}).unwrap();
-        (r, weights(&t))
+        (r, common::weights(&t))
     };
-    let before = weights(&Trainer::load(&base, TrainConfig::default(), &Device::Cpu).unwrap());
+    let before =
+        common::weights(&Trainer::load(&base, TrainConfig::default(), &Device::Cpu).unwrap());
     let (full, all) = one_step(None);
     let (top, some) = one_step(Some(1));
     // The same forward pass: the same loss.

@@ -209,23 +209,6 @@ fn broken_versions_are_refused_naming_the_tensor_and_the_file() {
     load(&good).unwrap();
 }
 
-/// Every parameter of `t`, flattened, by name.
-fn weights(t: &Trainer) -> Vec<(String, Vec<f32>)> {
-    t.decoder()
-        .params()
-        .iter()
-        .map(|(k, v)| {
-            let flat = v
-                .as_tensor()
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap();
-            (k.clone(), flat)
-        })
-        .collect()
-}
-
 #[test]
 fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_loaded_back() {
     let root = tempfile::tempdir().unwrap();
@@ -258,7 +241,7 @@ fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_load
     let mut loaded = Trainer::load(&v1, cfg(2), &Device::Cpu).unwrap();
     let b = loaded.update(&samples, &mut |_, _, _| {}).unwrap();
     assert_eq!(a.losses, b.losses);
-    assert_eq!(weights(&kept), weights(&loaded));
+    assert_eq!(common::weights(&kept), common::weights(&loaded));
     assert!(a.steps > 0 && a.first_loss.is_finite());
 
     // The optimiser's settings are part of its state: changing them needs a reload.

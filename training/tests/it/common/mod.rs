@@ -41,3 +41,20 @@ pub fn lcg(seed: u64) -> impl FnMut() -> u64 {
         s >> 33
     }
 }
+
+/// Every parameter of `t`, flattened, by name.
+pub fn weights(t: &training::Trainer) -> Vec<(String, Vec<f32>)> {
+    t.decoder()
+        .params()
+        .iter()
+        .map(|(k, v)| {
+            let flat = v
+                .as_tensor()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap();
+            (k.clone(), flat)
+        })
+        .collect()
+}
