@@ -4,6 +4,7 @@
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-vlm      tiny random-weight VLM (scripts/models/tiny_vlm.py)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-qwen2vl  the same in the Qwen2-VL layout (scripts/models/tiny_qwen2vl.py)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text     tiny random-weight text-only Llama (scripts/models/tiny_text.py)
+#   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text-flat     tiny-text with a small output head: near-uniform at first
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/tiny-text-vision  tiny-text paired with a tiny vision encoder
 #                                                      (scripts/models/pair_vision.py; CI's stand-in for smollm2-135m-vision)
 #   ${SURFGYM_DATA_DIR:-.surfgym}/models/smollm2-135m  SmolLM2-135M-Instruct in fp32 ONNX (with --smollm2)
@@ -156,6 +157,10 @@ generate tiny-qwen2vl "$(hash_files "$tools/tiny_qwen2vl.py" "$tools/tiny_vlm.py
   "$tools/requirements.txt")" "$tools/tiny_qwen2vl.py" --seed 0
 generate tiny-text "$(hash_files "$tools/tiny_text.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
   "$tools/requirements.txt")" "$tools/tiny_text.py" --seed 0
+# tiny-text with a small output head: it starts near the uniform distribution over what the
+# grammar allows, so its first samples explore every element (CI's reading test learns from it).
+generate tiny-text-flat "$(hash_files "$tools/tiny_text.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
+  "$tools/requirements.txt")" "$tools/tiny_text.py" --seed 0 --head-scale 0.25
 # A pair depends on its text model too (its stamp), as its embeddings and decoder link do.
 pair_hash() { hash_files "$tools/pair_vision.py" "$tools/tiny_vlm.py" "$tools/llama_onnx.py" \
   "$tools/requirements.txt" "$models/$1/.surfgym-generator.sha256"; }

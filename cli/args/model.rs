@@ -10,8 +10,15 @@ use inference::Device;
 use inference::grammar::Constraint;
 use policy::onnx::{OnnxOptions, PromptConfig, PromptStyle};
 use policy::output::Grounding;
+use spaces::ActionSet;
 
 use super::Common;
+
+/// `--actions click,type`: an action set.
+fn parse_actions(text: &str) -> Result<ActionSet, String> {
+    ActionSet::only(text.split(',').map(str::trim).filter(|n| !n.is_empty()))
+        .map_err(|e| e.to_string())
+}
 
 /// Grounding mode.
 #[derive(Clone, Copy, ValueEnum)]
@@ -61,6 +68,11 @@ pub struct ModelArgs {
     /// Screenshots in a prompt (the current one and earlier ones).
     #[arg(long, default_value_t = 1, global = true)]
     pub prompt_images: usize,
+    /// The kinds of action the model may take, comma-separated (`click` for click tasks;
+    /// every kind when absent): the prompt lists only these and constrained decoding
+    /// allows only these.
+    #[arg(long, value_parser = parse_actions, global = true)]
+    pub actions: Option<ActionSet>,
     /// Sampling temperature (0: greedy).
     #[arg(long, default_value_t = 0.0, global = true)]
     pub temperature: f32,
@@ -135,6 +147,7 @@ impl ModelArgs {
                 GroundingArg::Coords => Grounding::Coordinates,
             },
             images: self.prompt_images.max(1),
+            actions: self.actions.unwrap_or_default(),
             ..PromptConfig::default()
         }
     }

@@ -12,7 +12,7 @@ use regex_automata::hybrid::LazyStateID;
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::util::start;
 use regex_automata::{Anchored, Input};
-use spaces::{Grounding, Observation};
+use spaces::{ActionSet, Grounding, Observation};
 
 use crate::OnnxError;
 
@@ -64,29 +64,43 @@ pub enum Constraint {
 
 /// The expression for `obs` under `constraint`, unanchored (what a server's guided
 /// decoding takes as the whole output).
-pub fn output_regex(obs: &Observation, grounding: Grounding, constraint: Constraint) -> String {
+pub fn output_regex(
+    obs: &Observation,
+    grounding: Grounding,
+    constraint: Constraint,
+    actions: ActionSet,
+) -> String {
+    let action = action_regex(obs, grounding, actions);
     match constraint {
-        Constraint::Action => action_regex(obs, grounding),
-        Constraint::Reasoned => format!(r"(?:[^\n]*\n)*Action:{}", action_regex(obs, grounding)),
+        Constraint::Action => action,
+        Constraint::Reasoned => format!(r"(?:[^\n]*\n)*Action:{action}"),
     }
 }
 
-/// The action expression for `obs`, anchored at both ends (what [`ActionGrammar::new`]
-/// takes).
+/// The expression of every action for `obs`, anchored at both ends (what
+/// [`ActionGrammar::new`] takes).
 pub fn action_pattern(obs: &Observation, grounding: Grounding) -> String {
-    output_pattern(obs, grounding, Constraint::Action)
+    output_pattern(obs, grounding, Constraint::Action, ActionSet::all())
 }
 
 /// [`output_regex`] anchored at both ends.
-pub fn output_pattern(obs: &Observation, grounding: Grounding, constraint: Constraint) -> String {
-    format!("^(?:{})$", output_regex(obs, grounding, constraint))
+pub fn output_pattern(
+    obs: &Observation,
+    grounding: Grounding,
+    constraint: Constraint,
+    actions: ActionSet,
+) -> String {
+    format!(
+        "^(?:{})$",
+        output_regex(obs, grounding, constraint, actions)
+    )
 }
 
 /// The action expression for `obs`, unanchored (what a server's guided decoding takes as
 /// the whole output): `spaces`' expression for the observation, the one definition of the
 /// action language.
-pub fn action_regex(obs: &Observation, grounding: Grounding) -> String {
-    spaces::pattern::action_regex(obs, grounding)
+pub fn action_regex(obs: &Observation, grounding: Grounding, actions: ActionSet) -> String {
+    spaces::pattern::action_regex(obs, grounding, actions)
 }
 
 impl ActionGrammar {
@@ -130,13 +144,15 @@ impl ActionGrammar {
         true
     }
 
-    /// The grammar of the outputs `obs` allows under `constraint`.
+    /// The grammar of the outputs `obs` allows under `constraint`, with the kinds of
+    /// action in `actions`.
     pub fn for_observation(
         obs: &Observation,
         grounding: Grounding,
         constraint: Constraint,
+        actions: ActionSet,
     ) -> Result<ActionGrammar, OnnxError> {
-        Self::new(&output_pattern(obs, grounding, constraint))
+        Self::new(&output_pattern(obs, grounding, constraint, actions))
     }
 
     /// The state after `bytes` from the current one, if text can still end as an action.

@@ -441,7 +441,7 @@ impl Policy for HttpPolicy {
             let grounding = prompt::effective_grounding(opts.prompt.grounding, opts.vision);
             let regex = opts
                 .constrained
-                .map(|c| output_regex(&input.observation, grounding, c));
+                .map(|c| output_regex(&input.observation, grounding, c, opts.prompt.actions));
             let reply = self.chat.complete_guided(content, seed, regex).await?;
             let viewport = input.observation.screenshot.viewport();
             let (thought, action) =

@@ -41,6 +41,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
+    ap.add_argument("--head-scale", type=float, default=4.0,
+                    help="scale of the output head's random weights (default 4: sharp, so greedy decoding "
+                         "differs between prompts; a small one starts near the uniform distribution)")
     args = ap.parse_args()
     out = args.out
     os.makedirs(os.path.join(out, "onnx"), exist_ok=True)
@@ -65,7 +68,8 @@ def main() -> None:
         "eos_token_id": eos,
         "pad_token_id": eos,
         "torch_dtype": "float32",
-        "surfgym": {"generator": "scripts/models/tiny_text.py", "seed": args.seed, "note": "random weights"},
+        "surfgym": {"generator": "scripts/models/tiny_text.py", "seed": args.seed, "head_scale": args.head_scale,
+                    "note": "random weights"},
     }
     specials = {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "pad_token": "<|im_end|>",
                 "unk_token": "<|endoftext|>"}
@@ -88,6 +92,7 @@ def main() -> None:
 
     rng = np.random.RandomState(args.seed)
     embed, weights = tiny_vlm.text_weights(rng, tiny_vlm.TEXT_CONFIG, vocab=VOCAB_SIZE)
+    weights["lm_head"] = weights["lm_head"] * np.float32(args.head_scale / 4.0)
     llama_onnx.save_model(llama_onnx.build_embed_tokens(embed), os.path.join(out, "onnx", "embed_tokens.onnx"))
     llama_onnx.save_model(llama_onnx.build_decoder(weights, config), os.path.join(out, "onnx", "decoder_model_merged.onnx"))
     print(f"tiny-text: wrote {out} (vocab {VOCAB_SIZE}, seed {args.seed})")

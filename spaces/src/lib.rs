@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod action_set;
 pub mod events;
 pub mod keys;
 pub mod observation;
@@ -19,6 +20,7 @@ pub mod pattern;
 pub mod screen;
 
 pub use action::{Action, Direction, ParseError, Scroll, Target, parse as parse_action};
+pub use action_set::{ActionSet, ActionSetError};
 pub use events::PageEvent;
 pub use keys::{KeyCombo, KeyDef, Modifiers};
 pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};

@@ -11,6 +11,7 @@
 //! business, in `inference`).
 
 use crate::action::MAX_WAIT_MS;
+use crate::action_set::ActionSet;
 use crate::keys::{key_names, modifier_names};
 use crate::observation::{Element, Observation};
 
@@ -106,45 +107,73 @@ struct Space {
     tabs: Option<String>,
     /// Whether `scroll(dx, dy)` is offered.
     scroll_by: bool,
+    /// The kinds of action offered at all.
+    actions: ActionSet,
 }
 
-/// The alternation of every action `space` offers, in the grammar's order of names.
+/// The alternation of every action `space` offers, in the grammar's order of names. When
+/// the set leaves nothing this page allows (only `click`, on a page without elements),
+/// `stop()`: a policy held to a set still ends its episode rather than write nothing.
 fn expression(space: &Space) -> String {
     let sep = space.sep;
     let s = string();
+    let on = |name: &str| space.actions.allows(name);
+    // The names of `group` the set allows, as an alternation.
+    let some = |group: &[&str]| {
+        let kept: Vec<&str> = group.iter().copied().filter(|n| on(n)).collect();
+        (!kept.is_empty()).then(|| kept.join("|"))
+    };
     let mut actions: Vec<String> = Vec::new();
-    if let Some(t) = &space.any {
-        actions.push(format!(r"(?:click|double_click|right_click|hover)\({t}\)"));
+    if let (Some(t), Some(names)) = (
+        &space.any,
+        some(&["click", "double_click", "right_click", "hover"]),
+    ) {
+        actions.push(format!(r"(?:{names})\({t}\)"));
     }
-    if let (Some(t), Some(to)) = (&space.any, &space.drag_to) {
+    if let (Some(t), Some(to), true) = (&space.any, &space.drag_to, on("drag")) {
         actions.push(format!(r"drag\({t}{sep}{to}\)"));
     }
-    if let Some(t) = &space.typeable {
+    if let (Some(t), true) = (&space.typeable, on("type")) {
         actions.push(format!(r"type\({t}{sep}{s}(?:{sep}clear=false)?\)"));
     }
-    if let Some(t) = &space.selectable {
+    if let (Some(t), true) = (&space.selectable, on("select")) {
         actions.push(format!(r"select\({t}{sep}{s}\)"));
     }
-    actions.push(format!(r#"press\("{}"\)"#, space.keys));
-    actions.push(r"scroll\((?:down|up)\)".into());
-    if space.scroll_by {
-        actions.push(format!(r"scroll\({SIGNED}{sep}{SIGNED}\)"));
+    if on("press") {
+        actions.push(format!(r#"press\("{}"\)"#, space.keys));
     }
-    if let Some(t) = &space.any {
-        actions.push(format!(r"scroll\({t}{sep}(?:down|up)\)"));
+    if on("scroll") {
+        actions.push(r"scroll\((?:down|up)\)".into());
+        if space.scroll_by {
+            actions.push(format!(r"scroll\({SIGNED}{sep}{SIGNED}\)"));
+        }
+        if let Some(t) = &space.any {
+            actions.push(format!(r"scroll\({t}{sep}(?:down|up)\)"));
+        }
     }
-    actions.push(format!(r"goto\({s}\)"));
-    actions.push(r"back\(\)".into());
-    actions.push(r"forward\(\)".into());
-    actions.push(format!(
-        r"wait\({}\)",
-        decimal_range(0, u64::from(MAX_WAIT_MS))
-    ));
-    if let Some(n) = &space.tabs {
-        actions.push(format!(r"(?:switch_tab|close_tab)\({n}\)"));
+    if on("goto") {
+        actions.push(format!(r"goto\({s}\)"));
     }
-    actions.push(format!(r"answer\({s}\)"));
-    actions.push(r"stop\(\)".into());
+    for name in ["back", "forward"] {
+        if on(name) {
+            actions.push(format!(r"{name}\(\)"));
+        }
+    }
+    if on("wait") {
+        actions.push(format!(
+            r"wait\({}\)",
+            decimal_range(0, u64::from(MAX_WAIT_MS))
+        ));
+    }
+    if let (Some(n), Some(names)) = (&space.tabs, some(&["switch_tab", "close_tab"])) {
+        actions.push(format!(r"(?:{names})\({n}\)"));
+    }
+    if on("answer") {
+        actions.push(format!(r"answer\({s}\)"));
+    }
+    if on("stop") || actions.is_empty() {
+        actions.push(r"stop\(\)".into());
+    }
     format!("{}(?:{})", space.lead, actions.join("|"))
 }
 
@@ -175,15 +204,16 @@ pub fn canonical_regex() -> String {
         keys: format!(r"(?:{modifiers}(?:{}|{char_key})|\+)", named_keys()),
         tabs: Some(decimal_range(1, u64::from(u32::MAX))),
         scroll_by: true,
+        actions: ActionSet::all(),
     })
 }
 
 /// The actions `obs` allows a constrained decoder, unanchored (what a server's guided
 /// decoding takes as the whole output): element targets from its element list (none when
 /// it has none), grid points in `Coordinates` grounding, tab numbers from its tab list,
-/// keys from the key list (letters and digits, or a named key, after up to two modifiers).
-/// A subset of what the parser reads.
-pub fn action_regex(obs: &Observation, grounding: Grounding) -> String {
+/// keys from the key list (letters and digits, or a named key, after up to two modifiers),
+/// and only the kinds of action in `actions`. A subset of what the parser reads.
+pub fn action_regex(obs: &Observation, grounding: Grounding, actions: ActionSet) -> String {
     let sep = ", ?";
     // Element numbers of the elements `keep` picks, as an alternation.
     let numbers = |keep: &dyn Fn(&Element) -> bool| {
@@ -228,6 +258,7 @@ pub fn action_regex(obs: &Observation, grounding: Grounding) -> String {
         keys: format!(r"(?:(?:{modifiers})\+){{0,2}}(?:{}|[a-z0-9])", named_keys()),
         tabs,
         scroll_by: false,
+        actions,
     })
 }
 

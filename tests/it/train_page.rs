@@ -164,7 +164,7 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
         "{curves}"
     );
     // And the best constant action per task, among the first actions the untrained model
-    // and the random policy took, each tried on every held-out episode.
+    // and the random policy took on it, each tried on the task's held-out episodes.
     let best = &iterations[0]["report"]["baselines"]["best_constant"];
     assert!(
         run["baselines"]["best_constant"].as_f64().is_some(),
@@ -178,7 +178,14 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
             "{task}: {b}"
         );
     }
-    assert!(!best["candidates"].as_array().unwrap().is_empty(), "{best}");
+    let candidates = best["candidates"].as_object().unwrap();
+    assert_eq!(candidates.len(), 2, "{best}");
+    assert!(
+        candidates
+            .values()
+            .all(|c| !c.as_array().unwrap().is_empty()),
+        "{best}"
+    );
     assert!(curves.contains("best constant action per task"), "{curves}");
     // Each held-out point links to its iteration's evaluation episodes.
     let evals: Vec<String> = iterations

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use spaces::ActionSet;
 use store::TaskFilter;
 
 use crate::curriculum::Curriculum;
@@ -53,6 +54,11 @@ pub struct RunConfig {
     /// one coin flip and a run's curve moves by whole tasks).
     #[serde(default = "eval_rollouts")]
     pub eval_rollouts: u32,
+    /// Evaluate every this many iterations (and always after the last one and before the
+    /// first): an evaluation costs as much as a rollout, and a run that only needs its end
+    /// point (a test, a sweep) can skip the ones between. Default 1, every iteration.
+    #[serde(default = "one")]
+    pub eval_every: u32,
     /// Answers an agent may give in evaluation episodes (the campaigns' `answer_checks`):
     /// with n > 1 each answer but the last is followed by a prompt to check the page again
     /// (TTI's re-check), so a version can be evaluated with and without it.
@@ -62,12 +68,16 @@ pub struct RunConfig {
     #[serde(default = "grpo")]
     pub objective: String,
     /// Also evaluate the best constant action per task on the held-out episodes, once
-    /// (beside the untrained model and the random policy): each of the first actions the
-    /// untrained model and the random policy took (at most 16) runs as a constant policy
-    /// on every held-out episode, and each task keeps its best. Off by default: it costs
-    /// up to 16 campaigns the size of an evaluation.
+    /// (beside the untrained model and the random policy): each first action the untrained
+    /// model and the random policy took on a task runs as a constant policy on that task's
+    /// held-out episodes, and the task keeps its best. Off by default: each candidate costs
+    /// a campaign the size of one task's evaluation.
     #[serde(default)]
     pub best_constant: bool,
+    /// The most candidates tried per task (default 16), those that succeeded on more of
+    /// the task's held-out episodes (then were taken more often) first.
+    #[serde(default = "best_constant_candidates")]
+    pub best_constant_candidates: u32,
     /// Filtered behaviour cloning's replay buffer: the rollouts of the last this many
     /// iterations (WebGym's window: 4, the default). TTI keeps every earlier iteration's:
     /// set it to `iterations`.
@@ -188,6 +198,11 @@ pub struct PolicySettings {
     /// Text the answer starts with.
     #[serde(default)]
     pub answer_prefix: String,
+    /// The kinds of action the policy may take (`["click"]` for click tasks): the prompt
+    /// lists only these and the constrained grammar allows only these. Every kind when
+    /// absent.
+    #[serde(default, skip_serializing_if = "ActionSet::is_all")]
+    pub actions: ActionSet,
 }
 
 impl Default for PolicySettings {
@@ -196,10 +211,14 @@ impl Default for PolicySettings {
             constrained: action(),
             max_new_tokens: max_new_tokens(),
             answer_prefix: String::new(),
+            actions: ActionSet::all(),
         }
     }
 }
 
+fn best_constant_candidates() -> u32 {
+    16
+}
 fn rollouts() -> u32 {
     4
 }
@@ -334,6 +353,12 @@ impl RunConfig {
         }
         if self.rollouts_per_task < 2 {
             return Err("rollouts_per_task: must be at least 2 (a group compares rollouts)".into());
+        }
+        if self.best_constant_candidates == 0 {
+            return Err("best_constant_candidates: must be at least 1".into());
+        }
+        if self.eval_every == 0 {
+            return Err("eval_every: must be at least 1 (1 evaluates every iteration)".into());
         }
         self.regularization.validate().map_err(|e| e.to_string())?;
         if let Some(g) = &self.guard {
@@ -668,7 +693,22 @@ mod tests {
 
     #[test]
     fn bad_configs_name_the_field() {
-        let cases: [(&str, serde_json::Value, &str); 17] = [
+        let cases: [(&str, serde_json::Value, &str); 20] = [
+            (
+                "policy",
+                serde_json::json!({"actions": ["click", "fly"]}),
+                "policy.actions: \"fly\" is no action",
+            ),
+            (
+                "eval_every",
+                serde_json::json!(0),
+                "eval_every: must be at least 1",
+            ),
+            (
+                "best_constant_candidates",
+                serde_json::json!(0),
+                "best_constant_candidates: must be at least 1",
+            ),
             (
                 "devices",
                 serde_json::json!({"policy_threads": 0}),

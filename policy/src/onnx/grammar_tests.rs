@@ -11,6 +11,7 @@ use inference::grammar::{ActionGrammar, Constraint, action_pattern, output_patte
 
 use crate::output::Grounding;
 use crate::output::{check_elements, parse_output};
+use spaces::ActionSet;
 
 /// Elements: the first a text input, the second a `<select>`, the rest buttons.
 fn observation(ids: &[u32], tabs: usize) -> Observation {
@@ -148,7 +149,12 @@ fn every_complete_walk_parses() {
 #[test]
 fn reasoned_outputs_end_with_an_action_of_the_page() {
     let obs = observation(&[3, 7, 41], 1);
-    let p = output_pattern(&obs, Grounding::Marks, Constraint::Reasoned);
+    let p = output_pattern(
+        &obs,
+        Grounding::Marks,
+        Constraint::Reasoned,
+        ActionSet::all(),
+    );
     for ok in [
         "I see three buttons; the last one.\nAction: click(41)",
         "Memory: (empty)\nProgress: none\nIntention: fill the box\nAction: type(3, \"x\")",
@@ -204,4 +210,35 @@ fn reasoned_outputs_end_with_an_action_of_the_page() {
         }
     }
     assert!(complete > 50, "{complete} walks completed");
+}
+
+/// A narrowed action set: only its kinds of action, on the page's elements; `stop()` when
+/// the page offers nothing the set allows.
+#[test]
+fn an_action_set_narrows_the_grammar_to_its_kinds() {
+    let clicks = ActionSet::only(["click", "scroll"]).unwrap();
+    let obs = observation(&[1, 2, 12], 2);
+    let p = output_pattern(&obs, Grounding::Marks, Constraint::Action, clicks);
+    for ok in ["click(12)", " click(2)", "scroll(down)", "scroll(2, up)"] {
+        assert!(ActionGrammar::matches(&p, ok), "{ok:?}");
+    }
+    for no in [
+        "click(5)",
+        "hover(2)",
+        "type(1, \"x\")",
+        "press(\"Enter\")",
+        "stop()",
+        "switch_tab(2)",
+        "answer(\"x\")",
+    ] {
+        assert!(!ActionGrammar::matches(&p, no), "{no:?}");
+    }
+    let none = output_pattern(
+        &observation(&[], 1),
+        Grounding::Marks,
+        Constraint::Action,
+        ActionSet::only(["click"]).unwrap(),
+    );
+    assert!(ActionGrammar::matches(&none, "stop()"));
+    assert!(!ActionGrammar::matches(&none, "click(1)"));
 }

@@ -151,6 +151,7 @@ impl OnnxBackend {
                 &input.observation,
                 self.grounding(),
                 constraint,
+                self.opts.prompt.actions,
             )?);
         }
         Ok(prompt)

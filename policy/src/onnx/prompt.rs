@@ -9,6 +9,7 @@
 use image::DynamicImage;
 use inference::grammar::Constraint;
 use sha2::{Digest, Sha256};
+use spaces::ActionSet;
 
 use crate::output::Grounding;
 use crate::{PastStep, StepInput};
@@ -35,6 +36,9 @@ pub struct PromptConfig {
     pub history_lines: usize,
     /// Elements listed, at most.
     pub max_elements: usize,
+    /// The kinds of action the policy may take: the prompt lists only these, and the
+    /// constrained grammar allows only these.
+    pub actions: ActionSet,
 }
 
 impl Default for PromptConfig {
@@ -45,6 +49,7 @@ impl Default for PromptConfig {
             images: 1,
             history_lines: 12,
             max_elements: 60,
+            actions: ActionSet::all(),
         }
     }
 }
@@ -73,22 +78,63 @@ impl PromptConfig {
         m.insert("images".into(), self.images.into());
         m.insert("history_lines".into(), self.history_lines.into());
         m.insert("max_elements".into(), self.max_elements.into());
+        // Only when narrowed: the cards of policies with every action stay as they were.
+        if !self.actions.is_all() {
+            m.insert(
+                "actions".into(),
+                serde_json::to_value(self.actions).expect("names serialize"),
+            );
+        }
         m
     }
 }
 
-/// The grammar summary every prompt carries.
-pub fn action_help(grounding: Grounding) -> &'static str {
-    match grounding {
-        Grounding::Marks => {
-            "Actions (N is an element number): click(N), type(N, \"text\"), select(N, \"option\"), press(\"Enter\"), \
-             scroll(down), scroll(up), goto(\"url\"), back(), answer(\"text\"), stop()"
+/// The grammar summary every prompt carries: the actions of `actions`, each with an
+/// example of its form.
+pub fn action_help(grounding: Grounding, actions: ActionSet) -> String {
+    if actions.is_all() {
+        return match grounding {
+            Grounding::Marks => {
+                "Actions (N is an element number): click(N), type(N, \"text\"), select(N, \"option\"), press(\"Enter\"), \
+                 scroll(down), scroll(up), goto(\"url\"), back(), answer(\"text\"), stop()"
+            }
+            Grounding::Coordinates => {
+                "Actions (x, y on a 0-1000 grid over the screenshot, 0,0 top-left): click(x, y), type(x, y, \"text\"), \
+                 press(\"Enter\"), scroll(down), scroll(up), goto(\"url\"), back(), answer(\"text\"), stop()"
+            }
         }
-        Grounding::Coordinates => {
-            "Actions (x, y on a 0-1000 grid over the screenshot, 0,0 top-left): click(x, y), type(x, y, \"text\"), \
-             press(\"Enter\"), scroll(down), scroll(up), goto(\"url\"), back(), answer(\"text\"), stop()"
-        }
+        .to_string();
     }
+    let (lead, target) = match grounding {
+        Grounding::Marks => ("Actions (N is an element number)", "N"),
+        Grounding::Coordinates => (
+            "Actions (x, y on a 0-1000 grid over the screenshot, 0,0 top-left)",
+            "x, y",
+        ),
+    };
+    // Tab actions are offered only while several tabs are open: `build` adds them then.
+    let forms: Vec<String> = actions
+        .names()
+        .into_iter()
+        .filter(|name| !matches!(*name, "switch_tab" | "close_tab"))
+        .map(|name| match name {
+            "click" | "double_click" | "right_click" | "hover" => format!("{name}({target})"),
+            "drag" => format!("drag({target}, to=N)"),
+            "type" => format!("type({target}, \"text\")"),
+            "select" => format!("select({target}, \"option\")"),
+            "press" => "press(\"Enter\")".into(),
+            "scroll" => "scroll(down), scroll(up)".into(),
+            "goto" => "goto(\"url\")".into(),
+            "wait" => "wait(1000)".into(),
+            "answer" => "answer(\"text\")".into(),
+            other => format!("{other}()"),
+        })
+        .collect();
+    if forms.is_empty() {
+        // What the grammar falls back to when the set offers nothing here.
+        return format!("{lead}: stop()");
+    }
+    format!("{lead}: {}", forms.join(", "))
 }
 
 /// What the agent is told after an answer that does not end its episode (TTI's re-check
@@ -211,9 +257,16 @@ pub fn build(
     if let Some(tabs) = obs.tabs_line() {
         text.push_str(&format!("Open tabs: {tabs}\n"));
     }
-    text.push_str(action_help(effective_grounding(cfg.grounding, vision)));
+    text.push_str(&action_help(
+        effective_grounding(cfg.grounding, vision),
+        cfg.actions,
+    ));
     if obs.tabs.len() > 1 {
-        text.push_str(", switch_tab(N), close_tab(N)");
+        for name in ["switch_tab", "close_tab"] {
+            if cfg.actions.allows(name) {
+                text.push_str(&format!(", {name}(N)"));
+            }
+        }
     }
     text.push('\n');
     if cfg.style == PromptStyle::Structured {
@@ -536,10 +589,16 @@ mod tests {
         let reasoned = "The task names the second button.\nAction: click(1)";
         let structured =
             "Memory: the form is open\nProgress: none yet\nIntention: press it\nAction: click(1)";
-        for style in [PromptStyle::Plain, PromptStyle::Structured] {
+        let clicks = ActionSet::only(["click"]).unwrap();
+        for (style, actions) in [
+            (PromptStyle::Plain, ActionSet::all()),
+            (PromptStyle::Structured, ActionSet::all()),
+            (PromptStyle::Plain, clicks),
+        ] {
             for constrained in [None, Some(Constraint::Action), Some(Constraint::Reasoned)] {
                 let cfg = PromptConfig {
                     style,
+                    actions,
                     ..PromptConfig::default()
                 };
                 let text = build(&step_input(obs.clone(), vec![]), &cfg, false, constrained).text;
@@ -555,7 +614,10 @@ mod tests {
                 };
                 match constrained {
                     Some(c) => assert!(
-                        ActionGrammar::matches(&output_pattern(&obs, Grounding::Marks, c), reply),
+                        ActionGrammar::matches(
+                            &output_pattern(&obs, Grounding::Marks, c, actions),
+                            reply
+                        ),
                         "{style:?} {c:?}: the grammar refuses what the prompt asks for: {reply:?}"
                     ),
                     None => assert!(
@@ -564,6 +626,19 @@ mod tests {
                             .is_ok(),
                         "{style:?}: {reply:?}"
                     ),
+                }
+                // A narrowed set is listed alone, and its grammar holds to it.
+                if actions == clicks {
+                    assert!(
+                        text.contains("Actions (N is an element number): click(N)\n")
+                            && !text.contains("type("),
+                        "{text}"
+                    );
+                    if let Some(c) = constrained {
+                        let p = output_pattern(&obs, Grounding::Marks, c, actions);
+                        let typed = reply.replace("click(1)", "type(1, \"x\")");
+                        assert!(!ActionGrammar::matches(&p, &typed), "{typed:?}");
+                    }
                 }
                 // A bare-action grammar is never asked to think first.
                 if constrained == Some(Constraint::Action) {

@@ -11,6 +11,7 @@ use browser_pool::Observation;
 use image::DynamicImage;
 use inference::grammar::{ActionGrammar, Constraint};
 use inference::{Model, TeacherInputs};
+use spaces::ActionSet;
 
 use super::{Blobs, TraceEpisode, TraceError};
 use crate::output::Grounding;
@@ -25,6 +26,8 @@ pub struct ReplaySettings {
     pub constraint: Option<Constraint>,
     /// Whether the model read screenshots.
     pub vision: bool,
+    /// The kinds of action its grammar allowed.
+    pub actions: ActionSet,
 }
 
 impl ReplaySettings {
@@ -52,10 +55,17 @@ impl ReplaySettings {
             },
         };
         let vision = s.get("vision").and_then(|v| v.as_bool()).unwrap_or(true);
+        // Absent on the cards of policies with every action (and on older cards).
+        let actions = match s.get("actions") {
+            None => ActionSet::all(),
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| format!("the policy card's actions {v}: {e}"))?,
+        };
         Ok(ReplaySettings {
             grounding,
             constraint,
             vision,
+            actions,
         })
     }
 
@@ -179,6 +189,7 @@ impl Replayer {
                     &obs,
                     shown.settings.effective_grounding(),
                     constraint,
+                    shown.settings.actions,
                 )
                 .map_err(|e| fail(e.to_string()))?,
             );

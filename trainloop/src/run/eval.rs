@@ -27,14 +27,19 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     };
     let before = store.run_iterations(ctx.run).await?;
     let mut report = it.report.clone().unwrap_or_else(|| serde_json::json!({}));
-    // An update that published nothing leaves the version, and so its evaluation, as is.
-    if idx > 0
-        && it.version.is_none()
-        && let Some(prev) = before
-            .iter()
-            .rev()
-            .find(|b| b.idx < it.idx && b.eval_success.is_some())
-    {
+    let skipped = idx > 0 && idx % ctx.cfg.eval_every != 0 && idx < ctx.cfg.iterations;
+    // An update that published nothing leaves the version, and so its evaluation, as is:
+    // the evaluation of the iteration that published it (or of the base), if it had one.
+    let unchanged = (idx > 0 && it.version.is_none())
+        .then(|| {
+            before
+                .iter()
+                .rev()
+                .find(|b| b.idx < it.idx && (b.version.is_some() || b.idx == 0))
+                .and_then(|b| b.eval_success)
+        })
+        .flatten();
+    if skipped || unchanged.is_some() {
         stamp(&mut report, Phase::Eval, start_ms);
         store
             .update_iteration(
@@ -42,7 +47,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 it.idx,
                 IterationUpdate {
                     phase: Some(Stage::Done),
-                    eval_success: prev.eval_success,
+                    eval_success: unchanged.filter(|_| !skipped),
                     eval_ms: Some(0),
                     report: Some(report),
                     ..Default::default()

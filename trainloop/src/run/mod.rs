@@ -184,6 +184,7 @@ pub fn policy_options(cfg: &RunConfig, dir: &Path, dylib: &Path, temperature: f3
     o.generation.temperature = temperature;
     o.generation.max_new_tokens = cfg.policy.max_new_tokens as usize;
     o.answer_prefix = cfg.policy.answer_prefix.clone();
+    o.prompt.actions = cfg.policy.actions;
     o.constrained = match cfg.policy.constrained.as_deref() {
         Some("reasoned") => Some(Constraint::Reasoned),
         Some(_) => Some(Constraint::Action),

@@ -134,17 +134,20 @@ fn commit(w: &Watch, page: &Page, loader: &str, url: &str) {
     tokio::spawn(async move {
         let _ = tokio::time::timeout(WORLD_AHEAD_WAIT, page.execute(world)).await;
     });
-    w.documents.send_modify(|n| *n += 1);
+    // Recorded before the count moves: whoever wakes on the new count (a goto asking
+    // whether its navigation ended on Chromium's error page) reads this document's URL,
+    // not the last one's.
+    url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
     // A page passed through between two observations (a client-side redirect, a link
     // followed while the machine was slow to show it) was still visited. Blank and error
     // pages are not places.
-    url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
     if url.starts_with("http:") || url.starts_with("https:") {
         w.committed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(url.to_string());
     }
+    w.documents.send_modify(|n| *n += 1);
 }
 
 /// The navigation whose commit went unreported, if a new main world created in `origin`
