@@ -1,51 +1,69 @@
-//! Agents get better in surfgym: a short training run of the untrained tiny model (real
-//! Chromium, real Postgres, MiniWoB++), on its own rollouts only, raises greedy success on
-//! held-out seeds clearly above both the untrained model and the random policy on the very
-//! same episodes.
+//! A policy learns to read in surfgym: a short training run, on its own rollouts only (no
+//! demonstrations, no solver), raises held-out greedy success on tasks whose right
+//! element depends on what the instruction says clearly above the untrained model, the
+//! random policy and the best constant action per task, all on the very same episodes.
 //!
-//! The tasks: click-dialog ("Close the dialog box by clicking the \"x\"": a dialog of random
-//! words at a random place, among other elements) and focus-text (focus the text box on a
-//! page of random layout). Each has one right element whatever the seed, so what the run
-//! must learn is which action each task wants, from the rewards of its own samples: the
-//! untrained model's greedy action misses it on at least one of them, and the random
-//! policy (a valid action on a random element) on about half of the episodes. What this
-//! tiny random-weight model does not learn in a short run, reading which element an
-//! instruction names, is measured in docs/benchmarks/training.md ("agents get better").
+//! The tasks: click-tab ("Click on Tab #2.": three tabs, the one named) and focus-text-2
+//! ("Focus into the 3rd input textbox.": three text boxes, the one named). The page's
+//! elements are the same whatever the seed, and each instance names one of three, so no
+//! single action solves more than about a third of them; what the run must learn is to
+//! read the number or ordinal in the instruction and pick the element it names.
+//!
+//! The model: `tiny-text-flat`, the generated 2-layer tiny-text with a small output head,
+//! random weights (it knows nothing, starts near the uniform distribution over what the
+//! grammar allows, and so explores every element), with the policy's actions narrowed to
+//! `click` (BrowserGym's action subsets do the same for MiniWoB++'s click tasks). Honest
+//! because: nothing about the tasks is in its weights, the only signal is the reward of
+//! its own samples, the held-out seeds are asserted disjoint from every rollout's, and the
+//! best constant action (every first action the untrained model and the random policy
+//! took, tried on each task's held-out episodes, the 4 likeliest per task) is measured,
+//! not assumed.
+//!
+//! The run: six iterations of TTI's filtered behaviour cloning of its own successful
+//! rollouts (temperature 1, constrained to the grammar), evaluated only before and after.
 
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Tasks whose right element does not depend on the seed.
-const TASKS: [&str; 2] = ["miniwob.click-dialog", "miniwob.focus-text"];
-
 use sqlx::PgPool;
 use store::{EpisodeFilter, Store};
 use uuid::Uuid;
 
+/// Tasks whose right element is named by the instruction.
+const TASKS: [&str; 2] = ["miniwob.click-tab", "miniwob.focus-text-2"];
+const ITERATIONS: u32 = 6;
+
 fn config() -> serde_json::Value {
     serde_json::json!({
-        "name": "close the dialog, focus the box",
-        "model": common::data_dir().join("models/tiny-text"),
+        "name": "read the tab, read the box",
+        "model": common::data_dir().join("models/tiny-text-flat"),
         "train": {"ids": TASKS},
         "held_out": "seeds",
-        "iterations": 2,
-        "rollouts_per_task": 16,
+        "iterations": ITERATIONS,
+        // 32 instances per task per iteration, one sample of each.
+        "rollouts_per_task": 32,
         "curriculum": {"kind": "fixed", "horizon": 1},
         "eval_horizon": 1,
         "eval_rollouts": 24,
-        "objective": "grpo",
-        "fbc_iterations": 0,
-        "grpo_k": 1,
-        "lr": 0.0003,
-        "epochs": 2,
+        // The untrained model and the last version: the points the test compares.
+        "eval_every": ITERATIONS,
+        // TTI's algorithm: filtered behaviour cloning of the policy's own successes over a
+        // replay buffer of the last 3 iterations. (GRPO on 4-sample groups of 12
+        // instances per task reached 0.52 and 0.83 in two runs of the same length.)
+        "objective": "fbc",
+        "replay_iterations": 3,
+        "lr": 0.002,
+        "epochs": 4,
         "micro_batch": 16,
-        "policy": {"constrained": "action", "max_new_tokens": 16},
+        "best_constant": true,
+        "best_constant_candidates": 4,
+        "policy": {"constrained": "action", "max_new_tokens": 16, "actions": ["click"]},
         "seed": 3
     })
 }
 
-/// One held-out episode as the evaluation saw it.
+/// One episode as a campaign ran it.
 #[derive(Debug)]
 struct Outcome {
     success: bool,
@@ -77,7 +95,7 @@ fn rate(o: &BTreeMap<(String, i64), Outcome>) -> f64 {
 }
 
 #[sqlx::test(migrator = "store::MIGRATOR")]
-async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out_seeds(
+async fn a_short_run_learns_to_read_beating_the_best_constant_action_on_held_out_seeds(
     pool: PgPool,
 ) {
     let root = tempfile::tempdir().unwrap();
@@ -91,32 +109,42 @@ async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out
     } = run;
     let store = engine.store().clone();
     let its = store.run_iterations(id).await.unwrap();
+    assert_eq!(its.len(), ITERATIONS as usize + 1);
+
+    // Every rollout sampled from the model; no held-out instance was ever rolled out.
+    let mut rolled: BTreeSet<(String, i64)> = BTreeSet::new();
     for it in &its[1..] {
         for c in &it.rollout_campaigns {
             let v = store.get_campaign(*c).await.unwrap().unwrap();
             assert!(v.policy.ends_with("-sample"), "{}", v.policy);
+            rolled.extend(outcomes(&store, *c).await.into_keys());
         }
     }
+    assert!(
+        rolled.len() >= 2 * 30 * ITERATIONS as usize,
+        "{}",
+        rolled.len()
+    );
 
-    // The random policy on the evaluation's own episodes (same tasks, seeds and horizon):
-    // the run's own baseline, evaluated beside the untrained model.
-    let baseline = &its[0].report.as_ref().unwrap()["baselines"]["random"];
-    let random: Uuid = baseline["campaign"].as_str().unwrap().parse().unwrap();
-    let v = store.get_campaign(random).await.unwrap().unwrap();
-    assert_eq!(v.policy, "random");
-    assert_eq!(baseline["success"].as_f64(), v.success_rate, "{baseline}");
+    let baselines = &its[0].report.as_ref().unwrap()["baselines"];
+    let random: Uuid = baselines["random"]["campaign"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let untrained = outcomes(&store, its[0].eval_campaign.unwrap()).await;
     let trained = outcomes(&store, its.last().unwrap().eval_campaign.unwrap()).await;
     let random = outcomes(&store, random).await;
     let keys = |o: &BTreeMap<(String, i64), Outcome>| o.keys().cloned().collect::<BTreeSet<_>>();
-    assert_eq!(
-        keys(&untrained),
-        keys(&trained),
-        "the same held-out episodes"
+    let held_out = keys(&trained);
+    assert_eq!(held_out.len(), 48);
+    assert!(
+        held_out.is_disjoint(&rolled),
+        "held-out instances were rolled out: {:?}",
+        held_out.intersection(&rolled).collect::<Vec<_>>()
     );
-    assert_eq!(keys(&random), keys(&trained), "the same held-out episodes");
-    let n = trained.len();
-    assert_eq!(n, 48);
+    assert_eq!(keys(&untrained), held_out, "the same held-out episodes");
+    assert_eq!(keys(&random), held_out, "the same held-out episodes");
     for (k, o) in &trained {
         assert_eq!(
             o.instruction, random[k].instruction,
@@ -124,35 +152,47 @@ async fn a_short_run_beats_the_untrained_model_and_the_random_policy_on_held_out
         );
     }
 
-    let (before, after, floor) = (rate(&untrained), rate(&trained), rate(&random));
-    let curve: Vec<String> = its
-        .iter()
-        .map(|it| format!("{:.2}", it.eval_success.unwrap_or(-1.0)))
-        .collect();
-    let report = format!(
-        "held-out greedy success: untrained {before:.2}, trained {after:.2}, random {floor:.2}; curve {curve:?}"
-    );
-    // The margin: 0.25 of 48 episodes is 12 more successes than the better baseline. Were
-    // the trained policy no better than a baseline succeeding with p near 0.5, its count
-    // would exceed that baseline's by 12 with probability under 1% (each count's sd is
-    // about 3.5, the difference's about 4.9: 12 is 2.4 sd). The random policy's count is
-    // fixed by the seeds; the untrained model is greedy, so its count is too.
+    // The best constant action per task, tried on that task's held-out episodes: at most
+    // 40% of them, so a policy above it by 25 points must read.
+    let best = &baselines["best_constant"];
+    let constant = best["success"].as_f64().unwrap();
+    let per_task = best["per_task"].as_object().unwrap();
+    assert_eq!(per_task.len(), TASKS.len(), "{best}");
+    for (task, b) in per_task {
+        assert_eq!(b["episodes"], 24, "{task}: {b}");
+    }
     assert!(
-        after >= before + 0.25 && after >= floor + 0.25,
-        "the trained policy is not clearly better: {report}"
+        constant <= 0.40,
+        "the tasks are solvable by one action: {best}"
     );
-    // And no task got worse than the random policy on it.
-    for task in TASKS {
-        let on = |o: &BTreeMap<(String, i64), Outcome>| {
-            o.iter()
-                .filter(|((t, _), x)| t == task && x.success)
-                .count()
-        };
+
+    let (before, after, floor) = (rate(&untrained), rate(&trained), rate(&random));
+    let report = format!(
+        "held-out greedy success: untrained {before:.2}, trained {after:.2}, random {floor:.2}, \
+         best constant {constant:.2} ({best})"
+    );
+    eprintln!("{report}");
+    // 0.25 of 48 episodes is 12 more successes than the best baseline. A policy no better
+    // than a baseline near 0.4 would exceed it by 12 with probability under 1% (each
+    // count's sd is about 3.4, the difference's about 4.8: 12 is 2.5 sd); the baselines'
+    // counts are fixed by the seeds (greedy, random with the episode's seed, constant).
+    for (name, baseline) in [
+        ("untrained", before),
+        ("random", floor),
+        ("best constant", constant),
+    ] {
         assert!(
-            on(&trained) >= on(&random),
-            "{task}: trained {} of 24, random {}: {report}",
-            on(&trained),
-            on(&random)
+            after >= baseline + 0.25,
+            "the trained policy is not 25 points above the {name}: {report}"
         );
+    }
+    // And it reads on each task: it solves instances naming different elements there.
+    for task in TASKS {
+        let read: BTreeSet<&str> = trained
+            .iter()
+            .filter(|((t, _), o)| t == task && o.success)
+            .map(|(_, o)| o.instruction.as_str())
+            .collect();
+        assert!(read.len() >= 2, "{task}: solved only {read:?}: {report}");
     }
 }
