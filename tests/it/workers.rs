@@ -151,7 +151,7 @@ async fn setup(pool: PgPool) -> (Store, SitesServer, Uuid) {
     let id = engine
         .create_campaign(CampaignSpec {
             policy: Some("scripted-sim".into()),
-            rollouts_per_task: Some(2),
+            rollouts_per_task: Some(1),
             tasks: Some(TaskFilter {
                 site: Some("wiki".into()),
                 ..Default::default()

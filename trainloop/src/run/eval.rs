@@ -27,7 +27,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     };
     let before = store.run_iterations(ctx.run).await?;
     let mut report = it.report.clone().unwrap_or_else(|| serde_json::json!({}));
-    let skipped = idx > 0 && idx % ctx.cfg.eval_every != 0 && idx < ctx.cfg.iterations;
+    let skipped = idx > 0 && !idx.is_multiple_of(ctx.cfg.eval_every) && idx < ctx.cfg.iterations;
     // An update that published nothing leaves the version, and so its evaluation, as is:
     // the evaluation of the iteration that published it (or of the base), if it had one.
     let unchanged = (idx > 0 && it.version.is_none())
