@@ -447,7 +447,7 @@ impl Policy for HttpPolicy {
             let (thought, action) =
                 parse_output(&reply.text, grounding, viewport.unwrap_or(opts.viewport));
             Ok(Decision {
-                action,
+                action: crate::output::within(action, opts.prompt.actions),
                 thought,
                 logprob: (!reply.token_logprobs.is_empty())
                     .then(|| reply.token_logprobs.iter().map(|l| f64::from(*l)).sum()),

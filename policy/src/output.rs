@@ -4,7 +4,7 @@
 //! that parses as an action); everything before it is the thought. Malformed output is
 //! never a panic: it becomes an error the next observation shows.
 
-use spaces::{Action, Element, Target, parse_action};
+use spaces::{Action, ActionSet, Element, Target, parse_action};
 
 pub use spaces::Grounding;
 
@@ -52,6 +52,21 @@ pub fn parse_output(
         .map_err(|e| e.message)
         .and_then(|a| ground(a, grounding, viewport));
     (thought, action)
+}
+
+/// `action` if its kind is in `actions`: a model decoding freely can write any action, and
+/// one outside the policy's set is an invalid output, like one that does not parse.
+pub fn within(action: Result<Action, String>, actions: ActionSet) -> Result<Action, String> {
+    let action = action?;
+    if actions.allows(action.name()) {
+        Ok(action)
+    } else {
+        Err(format!(
+            "{}(...) is not among this policy's actions ({})",
+            action.name(),
+            actions.names().join(", ")
+        ))
+    }
 }
 
 /// Refuses element numbers the observation did not list. Checked before acting, a made-up
@@ -208,5 +223,17 @@ mod tests {
         // Targets that are not element numbers are not the list's business.
         let point = Action::Click(Target::Point { x: 5.0, y: 5.0 });
         assert_eq!(check_elements(point.clone(), &[]), Ok(point));
+    }
+
+    #[test]
+    fn an_action_outside_the_set_is_an_invalid_output() {
+        let clicks = ActionSet::only(["click"]).unwrap();
+        let (_, a) = parse_output("Action: click(3)", Grounding::Marks, VP);
+        assert_eq!(within(a, clicks).unwrap().to_string(), "click(3)");
+        let (_, a) = parse_output("Action: press(\"Enter\")", Grounding::Marks, VP);
+        let e = within(a, clicks).unwrap_err();
+        assert!(e.contains("press(...) is not among this policy's actions (click)"), "{e}");
+        let (_, a) = parse_output("nothing here", Grounding::Marks, VP);
+        assert!(within(a, clicks).unwrap_err().contains("no action found"));
     }
 }

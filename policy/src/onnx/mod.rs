@@ -23,7 +23,7 @@ use futures::future::BoxFuture;
 use inference::{Device, GenParams, Model, Prompt};
 pub use prompt::{PromptConfig, PromptStyle};
 
-use super::output::{Grounding, parse_output};
+use super::output::{Grounding, parse_output, within};
 use super::{BatchBackend, BatchLimits, Batched, Decision, PolicyError, StepInput};
 use store::PolicyCard;
 use store::Sampling;
@@ -218,7 +218,7 @@ impl OnnxBackend {
                 let (thought, action) =
                     parse_output(&output, grounding, viewport.unwrap_or(self.opts.viewport));
                 Ok(Decision {
-                    action,
+                    action: within(action, self.opts.prompt.actions),
                     thought,
                     logprob: Some(g.logprobs.iter().map(|l| f64::from(*l)).sum()),
                     token_logprobs: g.logprobs,
