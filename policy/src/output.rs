@@ -232,7 +232,10 @@ mod tests {
         assert_eq!(within(a, clicks).unwrap().to_string(), "click(3)");
         let (_, a) = parse_output("Action: press(\"Enter\")", Grounding::Marks, VP);
         let e = within(a, clicks).unwrap_err();
-        assert!(e.contains("press(...) is not among this policy's actions (click)"), "{e}");
+        assert!(
+            e.contains("press(...) is not among this policy's actions (click)"),
+            "{e}"
+        );
         let (_, a) = parse_output("nothing here", Grounding::Marks, VP);
         assert!(within(a, clicks).unwrap_err().contains("no action found"));
     }
