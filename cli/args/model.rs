@@ -71,8 +71,9 @@ pub struct ModelArgs {
     /// The kinds of action the model may take, comma-separated (`click` for click tasks;
     /// every kind when absent): the prompt lists only these and constrained decoding
     /// allows only these.
-    #[arg(long, value_parser = parse_actions, global = true)]
-    pub actions: Option<ActionSet>,
+    // Its own id: `observe` has an `actions` argument of its own (`--act`).
+    #[arg(long = "actions", id = "action_set", value_parser = parse_actions, global = true)]
+    pub action_set: Option<ActionSet>,
     /// Sampling temperature (0: greedy).
     #[arg(long, default_value_t = 0.0, global = true)]
     pub temperature: f32,
@@ -147,7 +148,7 @@ impl ModelArgs {
                 GroundingArg::Coords => Grounding::Coordinates,
             },
             images: self.prompt_images.max(1),
-            actions: self.actions.unwrap_or_default(),
+            actions: self.action_set.unwrap_or_default(),
             ..PromptConfig::default()
         }
     }
