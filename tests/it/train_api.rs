@@ -376,12 +376,20 @@ async fn wait_for(
     }
 }
 
-#[sqlx::test(migrator = "store::MIGRATOR")]
-async fn the_executor_stops_a_paused_run_between_phases_and_a_cancelled_one_with_its_campaigns(
-    pool: PgPool,
-) {
+/// A web server on an engine with MiniWoB++ registered, and the executor that runs its
+/// training runs: what the run tests drive over HTTP. The sites and the run directory
+/// live as long as the caller keeps them.
+pub(crate) struct ExecutingServer {
+    pub engine: engine::Engine,
+    pub executor: tokio::task::JoinHandle<()>,
+    pub addr: std::net::SocketAddr,
+    pub sites: engine::SitesServer,
+    pub root: tempfile::TempDir,
+}
+
+pub(crate) async fn executing_server(pool: PgPool) -> ExecutingServer {
     let (sites, dir) = common::miniwob_sites().await;
-    let engine = common::new_engine(pool.clone(), PolicyRegistry::builtin());
+    let engine = common::new_engine(pool, PolicyRegistry::builtin());
     engine
         .register_miniwob(&dir, &sites.bases()["miniwob"])
         .await
@@ -396,6 +404,26 @@ async fn the_executor_stops_a_paused_run_between_phases_and_a_cancelled_one_with
     }
     .spawn();
     let addr = serve_web(&engine).await;
+    ExecutingServer {
+        engine,
+        executor,
+        addr,
+        sites,
+        root,
+    }
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn the_executor_stops_a_paused_run_between_phases_and_a_cancelled_one_with_its_campaigns(
+    pool: PgPool,
+) {
+    let ExecutingServer {
+        engine: _,
+        executor,
+        addr,
+        sites: _sites,
+        root: _root,
+    } = executing_server(pool.clone()).await;
     let http = reqwest::Client::new();
     let cfg = json!({
         "name": "stop and go", "model": tiny_text(),

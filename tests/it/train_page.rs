@@ -4,37 +4,28 @@
 //! baselines on the same held-out episodes), and the run's strings as text.
 
 use crate::common;
-use crate::train_api::{call, dylib, save_png, tiny_text, wait_for_state};
+use crate::train_api::{
+    ExecutingServer, call, executing_server, save_png, tiny_text, wait_for_state,
+};
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use browser_pool::Action;
-use policy::PolicyRegistry;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use store::EpisodeFilter;
 
-use common::{js, serve_web};
+use common::js;
 
 #[sqlx::test(migrator = "store::MIGRATOR")]
 async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: PgPool) {
-    let (sites, dir) = common::miniwob_sites().await;
-    let engine = common::new_engine(pool, PolicyRegistry::builtin());
-    engine
-        .register_miniwob(&dir, &sites.bases()["miniwob"])
-        .await
-        .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let executor = trainloop::executor::Executor {
-        engine: engine.clone(),
-        root: root.path().to_path_buf(),
-        owner: "test-server".into(),
-        lease: Duration::from_secs(30),
-        dylib: Arc::new(|_| Ok(dylib())),
-    }
-    .spawn();
-    let addr = serve_web(&engine).await;
+    let ExecutingServer {
+        engine,
+        executor,
+        addr,
+        sites: _sites,
+        root: _root,
+    } = executing_server(pool).await;
     let http = reqwest::Client::new();
     // A name that would be markup if the page did not treat it as text.
     let name = "tiny <img src=x onerror=\"document.title='owned'\"> & run";
