@@ -207,12 +207,7 @@ async fn training_runs_are_validated_queued_controlled_and_leased(pool: PgPool) 
     // Pause → resume → cancel, with 409s from states a change does not apply to.
     let act = |verb: &str| format!("{base}/{id}/{verb}");
     // Paused from its page: the button posts, the page shows the new state.
-    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    let r = s
-        .act(&Action::Goto(format!("http://{addr}/training-runs/{id}")))
-        .await
-        .unwrap();
-    assert_eq!(r.error, None);
+    let s = open_run_page(&engine, addr, &id).await;
     assert_eq!(
         js(&s, "document.getElementById('run-state').textContent").await,
         json!("queued")
@@ -385,6 +380,21 @@ pub(crate) struct ExecutingServer {
     pub addr: std::net::SocketAddr,
     pub sites: engine::SitesServer,
     pub root: tempfile::TempDir,
+}
+
+/// A run's page in a browser session leased from the engine's pool, opened without error.
+pub(crate) async fn open_run_page(
+    engine: &engine::Engine,
+    addr: std::net::SocketAddr,
+    id: impl std::fmt::Display,
+) -> browser_pool::Session {
+    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
+    let r = s
+        .act(&Action::Goto(format!("http://{addr}/training-runs/{id}")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    s
 }
 
 pub(crate) async fn executing_server(pool: PgPool) -> ExecutingServer {

@@ -5,7 +5,7 @@
 
 use crate::common;
 use crate::train_api::{
-    ExecutingServer, call, executing_server, save_png, tiny_text, wait_for_state,
+    ExecutingServer, call, executing_server, open_run_page, save_png, tiny_text, wait_for_state,
 };
 
 use std::time::{Duration, Instant};
@@ -54,12 +54,7 @@ async fn a_run_created_over_the_api_is_executed_and_shown_with_its_curves(pool: 
     let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
     // The page, in a real browser through the project's pool, opened while the run works:
     // it follows the run's events and re-renders itself until the run completes.
-    let mut s = engine.pool().await.unwrap().lease().await.unwrap();
-    let r = s
-        .act(&Action::Goto(format!("http://{addr}/training-runs/{id}")))
-        .await
-        .unwrap();
-    assert_eq!(r.error, None);
+    let mut s = open_run_page(&engine, addr, id).await;
     assert_ne!(
         js(&s, "document.getElementById('run-state').textContent").await,
         json!("completed"),
