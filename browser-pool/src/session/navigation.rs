@@ -112,7 +112,13 @@ impl Session {
                         "{url} did not answer within {:?}; loading it was stopped",
                         self.cfg.navigation_timeout
                     )),
-                    Outlasted::Ended | Outlasted::Nothing => ActReport::default(),
+                    // Slow, or failing slowly (a redirect loop under load).
+                    Outlasted::Ended | Outlasted::Nothing => {
+                        match self.tab().navigation_failure() {
+                            Some(e) => ActReport::failed(format!("could not open {url}: {e}")),
+                            None => ActReport::default(),
+                        }
+                    }
                 })
             }
             Err(PoolError::Timeout { .. }) => match self.stop_scripts("Page.navigate").await {

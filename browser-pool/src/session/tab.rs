@@ -73,6 +73,8 @@ pub(crate) struct Tab {
     committed: Arc<Mutex<Vec<String>>>,
     /// The URL of the last one, whatever its scheme.
     last_committed: Arc<Mutex<String>>,
+    /// Why the main frame's last document request failed (`net::ERR_...`), if it did.
+    document_failed: Arc<Mutex<Option<String>>>,
     /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
     stays: watch::Receiver<u64>,
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
@@ -156,12 +158,14 @@ impl Tab {
         let (navigating_tx, navigating) = watch::channel(None);
         let committed = Arc::new(Mutex::new(Vec::new()));
         let last_committed = Arc::new(Mutex::new(String::new()));
+        let document_failed = Arc::new(Mutex::new(None));
         let world = Arc::new(Mutex::new(None));
         let landing = Interception::new(page.clone(), cfg.cdp_timeout);
         let watch = Watch {
             landing: landing.clone(),
             world: world.clone(),
             last_committed: last_committed.clone(),
+            document_failed: document_failed.clone(),
             inflight: inflight.clone(),
             documents: documents_tx,
             navigating: navigating_tx,
@@ -220,6 +224,7 @@ impl Tab {
             navigating,
             committed,
             last_committed,
+            document_failed,
             stays,
             frames,
             client_navigation: Arc::default(),
@@ -395,6 +400,22 @@ impl Tab {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .starts_with("chrome-error:")
+    }
+
+    /// Why the main frame's last navigation failed, when it did: the network's reason
+    /// (`net::ERR_TOO_MANY_REDIRECTS`), or the error page it committed. A download or a
+    /// stopped load (`net::ERR_ABORTED`) is no failure of the page.
+    pub(crate) fn navigation_failure(&self) -> Option<String> {
+        let reason = self
+            .document_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match reason {
+            Some(r) if !r.is_empty() && r != "net::ERR_ABORTED" => Some(r),
+            _ if self.on_error_page() => Some("the browser showed its error page".into()),
+            _ => None,
+        }
     }
 
     /// Whether a request that started recently is still in flight, or one finished less

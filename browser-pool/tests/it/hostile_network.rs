@@ -10,7 +10,7 @@ use browser_pool::{Action, BrowserPool, PageEvent, UrlPolicy};
 use crate::common;
 use crate::hostile_site;
 
-use common::{Route, html};
+use common::{Route, html, redirect};
 use hostile_site::{
     ADMIN, INDEX, PROMPT, SECOND, act, config, patient, serve, still_usable, with_ax_tree_on,
 };
@@ -293,6 +293,48 @@ async fn a_slow_server_is_waited_for_and_asked_once_and_a_silent_one_given_up() 
     assert_eq!(asked, 1);
     s.close().await;
     pool.shutdown().await;
+}
+
+/// A redirect loop fails the goto with the network's reason, whether Chromium gives up
+/// at once or only after the page limit (a slow server, a loaded machine); a slow redirect
+/// that lands is no failure. The session stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_loop_is_reported_however_long_it_takes() {
+    let hop = Duration::from_millis(150);
+    // Twenty hops at 150 ms outlast the 2 s page limit.
+    let cfg = config();
+    assert!(hop * 20 > cfg.script_timeout);
+    let base = common::serve(vec![
+        html("/", INDEX),
+        redirect("/loop", "/loop", Duration::ZERO),
+        redirect("/slow-loop", "/slow-loop", hop),
+        redirect(
+            "/slow-hop",
+            "/",
+            cfg.script_timeout + Duration::from_millis(500),
+        ),
+    ])
+    .await;
+    let pool = BrowserPool::launch(cfg).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.act(&Action::Goto(format!("{base}/"))).await.unwrap();
+    for path in ["/loop", "/slow-loop"] {
+        let r = s.act(&Action::Goto(format!("{base}{path}"))).await.unwrap();
+        assert!(
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.contains("ERR_TOO_MANY_REDIRECTS")),
+            "{path}: {r:?}"
+        );
+    }
+    let r = s
+        .act(&Action::Goto(format!("{base}/slow-hop")))
+        .await
+        .unwrap();
+    assert_eq!(r.error, None);
+    let obs = s.observe().await.unwrap();
+    assert_eq!(obs.url, format!("{base}/"));
+    still_usable(pool, s, &base).await;
 }
 
 /// Chromium holds every call to a page whose own navigation (a form submission here) is

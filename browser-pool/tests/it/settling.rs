@@ -20,6 +20,7 @@ fn big_json() -> Route {
         .collect();
     Route {
         path: "/big.json",
+        status: "200 OK",
         content_type: "application/json",
         headers: "",
         body: format!("{{\"items\": [{}]}}", items.join(",")),

@@ -98,6 +98,7 @@ pub(super) struct Watch {
     pub(super) main_frame: String,
     pub(super) committed: Arc<Mutex<Vec<String>>>,
     pub(super) last_committed: Arc<Mutex<String>>,
+    pub(super) document_failed: Arc<Mutex<Option<String>>>,
     pub(super) world: Arc<Mutex<Option<String>>>,
     pub(super) landing: Interception,
 }
@@ -114,6 +115,10 @@ fn new_document(kind: &FrameStartedNavigatingNavigationType) -> bool {
 /// The main frame committed the document `loader` at `url`: everything the tab knows of
 /// the old one is over.
 fn commit(w: &Watch, page: &Page, loader: &str, url: &str) {
+    // Recorded before anyone is woken (by the navigation's end, by the new count): a goto
+    // asking whether its navigation ended on Chromium's error page reads this document's
+    // URL, not the last one's.
+    url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
     w.landing.lock().committed(loader, url);
     // Whatever the old document had in flight will never report finishing to this session.
     w.inflight
@@ -134,10 +139,6 @@ fn commit(w: &Watch, page: &Page, loader: &str, url: &str) {
     tokio::spawn(async move {
         let _ = tokio::time::timeout(WORLD_AHEAD_WAIT, page.execute(world)).await;
     });
-    // Recorded before the count moves: whoever wakes on the new count (a goto asking
-    // whether its navigation ended on Chromium's error page) reads this document's URL,
-    // not the last one's.
-    url.clone_into(&mut w.last_committed.lock().unwrap_or_else(|p| p.into_inner()));
     // A page passed through between two observations (a client-side redirect, a link
     // followed while the machine was slow to show it) was still visited. Blank and error
     // pages are not places.
@@ -189,6 +190,8 @@ pub(super) async fn track_requests(
         // another document started since, neither committed nor ended.
         let mut last_loader: Option<String> = None;
         let mut uncommitted: Vec<(String, String)> = Vec::new();
+        // The main frame's last document request: its failure is the navigation's.
+        let mut last_document: Option<String> = None;
         loop {
             tokio::select! {
                 // Commits (and worlds created, which may stand for one), then starts, then
@@ -257,6 +260,10 @@ pub(super) async fn track_requests(
                         && ev.frame_id.as_ref().is_some_and(|f| *f.inner() == w.main_frame);
                     if main_document {
                         let id = ev.request_id.inner();
+                        if last_document.as_ref() != Some(id) {
+                            *w.document_failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                            last_document = Some(id.clone());
+                        }
                         w.navigating.send_modify(|n| match n {
                             // A redirect: the same navigation, going elsewhere.
                             Some(n) if n.request == *id => n.url.clone_from(&ev.request.url),
@@ -283,6 +290,10 @@ pub(super) async fn track_requests(
                     ended(ev.request_id.inner());
                 }
                 Some(ev) = failed.next() => {
+                    if last_document.as_ref() == Some(ev.request_id.inner()) {
+                        *w.document_failed.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(ev.error_text.clone());
+                    }
                     w.landing.failed(ev.request_id.inner());
                     uncommitted.retain(|(l, _)| l != ev.request_id.inner());
                     done(inflight, ev.request_id.inner());

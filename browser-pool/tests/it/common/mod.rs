@@ -9,6 +9,8 @@ use tokio::net::TcpListener;
 pub struct Route {
     /// Path without the query string.
     pub path: &'static str,
+    /// The status line's code and reason.
+    pub status: &'static str,
     /// `Content-Type` (charset added for text).
     pub content_type: &'static str,
     /// Extra header lines, each ending in `\r\n`.
@@ -23,10 +25,22 @@ pub struct Route {
 pub fn html(path: &'static str, body: impl Into<String>) -> Route {
     Route {
         path,
+        status: "200 OK",
         content_type: "text/html",
         headers: "",
         body: body.into(),
         delay: std::time::Duration::ZERO,
+    }
+}
+
+/// A redirect from `path` to `to` that takes the server `delay` to answer.
+pub fn redirect(path: &'static str, to: &'static str, delay: std::time::Duration) -> Route {
+    Route {
+        status: "302 Found",
+        // Routes live as long as the test's server.
+        headers: Box::leak(format!("Location: {to}\r\n").into_boxed_str()),
+        delay,
+        ..html(path, "")
     }
 }
 
@@ -64,7 +78,7 @@ pub async fn serve_logged(routes: Vec<Route>) -> (String, RequestLog) {
                     tokio::time::sleep(r.delay).await;
                 }
                 let (status, kind, headers, body) = match route {
-                    Some(r) => ("200 OK", r.content_type, r.headers, r.body.as_str()),
+                    Some(r) => (r.status, r.content_type, r.headers, r.body.as_str()),
                     None => ("404 Not Found", "text/html", "", "<h1>not found</h1>"),
                 };
                 let resp = format!(

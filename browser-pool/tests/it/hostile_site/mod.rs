@@ -65,6 +65,7 @@ pub fn downloading_frame(path: &'static str, file: &str) -> Route {
 pub fn attachment(path: &'static str, headers: &'static str) -> Route {
     Route {
         path,
+        status: "200 OK",
         content_type: "application/zip",
         headers,
         body: "PK-not-really-a-zip".into(),
