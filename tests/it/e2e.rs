@@ -1,21 +1,19 @@
 //! End to end across every crate, with real Chromium, a real Postgres server and the
 //! bundled practice sites: the scripted policy solves every bundled task, the rows of a
 //! campaign add up, the dashboard's replay page shows the episode in a real browser (and
-//! it and the triage escape what pages and tasks wrote), the random policy scores clearly lower, and an
-//! agent that does nothing fails every bundled task.
+//! it and the triage escape what pages and tasks wrote), and the random policy scores
+//! clearly lower. (That the agent that does nothing fails every bundled task is
+//! `rewards.rs`: the audit judges each task's start page.)
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use browser_pool::Action;
 use common::{js, open_dashboard, serve_web};
 use engine::SitesServer;
 use engine::{CampaignSpec, Engine};
-use futures::FutureExt;
-use futures::future::BoxFuture;
-use policy::{Decision, Policy, PolicyError, PolicyRegistry, StepInput};
+use policy::PolicyRegistry;
 use serde_json::json;
 use sqlx::PgPool;
 use store::{EpisodeFilter, TaskFilter};
@@ -402,8 +400,9 @@ async fn random_policy_scores_clearly_lower(pool: PgPool) {
     let id: Uuid = engine
         .create_campaign(CampaignSpec {
             policy: Some("random".into()),
-            // Enough steps to end episodes in different ways; more only cost CI time.
-            max_steps: Some(5),
+            // Enough steps to end episodes in different ways (a random stop, 9% a step,
+            // ends about one in four); more only cost CI time.
+            max_steps: Some(3),
             seed: Some(1),
             ..Default::default()
         })
@@ -439,64 +438,6 @@ async fn random_policy_scores_clearly_lower(pool: PgPool) {
     assert!(
         distinct_actions.len() >= 2,
         "random episodes end in different ways: {distinct_actions:?}"
-    );
-    engine.shutdown().await;
-}
-
-/// The do-nothing agent: stops at once, on the start page.
-struct StopAtOnce;
-
-impl Policy for StopAtOnce {
-    fn name(&self) -> &str {
-        "stop"
-    }
-
-    fn decide(&self, _: StepInput) -> BoxFuture<'_, Result<Decision, PolicyError>> {
-        async { Ok(Decision::action(Action::Stop, "doing nothing")) }.boxed()
-    }
-}
-
-/// A rubric satisfied by the start page is lenient: every bundled task must fail when the
-/// agent does nothing.
-#[sqlx::test(migrator = "store::MIGRATOR")]
-async fn every_bundled_task_fails_when_the_agent_does_nothing(pool: PgPool) {
-    let mut policies = PolicyRegistry::builtin();
-    policies.register(Arc::new(StopAtOnce));
-    let (engine, _sites, report) = common::engine_with_sites(pool, policies).await;
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let id = engine
-        .create_campaign(CampaignSpec {
-            policy: Some("stop".into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        engine.run_campaign(id).await.unwrap(),
-        store::Status::Completed
-    );
-    let (eps, _) = engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 1000, 0)
-        .await
-        .unwrap();
-    assert_eq!(eps.len(), report.registered, "one episode per bundled task");
-    for e in &eps {
-        assert_eq!(
-            (e.status.as_str(), e.end_reason.as_deref(), e.steps),
-            ("finished", Some("stopped"), 1),
-            "{}",
-            e.task_id
-        );
-    }
-    let passed: Vec<&str> = eps
-        .iter()
-        .filter(|e| e.success != Some(false))
-        .map(|e| e.task_id.as_str())
-        .collect();
-    assert!(
-        passed.is_empty(),
-        "lenient rubrics, passed by doing nothing: {passed:?}"
     );
     engine.shutdown().await;
 }
