@@ -2,7 +2,9 @@
 //! screenshot and an element list) through the engine's batching queue, as rollouts use it:
 //! for each batch size, that many concurrent episodes each ask for actions one after the
 //! other; the queue batches them dynamically. Tokens/s, per-action latency (p50, p90), and
-//! the best batched throughput against batch 1, measured in the same run.
+//! the best batched throughput against batch 1, measured in the same run. Then a GRPO
+//! group: k samples of one prompt in one batch, with its prefill run once and shared, and
+//! run for every row, in the same run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +15,7 @@ use anyhow::Context;
 use browser_pool::{Element, Observation, Rect, Screenshot, ScrollState};
 use clap::Args;
 use image::{Rgb, RgbImage};
+use inference::{GenParams, Prompt};
 use policy::onnx::OnnxBackend;
 use policy::{BatchLimits, Batched, Policy, StepInput};
 
@@ -37,6 +40,13 @@ pub struct PolicyArgs {
     /// How long the queue waits for companions before running a partial batch.
     #[arg(long, default_value_t = 50)]
     pub max_wait_ms: u64,
+    /// Samples in the GRPO-group measurement: one prompt, this many samples in one batch,
+    /// its prefill shared and not (0: skip it).
+    #[arg(long, default_value_t = 8)]
+    pub group: usize,
+    /// Groups timed each way.
+    #[arg(long, default_value_t = 3)]
+    pub group_rounds: usize,
 }
 
 fn observation(i: usize) -> Observation {
@@ -209,5 +219,75 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
             best / one
         );
     }
+    if args.group > 1 {
+        let prompt = backend.prompt_for(&input(0, observations[0].clone()))?;
+        group(
+            &backend,
+            prompt,
+            args.group,
+            args.tokens,
+            args.group_rounds.max(1),
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A GRPO group's k samples of one prompt as one batch, timed with the prompt's prefill
+/// shared by the rows and run for each.
+fn group(
+    backend: &OnnxBackend,
+    prompt: Prompt,
+    k: usize,
+    tokens: usize,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    if !prompt.images.is_empty() {
+        println!(
+            "
+group: skipped, the prompt has an image and prompts with images are not shared (measure a text model: --model DIR)"
+        );
+        return Ok(());
+    }
+    let model = backend.model();
+    let mut m = model.lock().expect("model");
+    let params = GenParams {
+        max_new_tokens: tokens,
+        temperature: 1.0,
+        top_p: 1.0,
+        stop: Vec::new(),
+    };
+    let batch = vec![prompt; k];
+    let seeds: Vec<u64> = (0..k as u64).collect();
+    println!(
+        "
+group: {k} samples of one prompt in one batch, {rounds} groups each way"
+    );
+    println!("| prefill | s per group (p50) | prompt tokens prefilled per group |");
+    println!("|---|---|---|");
+    let mut p50 = Vec::new();
+    for share in [false, true] {
+        m.set_prompt_sharing(share);
+        m.generate(&batch, &params, &seeds)?;
+        let before = m.prefill_stats().tokens;
+        let mut times: Vec<f64> = (0..rounds)
+            .map(|_| {
+                let t = Instant::now();
+                m.generate(&batch, &params, &seeds)?;
+                anyhow::Ok(t.elapsed().as_secs_f64())
+            })
+            .collect::<Result<_, _>>()?;
+        times.sort_by(f64::total_cmp);
+        let median = nearest_rank(&times, 0.5);
+        let prefilled = (m.prefill_stats().tokens - before) / rounds as u64;
+        let how = if share { "shared" } else { "per row" };
+        println!("| {how} | {median:.3} | {prefilled} |");
+        p50.push(median);
+    }
+    m.set_prompt_sharing(true);
+    println!(
+        "
+shared vs per-row prefill: {:.2}x faster per group",
+        p50[0] / p50[1].max(f64::EPSILON)
+    );
+    Ok(())
 }

@@ -19,8 +19,10 @@ use ort::value::{DynValue, Tensor, TensorElementType, ValueType};
 
 mod forward;
 mod generate;
+mod share;
 mod teacher;
 
+pub use share::PrefillStats;
 pub use teacher::{TeacherInputs, TokenSet};
 
 use crate::OnnxError;
@@ -154,6 +156,10 @@ pub struct Model {
     pixels_type: TensorElementType,
     provider: String,
     fallback: Option<String>,
+    /// Rows of a batch with one prompt share its prefill (`share.rs`); on unless turned
+    /// off (to compare).
+    share_prompts: bool,
+    prefill: PrefillStats,
 }
 
 fn input_type(session: &Session, name: &str) -> Option<TensorElementType> {
@@ -284,7 +290,20 @@ impl Model {
             pixels_type,
             provider,
             fallback,
+            share_prompts: true,
+            prefill: PrefillStats::default(),
         })
+    }
+
+    /// Whether rows of a batch with one prompt share its prefill (on by default; the
+    /// outputs are the same either way, up to float rounding).
+    pub fn set_prompt_sharing(&mut self, on: bool) {
+        self.share_prompts = on;
+    }
+
+    /// Prompt tokens prefilled and saved by sharing, since the model was loaded.
+    pub fn prefill_stats(&self) -> PrefillStats {
+        self.prefill
     }
 
     /// The model's configuration.

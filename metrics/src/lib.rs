@@ -149,6 +149,11 @@ pub struct Metrics {
     pub store_seconds: Histogram,
     /// Requests per policy batch.
     pub policy_batch_size: Histogram,
+    /// Prompt tokens the ONNX policy prefilled.
+    pub prefill_tokens: Counter,
+    /// Prompt tokens the ONNX policy did not prefill again: rows of a batch that repeated
+    /// another row's prompt took its cache.
+    pub prefill_tokens_saved: Counter,
     /// Episodes in a browser right now.
     pub episodes_running: Gauge,
     /// Episodes waiting to be judged.
@@ -177,6 +182,8 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     judge_seconds: Histogram::new(&BUCKETS),
     store_seconds: Histogram::new(&BUCKETS),
     policy_batch_size: Histogram::new(&BATCH_BUCKETS),
+    prefill_tokens: Counter::default(),
+    prefill_tokens_saved: Counter::default(),
     episodes_running: Gauge::default(),
     judge_queue: Gauge::default(),
     store_queue: Gauge::default(),
@@ -294,6 +301,18 @@ impl Metrics {
             "surfgym_policy_batch_size",
             "Requests per batched policy call.",
             &self.policy_batch_size,
+        );
+        counter(
+            &mut o,
+            "surfgym_policy_prefill_tokens_total",
+            "Prompt tokens the ONNX policy prefilled.",
+            self.prefill_tokens.get(),
+        );
+        counter(
+            &mut o,
+            "surfgym_policy_prefill_tokens_saved_total",
+            "Prompt tokens not prefilled again: batch rows repeating another row's prompt took its cache.",
+            self.prefill_tokens_saved.get(),
         );
         gauge(
             &mut o,

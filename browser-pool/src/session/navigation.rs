@@ -95,7 +95,10 @@ impl Session {
                 )));
             }
         };
-        match outcome {
+        // Without Page.navigate's answer, which names a failure, the navigation may still
+        // have failed meanwhile (a redirect loop on a loaded machine): its request says so.
+        let unanswered = matches!(outcome, Err(PoolError::Timeout { .. }));
+        let report = match outcome {
             Ok(ret) => Ok(match ret.error_text {
                 Some(e) if !e.is_empty() => ActReport::failed(format!("could not open {url}: {e}")),
                 _ => ActReport::default(),
@@ -112,13 +115,7 @@ impl Session {
                         "{url} did not answer within {:?}; loading it was stopped",
                         self.cfg.navigation_timeout
                     )),
-                    // Slow, or failing slowly (a redirect loop under load).
-                    Outlasted::Ended | Outlasted::Nothing => {
-                        match self.tab().navigation_failure() {
-                            Some(e) => ActReport::failed(format!("could not open {url}: {e}")),
-                            None => ActReport::default(),
-                        }
-                    }
+                    Outlasted::Ended | Outlasted::Nothing => ActReport::default(),
                 })
             }
             Err(PoolError::Timeout { .. }) => match self.stop_scripts("Page.navigate").await {
@@ -156,7 +153,14 @@ impl Session {
                 }),
             },
             Err(e) => Err(e),
+        }?;
+        if unanswered
+            && report.error.is_none()
+            && let Some(why) = self.tab().navigation_failure(url)
+        {
+            return Ok(ActReport::failed(format!("could not open {url}: {why}")));
         }
+        Ok(report)
     }
 
     /// Opens `url` by setting `location.href` in the page, for when `Page.navigate` hung or

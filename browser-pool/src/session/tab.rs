@@ -73,8 +73,9 @@ pub(crate) struct Tab {
     committed: Arc<Mutex<Vec<String>>>,
     /// The URL of the last one, whatever its scheme.
     last_committed: Arc<Mutex<String>>,
-    /// Why the main frame's last document request failed (`net::ERR_...`), if it did.
-    document_failed: Arc<Mutex<Option<String>>>,
+    /// The main frame's last document request, if it failed: the URL it was sent to and
+    /// why (`net::ERR_...`).
+    document_failed: Arc<Mutex<Option<(String, String)>>>,
     /// Times the page asked to confirm leaving (`beforeunload`) and was answered "stay".
     stays: watch::Receiver<u64>,
     /// Ids of the frames the page has attached (iframes, at any depth): a download names
@@ -402,17 +403,22 @@ impl Tab {
             .starts_with("chrome-error:")
     }
 
-    /// Why the main frame's last navigation failed, when it did: the network's reason
-    /// (`net::ERR_TOO_MANY_REDIRECTS`), or the error page it committed. A download or a
-    /// stopped load (`net::ERR_ABORTED`) is no failure of the page.
-    pub(crate) fn navigation_failure(&self) -> Option<String> {
-        let reason = self
+    /// Why a navigation to `url` failed, when it did: the network's reason for its
+    /// document request (`net::ERR_TOO_MANY_REDIRECTS`), or the error page the main frame
+    /// is on. A download or a stopped load (`net::ERR_ABORTED`) is no failure of the page,
+    /// nor is another navigation's failure (one the page started meanwhile).
+    pub(crate) fn navigation_failure(&self, url: &str) -> Option<String> {
+        let failed = self
             .document_failed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        match reason {
-            Some(r) if !r.is_empty() && r != "net::ERR_ABORTED" => Some(r),
+        match failed {
+            Some((sent_to, why))
+                if !why.is_empty() && why != "net::ERR_ABORTED" && same_url(&sent_to, url) =>
+            {
+                Some(why)
+            }
             _ if self.on_error_page() => Some("the browser showed its error page".into()),
             _ => None,
         }
@@ -436,4 +442,9 @@ impl Drop for Tab {
             t.abort();
         }
     }
+}
+
+/// Whether two URLs are the same once parsed (`http://host` is sent as `http://host/`).
+fn same_url(a: &str, b: &str) -> bool {
+    a == b || matches!((url::Url::parse(a), url::Url::parse(b)), (Ok(x), Ok(y)) if x == y)
 }

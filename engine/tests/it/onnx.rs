@@ -472,3 +472,75 @@ fn constrained_decoding_writes_only_actions_the_observation_allows() {
         "unconstrained: {plain_parsed} parsed; constrained: {finished}"
     );
 }
+
+/// The k samples of a GRPO group are k requests with one prompt: in a batch they share one
+/// prefill, and every row's tokens and log-probabilities are those it gets with a prefill
+/// of its own. A prompt with an image is never shared (images are not compared).
+#[test]
+fn rows_with_one_prompt_share_its_prefill_and_generate_as_alone() {
+    let data = data_dir();
+    let dylib = inference::find_ort_dylib(&data).unwrap();
+    let mut o = OnnxOptions::new(data.join("models/tiny-text"), dylib);
+    o.generation.max_new_tokens = 12;
+    let text = OnnxBackend::load(o).unwrap();
+    let (a, b) = (
+        text.prompt_for(&input(1, 10, 4)).unwrap(),
+        text.prompt_for(&input(2, 10, 7)).unwrap(),
+    );
+    assert!(a.images.is_empty());
+    let batch = vec![a.clone(), b, a.clone(), a.clone()];
+    let seeds = [5, 6, 7, 8];
+    let model = text.model();
+    let mut m = model.lock().unwrap();
+    let a_len = m.encode(&a.text).unwrap().len() as u64;
+    for temperature in [0.0, 1.0] {
+        let params = GenParams {
+            max_new_tokens: 12,
+            temperature,
+            top_p: 1.0,
+            stop: vec![],
+        };
+        m.set_prompt_sharing(false);
+        let before = m.prefill_stats();
+        let alone = m.generate(&batch, &params, &seeds).unwrap();
+        assert_eq!(m.prefill_stats().saved, before.saved, "sharing is off");
+        m.set_prompt_sharing(true);
+        let before = m.prefill_stats();
+        let shared = m.generate(&batch, &params, &seeds).unwrap();
+        let after = m.prefill_stats();
+        // Rows 2 and 3 repeat row 0's prompt.
+        assert_eq!(after.saved - before.saved, 2 * a_len);
+        for (row, (x, y)) in alone.iter().zip(&shared).enumerate() {
+            assert_eq!(x.tokens, y.tokens, "row {row} at temperature {temperature}");
+            for (p, q) in x.logprobs.iter().zip(&y.logprobs) {
+                assert!((p - q).abs() < 1e-4, "row {row}: {p} vs {q}");
+            }
+        }
+        if temperature > 0.0 {
+            // Each row samples with its own seed from the shared cache.
+            let distinct: std::collections::HashSet<&Vec<u32>> =
+                [0, 2, 3].iter().map(|&r| &shared[r].tokens).collect();
+            assert!(distinct.len() > 1, "the group's samples differ");
+        }
+    }
+    drop(m);
+
+    let vlm = OnnxBackend::load(options()).unwrap();
+    let p = vlm.prompt_for(&input(3, 90, 5)).unwrap();
+    assert!(!p.images.is_empty());
+    let model = vlm.model();
+    let mut m = model.lock().unwrap();
+    let greedy = GenParams {
+        max_new_tokens: 4,
+        temperature: 0.0,
+        top_p: 1.0,
+        stop: vec![],
+    };
+    let out = m.generate(&[p.clone(), p], &greedy, &[1, 2]).unwrap();
+    assert_eq!(out[0].tokens, out[1].tokens);
+    assert_eq!(
+        m.prefill_stats().saved,
+        0,
+        "prompts with images are not shared"
+    );
+}

@@ -4,6 +4,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::share::Prefilled;
 use super::{Finish, GenParams, Generation, Model, Pixels, Prompt};
 use crate::OnnxError;
 use crate::grammar::{ActionGrammar, TokenBytes};
@@ -84,48 +85,26 @@ impl Model {
                 }
             }
         }
-        let len = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let mut flat = Vec::with_capacity(batch * len);
-        let mut mask = Vec::with_capacity(batch * len);
-        for row in &ids {
-            let pad = len - row.len();
-            flat.extend(std::iter::repeat_n(i64::from(self.cfg.pad_id), pad));
-            flat.extend(row.iter().map(|t| i64::from(*t)));
-            mask.extend(std::iter::repeat_n(0i64, pad));
-            mask.extend(std::iter::repeat_n(1i64, row.len()));
-        }
-        // Padded positions get 1 (their value is masked out anyway); each row decodes on from
-        // its own largest position (its length without M-RoPE).
-        let rows: Vec<Vec<[i64; 3]>> = ids
-            .iter()
-            .zip(prompts)
-            .map(|(r, p)| self.prompt_positions(r, &p.images))
-            .collect::<Result<_, _>>()?;
-        let mut next_pos: Vec<i64> = rows
-            .iter()
-            .map(|r| r.iter().flatten().max().map_or(0, |m| m + 1))
-            .collect();
-        let positions = self.position_values(&rows, len);
-        let mut embeds = self.embed(flat.clone(), batch, len)?;
-        let hidden = embeds.len() / (batch * len);
-        if let Some(image_id) = self.cfg.image_token_id {
-            let images: Vec<&Pixels> = prompts.iter().flat_map(|p| &p.images).collect();
-            if !images.is_empty() {
-                let features = self.image_features(&images)?;
-                let mut rows = features.chunks_exact(hidden);
-                for (i, t) in flat.iter().enumerate() {
-                    if *t == i64::from(image_id) {
-                        let row = rows.next().ok_or_else(|| {
-                            OnnxError::Prompt("fewer image features than image tokens".into())
-                        })?;
-                        embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
-                    }
-                }
-            }
-        }
-        let embeds = self.embeds_value(embeds, batch, len, hidden)?;
-        let past = self.empty_past(batch)?;
-        let (mut logits, mut past) = self.decode(embeds, &mask, positions, past, batch, len)?;
+        // Rows that repeat an earlier row's prompt (a GRPO group's samples) take its prefill.
+        let (firsts, of_row) = super::share::distinct_rows(&ids, prompts, self.share_prompts);
+        let distinct_ids: Vec<Vec<u32>> = firsts.iter().map(|&r| ids[r].clone()).collect();
+        let distinct: Vec<&Prompt> = firsts.iter().map(|&r| &prompts[r]).collect();
+        let prefilled = self.prefill(&distinct_ids, &distinct)?;
+        let total: u64 = ids.iter().map(|r| r.len() as u64).sum();
+        let ran: u64 = distinct_ids.iter().map(|r| r.len() as u64).sum();
+        self.prefill.tokens += ran;
+        self.prefill.saved += total - ran;
+        let Prefilled {
+            mut logits,
+            mut past,
+            mut mask,
+            mut next_pos,
+            hidden,
+        } = if firsts.len() < batch {
+            self.spread(prefilled, &of_row)?
+        } else {
+            prefilled
+        };
         let mut rngs: Vec<StdRng> = seeds.iter().map(|s| StdRng::seed_from_u64(*s)).collect();
         let mut out: Vec<Generation> = (0..batch)
             .map(|_| Generation {
@@ -227,6 +206,62 @@ impl Model {
             g.text = text;
         }
         Ok(out)
+    }
+
+    /// Embeds the prompts (`ids` are their tokens), splices in their images' features and
+    /// runs the decoder over them, left-padded to the longest: the cache and logits that
+    /// decoding starts from.
+    fn prefill(&mut self, ids: &[Vec<u32>], prompts: &[&Prompt]) -> Result<Prefilled, OnnxError> {
+        let batch = prompts.len();
+        let len = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let mut flat = Vec::with_capacity(batch * len);
+        let mut mask = Vec::with_capacity(batch * len);
+        for row in ids {
+            let pad = len - row.len();
+            flat.extend(std::iter::repeat_n(i64::from(self.cfg.pad_id), pad));
+            flat.extend(row.iter().map(|t| i64::from(*t)));
+            mask.extend(std::iter::repeat_n(0i64, pad));
+            mask.extend(std::iter::repeat_n(1i64, row.len()));
+        }
+        // Padded positions get 1 (their value is masked out anyway); each row decodes on from
+        // its own largest position (its length without M-RoPE).
+        let rows: Vec<Vec<[i64; 3]>> = ids
+            .iter()
+            .zip(prompts)
+            .map(|(r, p)| self.prompt_positions(r, &p.images))
+            .collect::<Result<_, _>>()?;
+        let next_pos: Vec<i64> = rows
+            .iter()
+            .map(|r| r.iter().flatten().max().map_or(0, |m| m + 1))
+            .collect();
+        let positions = self.position_values(&rows, len);
+        let mut embeds = self.embed(flat.clone(), batch, len)?;
+        let hidden = embeds.len() / (batch * len);
+        if let Some(image_id) = self.cfg.image_token_id {
+            let images: Vec<&Pixels> = prompts.iter().flat_map(|p| &p.images).collect();
+            if !images.is_empty() {
+                let features = self.image_features(&images)?;
+                let mut rows = features.chunks_exact(hidden);
+                for (i, t) in flat.iter().enumerate() {
+                    if *t == i64::from(image_id) {
+                        let row = rows.next().ok_or_else(|| {
+                            OnnxError::Prompt("fewer image features than image tokens".into())
+                        })?;
+                        embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
+                    }
+                }
+            }
+        }
+        let embeds = self.embeds_value(embeds, batch, len, hidden)?;
+        let past = self.empty_past(batch)?;
+        let (logits, past) = self.decode(embeds, &mask, positions, past, batch, len)?;
+        Ok(Prefilled {
+            logits,
+            past,
+            mask,
+            next_pos,
+            hidden,
+        })
     }
 }
 

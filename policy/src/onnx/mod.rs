@@ -21,6 +21,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use inference::{Device, GenParams, Model, Prompt};
+use metrics::METRICS;
 pub use prompt::{PromptConfig, PromptStyle};
 
 use super::output::{Grounding, parse_output, within};
@@ -199,14 +200,17 @@ impl OnnxBackend {
             .collect::<Result<_, _>>()
             .map_err(|e| PolicyError::Failed(e.to_string()))?;
         let seeds: Vec<u64> = inputs.iter().map(request_seed).collect();
-        let outputs = self
-            .model
-            .lock()
-            .expect("model lock")
+        let mut model = self.model.lock().expect("model lock");
+        let before = model.prefill_stats();
+        let outputs = model
             .generate(&prompts, &self.opts.generation, &seeds)
             // The runtime failing (out of memory, a broken session) is the backend's
             // trouble, not the agent's: retried, never scored.
             .map_err(|e| PolicyError::Unavailable(format!("inference failed: {e}")))?;
+        let after = model.prefill_stats();
+        drop(model);
+        METRICS.prefill_tokens.add(after.tokens - before.tokens);
+        METRICS.prefill_tokens_saved.add(after.saved - before.saved);
         let grounding = self.grounding();
         Ok(outputs
             .into_iter()

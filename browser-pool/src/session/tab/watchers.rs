@@ -98,7 +98,7 @@ pub(super) struct Watch {
     pub(super) main_frame: String,
     pub(super) committed: Arc<Mutex<Vec<String>>>,
     pub(super) last_committed: Arc<Mutex<String>>,
-    pub(super) document_failed: Arc<Mutex<Option<String>>>,
+    pub(super) document_failed: Arc<Mutex<Option<(String, String)>>>,
     pub(super) world: Arc<Mutex<Option<String>>>,
     pub(super) landing: Interception,
 }
@@ -190,8 +190,9 @@ pub(super) async fn track_requests(
         // another document started since, neither committed nor ended.
         let mut last_loader: Option<String> = None;
         let mut uncommitted: Vec<(String, String)> = Vec::new();
-        // The main frame's last document request: its failure is the navigation's.
-        let mut last_document: Option<String> = None;
+        // The main frame's last document request and the URL it was first sent to (before
+        // any redirect): its failure is that navigation's.
+        let mut last_document: Option<(String, String)> = None;
         loop {
             tokio::select! {
                 // Commits (and worlds created, which may stand for one), then starts, then
@@ -260,9 +261,9 @@ pub(super) async fn track_requests(
                         && ev.frame_id.as_ref().is_some_and(|f| *f.inner() == w.main_frame);
                     if main_document {
                         let id = ev.request_id.inner();
-                        if last_document.as_ref() != Some(id) {
+                        if last_document.as_ref().is_none_or(|(last, _)| last != id) {
                             *w.document_failed.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                            last_document = Some(id.clone());
+                            last_document = Some((id.clone(), ev.request.url.clone()));
                         }
                         w.navigating.send_modify(|n| match n {
                             // A redirect: the same navigation, going elsewhere.
@@ -290,9 +291,11 @@ pub(super) async fn track_requests(
                     ended(ev.request_id.inner());
                 }
                 Some(ev) = failed.next() => {
-                    if last_document.as_ref() == Some(ev.request_id.inner()) {
+                    if let Some((id, sent_to)) = &last_document
+                        && id == ev.request_id.inner()
+                    {
                         *w.document_failed.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(ev.error_text.clone());
+                            Some((sent_to.clone(), ev.error_text.clone()));
                     }
                     w.landing.failed(ev.request_id.inner());
                     uncommitted.retain(|(l, _)| l != ev.request_id.inner());
