@@ -158,7 +158,12 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
             .encode(&p.text)?
             .len()
     };
-    println!("prompt: {prompt_tokens} tokens (one screenshot)");
+    let shown = if backend.model().lock().expect("model").has_vision() {
+        "one screenshot"
+    } else {
+        "text only"
+    };
+    println!("prompt: {prompt_tokens} tokens ({shown})");
     println!("| batch | actions | tokens/s | actions/s | latency p50 (ms) | latency p90 (ms) |");
     println!("|---|---|---|---|---|---|");
     let mut rows = Vec::new();
