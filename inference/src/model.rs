@@ -223,7 +223,7 @@ impl Model {
             builder = builder
                 .with_intra_threads(threads.max(1))
                 .map_err(|e| rt(e.to_string()))?;
-            #[cfg(feature = "cuda")]
+            // Only `cuda_or_cpu` names CUDA, and only in a `cuda` build.
             if provider == "CUDA" {
                 builder = builder
                     // A session that cannot place the model on the GPU fails here rather
@@ -359,10 +359,18 @@ fn to_f32(v: &DynValue) -> Result<Vec<f32>, OnnxError> {
 /// Whether the CUDA provider can be used: compiled into this ONNX Runtime (the
 /// onnxruntime-gpu build) and registrable, which loads the provider library and the CUDA
 /// and cuDNN libraries it needs.
-#[cfg(feature = "cuda")]
+///
+/// The CUDA code is compiled in every build (ort's CUDA bindings cost nothing with a
+/// dynamically loaded runtime), so a build without the `cuda` feature still type-checks
+/// it; the feature only decides whether it runs.
 fn cuda_or_cpu(env: &ort::environment::Environment) -> (String, Option<String>) {
     use ort::ep::ExecutionProvider;
     let cpu = |why: String| ("CPU".to_string(), Some(why));
+    if !CUDA_BUILT {
+        return cpu(
+            "this build of surfgym has no `cuda` feature (rebuild with --features cuda)".into(),
+        );
+    }
     match ort::ep::CUDA::is_available() {
         Ok(true) => {}
         Ok(false) => {
@@ -378,12 +386,4 @@ fn cuda_or_cpu(env: &ort::environment::Environment) -> (String, Option<String>) 
             "the CUDA provider did not load ({e}); the CUDA 13 runtime, cuBLAS, cuFFT, cuRAND and cuDNN 9 libraries must be on LD_LIBRARY_PATH"
         )),
     }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_or_cpu(_env: &ort::environment::Environment) -> (String, Option<String>) {
-    (
-        "CPU".into(),
-        Some("this build of surfgym has no `cuda` feature (rebuild with --features cuda)".into()),
-    )
 }
