@@ -59,6 +59,18 @@ pub struct Prompt {
     pub grammar: Option<ActionGrammar>,
 }
 
+impl Prompt {
+    /// A prompt of text alone, as rendered, with no grammar.
+    pub fn text_only(text: &str) -> Prompt {
+        Prompt {
+            text: text.into(),
+            rendered: text.into(),
+            images: Vec::new(),
+            grammar: None,
+        }
+    }
+}
+
 /// One image as the model's vision encoder takes it.
 #[derive(Debug, Clone)]
 pub enum Pixels {

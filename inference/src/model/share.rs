@@ -131,19 +131,10 @@ fn gather<T: PrimitiveTensorElementType + Copy + std::fmt::Debug + 'static>(
 mod tests {
     use super::*;
 
-    fn prompt(text: &str) -> Prompt {
-        Prompt {
-            text: text.into(),
-            rendered: text.into(),
-            images: Vec::new(),
-            grammar: None,
-        }
-    }
-
     #[test]
     fn rows_with_equal_tokens_share_one_prefill_and_others_keep_their_own() {
         let ids = vec![vec![1, 2, 3], vec![1, 2], vec![1, 2, 3], vec![1, 2, 3]];
-        let prompts: Vec<Prompt> = ["a", "b", "a", "a"].map(prompt).into();
+        let prompts: Vec<Prompt> = ["a", "b", "a", "a"].map(Prompt::text_only).into();
         assert_eq!(
             distinct_rows(&ids, &prompts, true),
             (vec![0, 1], vec![0, 1, 0, 0])

@@ -16,12 +16,7 @@ const PROMPT: &str = "<|im_start|>user\nClick the red button<|im_end|>\n<|im_sta
 fn samples() -> Vec<Sample> {
     let dir = common::model("tiny-text");
     let mut m = Model::load(&dir, &common::ort_dylib(), inference::Device::Cpu, 1).unwrap();
-    let p = Prompt {
-        text: PROMPT.into(),
-        rendered: PROMPT.into(),
-        images: Vec::new(),
-        grammar: None,
-    };
+    let p = Prompt::text_only(PROMPT);
     ["click(3)", "click(12)", "answer(\"red\")"]
         .iter()
         .map(|c| {

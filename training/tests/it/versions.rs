@@ -18,15 +18,6 @@ fn load(dir: &Path) -> Result<Model, inference::OnnxError> {
 /// The chat-templated request both round trips score.
 const CLICK_RED: &str = "<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n";
 
-fn prompt(text: &str) -> Prompt {
-    Prompt {
-        text: text.into(),
-        rendered: text.into(),
-        images: Vec::new(),
-        grammar: None,
-    }
-}
-
 /// The trainer's sample for `prompt` + `continuation`, built by the policy's own model.
 fn sample(m: &mut Model, p: &Prompt, continuation: &[u32]) -> Sample {
     let t = m.teacher_inputs(p, continuation).unwrap();
@@ -71,7 +62,7 @@ fn a_published_version_runs_in_onnx_runtime_as_trained_and_leaves_the_base_alone
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut base = load(&base_dir).unwrap();
-    let p = prompt(CLICK_RED);
+    let p = Prompt::text_only(CLICK_RED);
     let continuation = base.encode("click(3)").unwrap();
     let base_before = base.score(&p, &continuation).unwrap();
 
@@ -214,7 +205,7 @@ fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_load
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut m = load(&base_dir).unwrap();
-    let p = prompt(CLICK_RED);
+    let p = Prompt::text_only(CLICK_RED);
     let samples: Vec<Sample> = ["click(3)", "click(12)", "answer(\"red\")"]
         .iter()
         .map(|c| {
