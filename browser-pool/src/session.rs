@@ -200,6 +200,18 @@ impl Session {
     pub fn browser_pid(&self) -> Option<u32> {
         self.browser.pid()
     }
+    /// What this session's observations carry beyond the pool's settings: the
+    /// set-of-marks screenshot and the accessibility tree. An environment session's client
+    /// asks for them per session; drawing and reading them costs time only where wanted.
+    pub fn set_observation_extras(&mut self, set_of_marks: bool, accessibility_tree: bool) {
+        if self.cfg.set_of_marks != set_of_marks
+            || self.cfg.accessibility_tree != accessibility_tree
+        {
+            let cfg = Arc::make_mut(&mut self.cfg);
+            cfg.set_of_marks = set_of_marks;
+            cfg.accessibility_tree = accessibility_tree;
+        }
+    }
 
     /// Shows an error in the next observation, as if an action had failed (used when a
     /// policy's output is not a valid action).

@@ -16,6 +16,43 @@ pub struct ServeArgs {
     pub server: ServerArgs,
     #[command(flatten)]
     pub grace: Grace,
+    #[command(flatten)]
+    pub sessions: SessionArgs,
+}
+
+/// Limits on environment sessions (`/api/sessions`, `/openenv`).
+#[derive(Args)]
+pub struct SessionArgs {
+    /// Environment sessions open at once (default: the browser pool's contexts).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: Option<u32>,
+    /// Environment sessions open at once per API token (default: --max-sessions).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sessions_per_token: Option<u32>,
+    /// An environment session without a request for this long is ended and stored.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_secs: u64,
+    /// The longest one step of an environment session may take.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_step_secs: u64,
+}
+
+impl SessionArgs {
+    /// The limits, over the engine's defaults.
+    pub fn limits(
+        &self,
+        defaults: engine::sessions::SessionLimits,
+    ) -> engine::sessions::SessionLimits {
+        let max = self
+            .max_sessions
+            .map_or(defaults.max_sessions, |n| n as usize);
+        engine::sessions::SessionLimits {
+            max_sessions: max,
+            per_client: self.sessions_per_token.map_or(max, |n| n as usize),
+            idle: std::time::Duration::from_secs(self.session_idle_secs),
+            step: std::time::Duration::from_secs(self.session_step_secs),
+        }
+    }
 }
 
 /// `surfgym serve`.
@@ -23,6 +60,8 @@ pub async fn serve(common: &Common, args: ServeArgs) -> anyhow::Result<ExitCode>
     // Before anything starts: `--no-auth` beyond loopback is refused.
     args.server.access()?;
     let env = environment(common, args.server.sites_port).await?;
+    env.engine
+        .set_session_limits(args.sessions.limits(env.engine.session_limits()));
     let addr = start_web(&env.engine, &args.server).await?;
     env.engine.start_scheduler().await;
     let executor = start_training_executor(common, &env.engine);

@@ -13,6 +13,9 @@ use crate::campaign::{CampaignSpec, episode_seed};
 use crate::drain::{Drain, Drained};
 use crate::error::EngineError;
 use crate::runner::{RunEvent, Runner, RunnerConfig};
+use crate::sessions::{
+    Client, OpenRequest, SessionError, SessionLimits, SessionState, Sessions, Snapshot,
+};
 use policy::PolicyRegistry;
 use store::{PlannedEpisode, Status, Store};
 
@@ -38,6 +41,7 @@ struct Inner {
     queue_rx: Mutex<Option<mpsc::Receiver<Uuid>>>,
     judge: std::sync::RwLock<Option<Arc<crate::judge::ModelJudge>>>,
     drain: Arc<Drain>,
+    sessions: Arc<Sessions>,
 }
 
 /// What a bundled-suite registration did.
@@ -64,7 +68,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 store,
                 policies: std::sync::RwLock::new(policies),
-                pool_cfg,
+                pool_cfg: pool_cfg.clone(),
                 runner_cfg,
                 pool: OnceCell::new(),
                 events,
@@ -72,6 +76,9 @@ impl Engine {
                 queue_rx: Mutex::new(Some(rx)),
                 judge: std::sync::RwLock::new(None),
                 drain: Arc::new(Drain::default()),
+                sessions: Arc::new(Sessions::with_limits(SessionLimits::for_pool(
+                    pool_cfg.browsers * pool_cfg.contexts_per_browser,
+                ))),
             }),
         }
     }
@@ -267,6 +274,13 @@ impl Engine {
     }
 
     async fn transition(&self, id: Uuid, from: &[Status], to: Status) -> Result<(), EngineError> {
+        if self.inner.store.campaign_is_interactive(id).await? == Some(true) {
+            return Err(EngineError::Conflict(
+                "an interactive campaign is its clients' environment sessions: it is never \
+                 paused, resumed or cancelled (end a session with DELETE /api/sessions/ID)"
+                    .into(),
+            ));
+        }
         let status = self
             .inner
             .store
@@ -289,6 +303,18 @@ impl Engine {
         let Some(mut rx) = self.inner.queue_rx.lock().await.take() else {
             return;
         };
+        // Sessions of a server that died cannot be run again by anyone: their episodes
+        // end as failed rather than staying `running` for ever.
+        match self.inner.store.fail_lost_sessions().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                episodes = n,
+                "sessions left open by a stopped server recorded as failed"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check for sessions left by a stopped server")
+            }
+        }
         let engine = self.clone();
         tokio::spawn(async move {
             loop {
@@ -400,6 +426,8 @@ impl Engine {
     /// or running for the next process.
     pub async fn shutdown_gracefully(&self, grace: Duration) -> Result<Drained, EngineError> {
         self.inner.drain.stop();
+        // A session cannot outlive its server: each is ended and stored as it stands.
+        self.inner.sessions.close_all().await;
         let running = self.inner.drain.leased();
         if running > 0 {
             tracing::info!(
@@ -421,6 +449,66 @@ impl Engine {
         }
         self.shutdown().await;
         Ok(Drained { handed_back })
+    }
+
+    /// Sets the limits on environment sessions.
+    pub fn set_session_limits(&self, limits: SessionLimits) {
+        self.inner.sessions.set_limits(limits);
+    }
+
+    /// The limits on environment sessions.
+    pub fn session_limits(&self) -> SessionLimits {
+        self.inner.sessions.limits()
+    }
+
+    /// Opens an environment session for `client` (see [`crate::sessions`]).
+    pub async fn open_session(
+        &self,
+        client: &Client,
+        request: OpenRequest,
+    ) -> Result<Snapshot, SessionError> {
+        let pool = self
+            .pool()
+            .await
+            .map_err(|e| SessionError::Infra(e.to_string()))?;
+        let deps = crate::sessions::Deps {
+            store: self.inner.store.clone(),
+            pool,
+            owner: self.inner.runner_cfg.owner.clone(),
+            judge: self.model_judge(),
+            default_screen: Screen::of(&self.inner.pool_cfg),
+        };
+        self.inner.sessions.open(deps, client, request).await
+    }
+
+    /// One action of a session.
+    pub async fn step_session(
+        &self,
+        client: &Client,
+        id: Uuid,
+        action: &str,
+    ) -> Result<Snapshot, SessionError> {
+        self.inner.sessions.step(client, id, action).await
+    }
+
+    /// Ends a session now, judged and stored as it stands.
+    pub async fn close_session(&self, client: &Client, id: Uuid) -> Result<Snapshot, SessionError> {
+        self.inner.sessions.close(client, id).await
+    }
+
+    /// A session's state.
+    pub fn session_state(&self, client: &Client, id: Uuid) -> Result<SessionState, SessionError> {
+        self.inner.sessions.state(client, id)
+    }
+
+    /// The client's open sessions.
+    pub fn list_sessions(&self, client: &Client) -> Vec<SessionState> {
+        self.inner.sessions.list(client)
+    }
+
+    /// Open sessions on this server.
+    pub fn open_sessions(&self) -> usize {
+        self.inner.sessions.open_count()
     }
 
     /// Closes the browsers.

@@ -8,7 +8,8 @@
 //! - `runner` claims episodes (leases in Postgres), runs them, judges, stores;
 //! - `campaign` validates a campaign request and plans its episodes;
 //! - `snapshot` is the final page as the rule judge reads it, below runner and judge;
-//! - `env` holds the task environments: the bundled practice websites, MiniWoB++.
+//! - `env` holds the task environments: the bundled practice websites, MiniWoB++;
+//! - [`sessions`]: environment sessions, episodes an API client drives step by step.
 //!
 //! Must not touch: SQL (the `store` crate's), HTTP handlers or the dashboard (`web` sits on
 //! top of it), policy internals (the `policy` crate's). Data flows one way: task →
@@ -22,6 +23,7 @@ mod env;
 mod error;
 pub mod judge;
 mod runner;
+pub mod sessions;
 mod snapshot;
 
 pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS};

@@ -43,6 +43,8 @@ pub struct CampaignView {
     pub status: Status,
     /// Policy name.
     pub policy: String,
+    /// Its episodes are environment sessions driven by an API client (never scheduled).
+    pub interactive: bool,
     /// The validated request.
     pub config: serde_json::Value,
     /// Episodes planned.
@@ -89,6 +91,7 @@ struct Row {
     name: String,
     status: Status,
     policy: String,
+    interactive: bool,
     config: serde_json::Value,
     total_episodes: i32,
     error: Option<String>,
@@ -112,7 +115,8 @@ struct Row {
 // The counts and sums come from `campaign_stats`, kept by triggers as episodes are
 // written (migration 0019): reading a campaign costs the same whatever its size, and the
 // list whatever the history's.
-const SELECT: &str = "SELECT c.id, c.name, c.status, c.policy, c.config, c.total_episodes, c.error,
+const SELECT: &str =
+    "SELECT c.id, c.name, c.status, c.policy, c.interactive, c.config, c.total_episodes, c.error,
         c.created_at, c.started_at, c.finished_at,
         coalesce(s.pending, 0) AS pending,
         coalesce(s.running, 0) AS running,
@@ -136,6 +140,7 @@ impl From<Row> for CampaignView {
             name: r.name,
             status: r.status,
             policy: r.policy,
+            interactive: r.interactive,
             config: r.config,
             total_episodes: total,
             counts: CampaignCounts {
@@ -316,13 +321,14 @@ impl Store {
         Ok(row.map(|(s,)| s))
     }
 
-    /// Campaigns in one of the given statuses, oldest first.
+    /// Campaigns in one of the given statuses, oldest first; never an interactive one
+    /// (its sessions run it).
     pub async fn campaigns_with_status(
         &self,
         statuses: &[Status],
     ) -> Result<Vec<Uuid>, StoreError> {
         let rows: Vec<(Uuid,)> = sqlx::query_as(
-            "SELECT id FROM campaigns WHERE status = ANY($1) ORDER BY created_at, id",
+            "SELECT id FROM campaigns WHERE status = ANY($1) AND NOT interactive ORDER BY created_at, id",
         )
         .bind(statuses)
         .fetch_all(&self.pool)

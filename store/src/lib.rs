@@ -24,6 +24,7 @@ mod local_sites;
 mod run_leases;
 mod runs;
 mod sanitize;
+mod sessions;
 pub mod state;
 pub mod synthetic;
 mod tasks;
@@ -46,6 +47,7 @@ pub use episodes::{
 };
 pub use run_leases::RunFigures;
 pub use runs::{IterationUpdate, IterationView, RunView};
+pub use sessions::LOST_SESSION;
 pub use state::{EpisodeStatus, Phase, Stage, Status, StatusFilter, UnknownState};
 pub use tasks::{TaskFilter, TaskView};
 pub use tokens::{Scope, TOKEN_PREFIX, TokenView};

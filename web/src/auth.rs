@@ -101,7 +101,9 @@ fn need(access: Access, method: &Method, path: &str) -> Need {
     if path == "/api/tokens" || path.starts_with("/api/tokens/") {
         return Need::Scope(Scope::Admin);
     }
-    if is_write(method) {
+    // A WebSocket session opens and steps environment sessions: a write, though the
+    // upgrade is a GET.
+    if is_write(method) || path == crate::sessions::openenv::WS_PATH {
         return Need::Scope(Scope::Write);
     }
     match (access, path) {

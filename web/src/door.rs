@@ -77,6 +77,7 @@ const TAKE_QUERIES: &[(Method, &str)] = &[
     (Method::GET, "/api/campaigns/{id}/episodes"),
     (Method::GET, "/api/campaigns/{id}/plots"),
     (Method::GET, "/api/compare"),
+    (Method::GET, "/openenv/state"),
 ];
 
 fn query_expected(parts: &Parts) -> Result<(), ApiError> {
@@ -109,7 +110,13 @@ fn is_write(method: &Method) -> bool {
 }
 
 fn origin_allowed(req: &Request) -> Result<(), ApiError> {
-    if !is_write(req.method()) {
+    // A WebSocket upgrade is a GET that writes (browsers open sockets to any origin, and
+    // pages that agents visit run on this machine): checked like a write.
+    let upgrade = req
+        .headers()
+        .get(header::UPGRADE)
+        .is_some_and(|u| u.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    if !is_write(req.method()) && !upgrade {
         return Ok(());
     }
     let headers = req.headers();

@@ -37,11 +37,22 @@ pub enum ApiError {
     NoRoute,
     /// 409.
     Conflict(String),
+    /// 403: another token's environment session.
+    NotYours(String),
+    /// 429: a limit on open environment sessions.
+    Capacity(String),
+    /// 503: the browser or the store failed the request.
+    Unavailable(String),
     /// 500: logged in full, masked for the client.
     Internal(String),
 }
 
 impl ApiError {
+    /// The message a client is shown.
+    pub(crate) fn message(&self) -> String {
+        self.parts().2
+    }
+
     fn parts(&self) -> (StatusCode, &'static str, String) {
         match self {
             ApiError::Invalid(f) => (
@@ -74,6 +85,9 @@ impl ApiError {
                 "no such endpoint; see /api/openapi.json".into(),
             ),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, "conflict", m.clone()),
+            ApiError::NotYours(m) => (StatusCode::FORBIDDEN, "forbidden", m.clone()),
+            ApiError::Capacity(m) => (StatusCode::TOO_MANY_REQUESTS, "capacity", m.clone()),
+            ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", m.clone()),
             ApiError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",

@@ -28,6 +28,7 @@ mod plot;
 mod progress;
 mod scripts;
 mod session;
+mod sessions;
 mod tasks;
 mod tokens;
 mod training;
@@ -137,6 +138,19 @@ pub fn router_with(state: AppState, access: Access) -> Router {
                 .post(session::create)
                 .delete(session::delete),
         )
+        .route("/api/sessions", post(sessions::open).get(sessions::list))
+        .route(
+            "/api/sessions/{id}",
+            get(sessions::state).delete(sessions::close),
+        )
+        .route("/api/sessions/{id}/step", post(sessions::step))
+        .route("/openenv/health", get(sessions::openenv::health))
+        .route("/openenv/metadata", get(sessions::openenv::metadata))
+        .route("/openenv/schema", get(sessions::openenv::schema))
+        .route("/openenv/reset", post(sessions::openenv::http_reset))
+        .route("/openenv/step", post(sessions::openenv::http_step))
+        .route("/openenv/state", get(sessions::openenv::http_state))
+        .route(sessions::openenv::WS_PATH, get(sessions::openenv::ws))
         .route_layer(middleware::from_fn(door::path_params))
         .fallback(no_route);
     Router::new()

@@ -81,8 +81,9 @@ impl InfraError {
 /// Past steps whose observation (screenshot included) policies may still look at.
 const KEEP_OBSERVATIONS: usize = 4;
 
-/// Consecutive unusable policy outputs that end an episode.
-const MAX_POLICY_ERRORS: u32 = 3;
+/// Consecutive unusable policy outputs that end a campaign's episode (a session's client
+/// sees each error and may correct itself: its sessions allow any number).
+pub const MAX_POLICY_ERRORS: u32 = 3;
 
 /// What an episode needs to run.
 #[derive(Clone)]
@@ -106,6 +107,8 @@ pub struct EpisodeRun {
     /// Answers the agent may give; every one but the last is followed by a re-check
     /// prompt instead of ending the episode (1: the first answer ends it).
     pub answer_checks: u32,
+    /// Consecutive unusable outputs that end the episode ([`MAX_POLICY_ERRORS`]).
+    pub max_invalid_outputs: u32,
 }
 
 /// An observation waiting for the policy's decision.
@@ -275,6 +278,12 @@ impl Episode {
                 .map(|e| serde_json::to_value(e).unwrap_or_default()),
         );
         step.core.events = serde_json::Value::Array(all);
+    }
+
+    /// See [`Session::set_observation_extras`].
+    pub(crate) fn set_observation_extras(&mut self, set_of_marks: bool, accessibility_tree: bool) {
+        self.session
+            .set_observation_extras(set_of_marks, accessibility_tree);
     }
 
     /// Whether the episode has ended.
@@ -460,12 +469,20 @@ impl Episode {
         if self.end.is_some() {
             return Ok(());
         }
-        if self.policy_errors >= MAX_POLICY_ERRORS {
+        if self.policy_errors >= self.run.max_invalid_outputs {
             self.end = Some(EndReason::PolicyError);
         } else if self.steps.len() as u32 >= self.run.max_steps {
             self.end = Some(EndReason::MaxSteps);
         }
         Ok(())
+    }
+
+    /// Ends the episode now for `reason`, unless it has already ended (a session its
+    /// client closed, or that sat idle).
+    pub(crate) fn end_as(&mut self, reason: EndReason) {
+        if self.end.is_none() {
+            self.end = Some(reason);
+        }
     }
 
     /// Ends the episode now (a straggler cut off by the campaign).

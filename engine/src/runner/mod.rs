@@ -28,6 +28,7 @@ use uuid::Uuid;
 pub use crate::snapshot::PageSnapshot;
 pub use decide::POLICY_CALL_RETRIES;
 pub use episode::{EpisodeRun, InfraError};
+pub(crate) use pipeline::{Judging, judge_finished};
 pub use pipeline::{LeaseGuard, Pipeline, Work};
 
 use crate::campaign::{CampaignConfig, Mode};
@@ -419,6 +420,7 @@ impl Runner {
             seed: ep.seed as u64,
             sample: run.config.instance_of(ep.rollout.max(0) as u32).1,
             answer_checks: run.config.answer_checks,
+            max_invalid_outputs: episode::MAX_POLICY_ERRORS,
         }))
     }
 

@@ -181,8 +181,25 @@ fn evidence(f: &Finished) -> Evidence {
 }
 
 async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judged {
+    let task_id = work.finished.run.task.id.to_string();
+    let (record, failed) = judge_finished(work.finished, model, judging).await;
+    Judged {
+        campaign: work.campaign,
+        failed,
+        task_id,
+        record,
+        _lease: work.lease,
+    }
+}
+
+/// Judges a finished episode into the record to store; `Some(reason)` when judging itself
+/// failed (a judge backend down: not the agent's doing, the episode must not be scored).
+pub(crate) async fn judge_finished(
+    f: Finished,
+    model: Option<&ModelJudge>,
+    judging: Judging,
+) -> (EpisodeRecord, Option<String>) {
     let t = Instant::now();
-    let f = work.finished;
     let traj = Trajectory {
         final_answer: f.final_answer.clone(),
         visited_urls: f.visited.clone(),
@@ -238,11 +255,8 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
     };
     let judge_time = t.elapsed();
     METRICS.judge_seconds.time(judge_time);
-    Judged {
-        campaign: work.campaign,
-        failed,
-        task_id: f.run.task.id.to_string(),
-        record: EpisodeRecord {
+    (
+        EpisodeRecord {
             id: f.run.id,
             instruction: f.instruction,
             end_reason: f.end_reason,
@@ -265,8 +279,8 @@ async fn judge(work: Work, model: Option<&ModelJudge>, judging: Judging) -> Judg
             visited_urls: f.visited,
             judge_error,
         },
-        _lease: work.lease,
-    }
+        failed,
+    )
 }
 
 /// The verdicts to store, checked and skipped, in rubric order.

@@ -118,7 +118,7 @@ impl Store {
                 finished_at = CASE WHEN c.status = 'cancelled' THEN now() ELSE NULL END
              FROM campaigns c
              WHERE episodes.lease_owner = $1 AND episodes.status = 'running'
-               AND c.id = episodes.campaign_id",
+               AND c.id = episodes.campaign_id AND NOT c.interactive",
         )
         .bind(owner)
         .execute(&self.pool)
