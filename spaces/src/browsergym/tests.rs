@@ -1,3 +1,6 @@
+//! Every BrowserGym action's mapping onto surfgym's, keyword and positional arguments,
+//! Python's string escapes, several calls in one text, and each kind of error.
+
 use super::*;
 use crate::action::Target;
 use crate::keys::KeyCombo;
