@@ -264,9 +264,12 @@ pub struct SessionState {
     pub idle_secs: f64,
 }
 
+/// A session, locked by the step running on it.
+type SharedLive = Arc<tokio::sync::Mutex<Live>>;
+
 struct Entry {
     client: Client,
-    live: Arc<tokio::sync::Mutex<Live>>,
+    live: SharedLive,
     last_activity: Arc<Mutex<Instant>>,
     opened: Instant,
     summary: (Uuid, Uuid, String, u64, Dialect, u32),
@@ -486,7 +489,7 @@ impl Sessions {
         &self,
         client: &Client,
         id: Uuid,
-    ) -> Result<(Arc<tokio::sync::Mutex<Live>>, Arc<Mutex<Instant>>), SessionError> {
+    ) -> Result<(SharedLive, Arc<Mutex<Instant>>), SessionError> {
         let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         let e = t.open.get(&id).ok_or(SessionError::NotFound(id))?;
         if e.client != *client {
@@ -575,7 +578,7 @@ impl Sessions {
     /// Ends every session idle past the limit (stored, `timeout`).
     async fn reap(&self) {
         let idle = self.limits().idle;
-        let stale: Vec<(Uuid, Arc<tokio::sync::Mutex<Live>>)> = {
+        let stale: Vec<(Uuid, SharedLive)> = {
             let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
             t.open
                 .iter()
@@ -627,7 +630,7 @@ impl Sessions {
     pub async fn close_all(&self) {
         self.stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let all: Vec<(Uuid, Arc<tokio::sync::Mutex<Live>>)> = {
+        let all: Vec<(Uuid, SharedLive)> = {
             let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
             t.open.iter().map(|(id, e)| (*id, e.live.clone())).collect()
         };
