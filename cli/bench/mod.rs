@@ -10,6 +10,7 @@ mod history;
 mod policy;
 mod procfs;
 mod rollout;
+mod sessions;
 mod soak;
 mod stats;
 mod train;
@@ -47,6 +48,9 @@ pub enum BenchCommand {
     /// Writes a synthetic history (campaigns, episodes, steps, verdicts, all marked
     /// `synthetic`) into the database, for `bench api`.
     History(history::HistoryArgs),
+    /// Environment sessions driven over the API against in-process: reset and step
+    /// latency, the API's overhead, sessions/s and memory at many sessions at once.
+    Sessions(sessions::SessionsArgs),
     /// Response times (p50/p95/max) of the API's lists, aggregates and compares and of the
     /// dashboard pages' first render, on the database's history.
     Api(api::ApiArgs),
@@ -68,6 +72,7 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::Curriculum(a) => curriculum::run(common, a).await,
         BenchCommand::History(a) => history::run(common, a).await,
         BenchCommand::Api(a) => api::run(common, a).await,
+        BenchCommand::Sessions(a) => sessions::run(common, a).await,
     }
 }
 
