@@ -94,6 +94,11 @@ pub struct ModelArgs {
     /// serve-policy).
     #[arg(long, global = true, value_enum, num_args = 0..=1, default_missing_value = "action")]
     pub constrained: Option<ConstrainedArg>,
+    /// ONNX policy (and serve-policy): MiB of memory for prompt prefixes kept across
+    /// requests, so a prompt that starts as an earlier one did (every step of an episode
+    /// repeats its system text and task) runs only the rest; 0 turns the cache off.
+    #[arg(long, default_value_t = 256, global = true)]
+    pub prefix_cache_mb: usize,
     /// Largest batch of concurrent requests the ONNX policy (and serve-policy) runs together.
     #[arg(long, default_value_t = 8, global = true)]
     pub max_batch: usize,
@@ -167,6 +172,7 @@ impl ModelArgs {
             DeviceArg::Cuda => Device::Cuda,
         };
         o.generation.max_new_tokens = self.max_new_tokens;
+        o.prefix_cache_bytes = self.prefix_cache_mb << 20;
         o.answer_prefix = self.answer_prefix.clone();
         o.constrained = self.constrained.map(Constraint::from);
         o.generation.temperature = self.temperature;

@@ -4,7 +4,9 @@
 //! other; the queue batches them dynamically. Tokens/s, per-action latency (p50, p90), and
 //! the best batched throughput against batch 1, measured in the same run. Then a GRPO
 //! group: k samples of one prompt in one batch, with its prefill run once and shared, and
-//! run for every row, in the same run.
+//! run for every row, in the same run. Then an episode: its steps' prompts one after the
+//! other (one task, a page per step, the earlier steps listed), with and without the
+//! prefix cache: prompt tokens prefilled, taken from the cache, and step latency.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +49,12 @@ pub struct PolicyArgs {
     /// Groups timed each way.
     #[arg(long, default_value_t = 3)]
     pub group_rounds: usize,
+    /// Steps of the episode measurement (0: skip it).
+    #[arg(long, default_value_t = 8)]
+    pub episode_steps: usize,
+    /// Episodes timed each way (each with a fresh cache).
+    #[arg(long, default_value_t = 2)]
+    pub episode_rounds: usize,
 }
 
 fn observation(i: usize) -> Observation {
@@ -234,7 +242,147 @@ pub async fn run(common: &Common, args: PolicyArgs) -> anyhow::Result<ExitCode> 
             args.group_rounds.max(1),
         )?;
     }
+    if args.episode_steps > 0 {
+        let prompts: Vec<Prompt> = episode_inputs(&task, args.episode_steps)
+            .iter()
+            .map(|i| backend.prompt_for(i))
+            .collect::<Result<_, _>>()?;
+        episode(
+            &backend,
+            &prompts,
+            args.tokens,
+            args.episode_rounds.max(1),
+            opts.prefix_cache_bytes
+                .max(inference::DEFAULT_PREFIX_CACHE_BYTES),
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An episode of `steps` steps as the policy sees it: one task, a page per step (its URL,
+/// title and half its elements change), and the earlier steps listed.
+fn episode_inputs(task: &Arc<tasks::Task>, steps: usize) -> Vec<StepInput> {
+    let mut history: Vec<policy::PastStep> = Vec::new();
+    let mut out = Vec::with_capacity(steps);
+    for k in 0..steps {
+        let mut obs = observation(k);
+        obs.url = format!("http://127.0.0.1:8702/page-{k}.html");
+        obs.title = format!("Northwind Goods, page {k}");
+        for e in obs.elements.iter_mut().skip(10) {
+            e.label = format!("Item {} of page {k}", e.id);
+        }
+        out.push(StepInput {
+            instruction: task.instruction.as_str().into(),
+            task: task.clone(),
+            observation: Arc::new(obs.clone()),
+            history: Arc::from(history.clone()),
+            step: k as u32,
+            max_steps: steps as u32,
+            seed: 0,
+            answered: None,
+        });
+        history.push(policy::PastStep {
+            observation: None,
+            screenshot: format!("shot-{k}"),
+            thought: None,
+            action: format!("click({})", 11 + k % 10),
+            url: obs.url.clone(),
+            title: obs.title.clone(),
+            error: None,
+        });
+    }
+    out
+}
+
+/// An episode's prompts one after the other, greedy, with the prefix cache off and on
+/// (a fresh cache each episode): prompt tokens run and taken from the cache, step latency.
+fn episode(
+    backend: &OnnxBackend,
+    prompts: &[Prompt],
+    tokens: usize,
+    rounds: usize,
+    cache_bytes: usize,
+) -> anyhow::Result<()> {
+    let model = backend.model();
+    let mut m = model.lock().expect("model");
+    let params = GenParams {
+        max_new_tokens: tokens,
+        temperature: 0.0,
+        top_p: 1.0,
+        stop: Vec::new(),
+    };
+    let lens: Vec<usize> = prompts
+        .iter()
+        .map(|p| m.encode(&p.text).map(|ids| ids.len()))
+        .collect::<Result<_, _>>()?;
+    println!(
+        "
+episode: {} steps of one task (prompts of {}..{} tokens), {rounds} episodes each way",
+        prompts.len(),
+        lens.iter().min().unwrap_or(&0),
+        lens.iter().max().unwrap_or(&0)
+    );
+    println!(
+        "| prefix cache | step latency p50 (ms) | episode (s) | prompt tokens run per episode | taken from the cache | hit rate |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut p50 = Vec::new();
+    let mut outputs: Vec<Vec<Vec<u32>>> = Vec::new();
+    for on in [false, true] {
+        let mut steps = Vec::new();
+        let mut walls = Vec::new();
+        let (mut run, mut cached, mut hits, mut lookups) = (0, 0, 0, 0);
+        let mut tokens_out = Vec::new();
+        for _ in 0..rounds {
+            m.set_prefix_cache(if on { cache_bytes } else { 0 });
+            let before = m.prefill_stats();
+            let t = Instant::now();
+            tokens_out.clear();
+            for (i, p) in prompts.iter().enumerate() {
+                let s = Instant::now();
+                let g = m.generate(std::slice::from_ref(p), &params, &[i as u64])?;
+                steps.push(ms(s.elapsed()));
+                tokens_out.push(g[0].tokens.clone());
+            }
+            walls.push(t.elapsed().as_secs_f64());
+            let after = m.prefill_stats();
+            run += after.tokens - before.tokens;
+            cached += after.cached - before.cached;
+            if let Some(c) = m.prefix_cache_stats() {
+                hits += c.hits;
+                lookups += c.lookups;
+            }
+        }
+        outputs.push(tokens_out.clone());
+        steps.sort_by(f64::total_cmp);
+        walls.sort_by(f64::total_cmp);
+        let median = nearest_rank(&steps, 0.5);
+        let rate = if lookups == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", hits as f64 / lookups as f64)
+        };
+        println!(
+            "| {} | {median:.0} | {:.2} | {} | {} | {rate} |",
+            if on { "on" } else { "off" },
+            nearest_rank(&walls, 0.5),
+            run / rounds as u64,
+            cached / rounds as u64,
+        );
+        p50.push(median);
+    }
+    m.set_prefix_cache(cache_bytes);
+    println!(
+        "
+prefix cache on vs off: step latency {:.2}x faster at p50; greedy outputs {}",
+        p50[0] / p50[1].max(f64::EPSILON),
+        if outputs[0] == outputs[1] {
+            "identical"
+        } else {
+            "DIFFER"
+        }
+    );
+    Ok(())
 }
 
 /// A GRPO group's k samples of one prompt as one batch, timed with the prompt's prefill
@@ -263,6 +411,9 @@ group: skipped, the prompt has an image and prompts with images are not shared (
     };
     let batch = vec![prompt; k];
     let seeds: Vec<u64> = (0..k as u64).collect();
+    // Sharing alone: the prefix cache would serve every row after the warm-up.
+    let cache = m.prefix_cache_stats().map(|c| c.bytes);
+    m.set_prefix_cache(0);
     println!(
         "
 group: {k} samples of one prompt in one batch, {rounds} groups each way"
@@ -289,6 +440,9 @@ group: {k} samples of one prompt in one batch, {rounds} groups each way"
         p50.push(median);
     }
     m.set_prompt_sharing(true);
+    if cache.is_some() {
+        m.set_prefix_cache(inference::DEFAULT_PREFIX_CACHE_BYTES);
+    }
     println!(
         "
 shared vs per-row prefill: {:.2}x faster per group",

@@ -68,7 +68,10 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
     if let Some(root) = &args.load_root {
         let o = opts.clone();
         let load: inference::server::ModelLoader = std::sync::Arc::new(move |dir| {
-            inference::Model::load(dir, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
+            let mut m = inference::Model::load(dir, &o.dylib, o.device, o.threads)
+                .map_err(|e| e.to_string())?;
+            m.set_prefix_cache(o.prefix_cache_bytes);
+            Ok(m)
         });
         server = server
             .with_loading(root, load)
@@ -104,7 +107,10 @@ async fn follow(
         let o = opts.clone();
         let d = dir.clone();
         let loaded = tokio::task::spawn_blocking(move || {
-            inference::Model::load(&d, &o.dylib, o.device, o.threads).map_err(|e| e.to_string())
+            let mut m = inference::Model::load(&d, &o.dylib, o.device, o.threads)
+                .map_err(|e| e.to_string())?;
+            m.set_prefix_cache(o.prefix_cache_bytes);
+            Ok(m)
         })
         .await
         .unwrap_or_else(|e| Err(format!("loading thread failed: {e}")));

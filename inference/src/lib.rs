@@ -25,7 +25,8 @@ pub mod version_link;
 use std::path::{Path, PathBuf};
 
 pub use model::{
-    Device, Finish, GenParams, Generation, Model, Pixels, Prompt, TeacherInputs, TokenSet,
+    DEFAULT_PREFIX_CACHE_BYTES, Device, Finish, GenParams, Generation, Model, Pixels,
+    PrefixCacheStats, Prompt, TeacherInputs, TokenSet,
 };
 
 /// Why a model could not be loaded or run.

@@ -19,9 +19,11 @@ use ort::value::{DynValue, Tensor, TensorElementType, ValueType};
 
 mod forward;
 mod generate;
+mod prefix;
 mod share;
 mod teacher;
 
+pub use prefix::{BLOCK as PREFIX_BLOCK, PrefixCacheStats};
 pub use share::PrefillStats;
 pub use teacher::{TeacherInputs, TokenSet};
 
@@ -44,6 +46,10 @@ pub enum Device {
 /// Without it [`Device::Cuda`] runs on the CPU, so settings that ask for CUDA explicitly
 /// check this first.
 pub const CUDA_BUILT: bool = cfg!(feature = "cuda");
+
+/// The prefix cache's default budget: room for the key/value cache of about five thousand
+/// prompt tokens of SmolLM2-135M (46 KB each in f32), a few hundred of a larger model's.
+pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 256 << 20;
 
 /// One prompt: chat-templated text with its images expanded, and those images.
 #[derive(Debug, Clone)]
@@ -172,6 +178,8 @@ pub struct Model {
     /// off (to compare).
     share_prompts: bool,
     prefill: PrefillStats,
+    /// Prompt prefixes kept across requests (`prefix.rs`); `None`: off.
+    prefix: Option<prefix::PrefixCache>,
 }
 
 fn input_type(session: &Session, name: &str) -> Option<TensorElementType> {
@@ -304,6 +312,7 @@ impl Model {
             fallback,
             share_prompts: true,
             prefill: PrefillStats::default(),
+            prefix: Some(prefix::PrefixCache::new(DEFAULT_PREFIX_CACHE_BYTES)),
         })
     }
 
@@ -311,6 +320,18 @@ impl Model {
     /// outputs are the same either way, up to float rounding).
     pub fn set_prompt_sharing(&mut self, on: bool) {
         self.share_prompts = on;
+    }
+
+    /// Keeps prompt prefixes across requests in at most `bytes` of memory (0: off, and the
+    /// cache is emptied). On by default with [`DEFAULT_PREFIX_CACHE_BYTES`]; the outputs
+    /// are the same either way, up to float rounding.
+    pub fn set_prefix_cache(&mut self, bytes: usize) {
+        self.prefix = (bytes > 0).then(|| prefix::PrefixCache::new(bytes));
+    }
+
+    /// What the prefix cache did since it was set (`None`: off).
+    pub fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
+        self.prefix.as_ref().map(|c| c.stats)
     }
 
     /// Prompt tokens prefilled and saved by sharing, since the model was loaded.

@@ -154,6 +154,13 @@ pub struct Metrics {
     /// Prompt tokens the ONNX policy did not prefill again: rows of a batch that repeated
     /// another row's prompt took its cache.
     pub prefill_tokens_saved: Counter,
+    /// Prompt tokens the ONNX policy took from its prefix cache (an earlier request's
+    /// keys and values) instead of prefilling them.
+    pub prefill_tokens_cached: Counter,
+    /// Prompts the ONNX policy looked up in its prefix cache.
+    pub prefix_cache_lookups: Counter,
+    /// Prompts that found a cached prefix.
+    pub prefix_cache_hits: Counter,
     /// Episodes in a browser right now.
     pub episodes_running: Gauge,
     /// Episodes waiting to be judged.
@@ -184,6 +191,9 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     policy_batch_size: Histogram::new(&BATCH_BUCKETS),
     prefill_tokens: Counter::default(),
     prefill_tokens_saved: Counter::default(),
+    prefill_tokens_cached: Counter::default(),
+    prefix_cache_lookups: Counter::default(),
+    prefix_cache_hits: Counter::default(),
     episodes_running: Gauge::default(),
     judge_queue: Gauge::default(),
     store_queue: Gauge::default(),
@@ -313,6 +323,24 @@ impl Metrics {
             "surfgym_policy_prefill_tokens_saved_total",
             "Prompt tokens not prefilled again: batch rows repeating another row's prompt took its cache.",
             self.prefill_tokens_saved.get(),
+        );
+        counter(
+            &mut o,
+            "surfgym_policy_prefill_tokens_cached_total",
+            "Prompt tokens taken from the prefix cache (an earlier request's) instead of prefilled.",
+            self.prefill_tokens_cached.get(),
+        );
+        counter(
+            &mut o,
+            "surfgym_policy_prefix_cache_lookups_total",
+            "Prompts looked up in the prefix cache.",
+            self.prefix_cache_lookups.get(),
+        );
+        counter(
+            &mut o,
+            "surfgym_policy_prefix_cache_hits_total",
+            "Prompts that found a cached prefix (hit rate: hits / lookups).",
+            self.prefix_cache_hits.get(),
         );
         gauge(
             &mut o,

@@ -151,10 +151,15 @@ async fn live_progress_is_pushed_and_metrics_count_exactly_the_work(pool: PgPool
     // Gauges: the pool's size, and nothing left running or queued.
     let capacity = engine.pool_stats().expect("the pool was used").capacity as f64;
     assert_eq!(after["surfgym_pool_capacity"], capacity);
+    assert_eq!(
+        after["surfgym_sessions_max"],
+        engine.session_limits().max_sessions as f64
+    );
     for idle in [
         "surfgym_episodes_running",
         "surfgym_judge_queue_depth",
         "surfgym_store_queue_depth",
+        "surfgym_sessions_open",
     ] {
         assert_eq!(after[idle], 0.0, "{idle}");
     }

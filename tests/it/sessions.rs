@@ -208,6 +208,20 @@ async fn the_python_client_drives_sessions_that_are_stored_and_judged(pool: PgPo
     assert_eq!(status, 201, "{opened}");
     let sid = opened["session_id"].as_str().unwrap();
     let eid = opened["episode_id"].as_str().unwrap();
+    let metrics = api
+        .http
+        .get(format!("{}/metrics", api.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("\nsurfgym_sessions_open 1\n"),
+        "one session open:\n{metrics}"
+    );
     let t0 = Instant::now();
     loop {
         let (status, _) = api

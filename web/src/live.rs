@@ -63,7 +63,23 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        metrics::METRICS.render() + &crate::training::metrics_text(state.engine.store()).await,
+        metrics::METRICS.render()
+            + &sessions_text(&state.engine)
+            + &crate::training::metrics_text(state.engine.store()).await,
     )
         .into_response()
+}
+
+/// Environment sessions open on this server, and its limit.
+fn sessions_text(engine: &engine::Engine) -> String {
+    format!(
+        "# HELP surfgym_sessions_open Environment sessions open on this server.\n\
+         # TYPE surfgym_sessions_open gauge\n\
+         surfgym_sessions_open {}\n\
+         # HELP surfgym_sessions_max The limit on open environment sessions (--max-sessions).\n\
+         # TYPE surfgym_sessions_max gauge\n\
+         surfgym_sessions_max {}\n",
+        engine.open_sessions(),
+        engine.session_limits().max_sessions
+    )
 }

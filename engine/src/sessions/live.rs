@@ -161,7 +161,6 @@ impl Live {
             .episode
             .as_mut()
             .expect("a live session has its episode");
-        let n = actions.len();
         for (i, action) in actions.into_iter().enumerate() {
             if i > 0 {
                 if episode.done() {
@@ -176,7 +175,8 @@ impl Live {
             });
             let decision = Decision {
                 action,
-                raw_output: if n == 1 {
+                // The client's text once, with the first of the steps it made.
+                raw_output: if i == 0 {
                     text.to_string()
                 } else {
                     String::new()

@@ -544,3 +544,134 @@ fn rows_with_one_prompt_share_its_prefill_and_generate_as_alone() {
         "prompts with images are not shared"
     );
 }
+
+/// Tokens equal, log-probabilities within 1e-4.
+fn assert_same(want: &inference::Generation, got: &inference::Generation, what: &str) {
+    assert_eq!(want.tokens, got.tokens, "{what}");
+    for (p, q) in want.logprobs.iter().zip(&got.logprobs) {
+        assert!((p - q).abs() < 1e-4, "{what}: {p} vs {q}");
+    }
+}
+
+/// Prompt prefixes cached across requests: a prompt that starts as an earlier one did takes
+/// that prefix's keys and values from the cache and runs only the rest, and generates
+/// exactly what it generates without the cache: alone or in a batch mixing cached and new
+/// prompts, greedy and sampled, in the text, vision and M-RoPE layouts (an image's tokens
+/// are never cached). A model of another version starts with a cache of its own.
+#[test]
+fn prompts_reuse_an_earlier_requests_prefix_and_generate_as_without_it() {
+    let data = data_dir();
+    let dylib = inference::find_ort_dylib(&data).unwrap();
+    let other = Prompt::text_only(
+        "A prompt that shares no first block with the others, so its row is prefilled cold \
+         beside rows that come from the cache.",
+    );
+    for dir in ["tiny-text", "tiny-vlm", "tiny-qwen2vl"] {
+        let mut o = OnnxOptions::new(data.join("models").join(dir), dylib.clone());
+        o.generation.max_new_tokens = 8;
+        let backend = OnnxBackend::load(o).unwrap();
+        let ps: Vec<Prompt> = [(1, 10, 4), (2, 10, 7), (3, 200, 9)]
+            .map(|(seed, shade, labels)| backend.prompt_for(&input(seed, shade, labels)).unwrap())
+            .into();
+        let model = backend.model();
+        let mut m = model.lock().unwrap();
+        let images = !ps[0].images.is_empty();
+        for temperature in [0.0, 1.0] {
+            let params = GenParams {
+                max_new_tokens: 8,
+                temperature,
+                top_p: 1.0,
+                stop: vec![],
+            };
+            let what = |s: &str| format!("{dir} at temperature {temperature}: {s}");
+            let mixed = [ps[1].clone(), other.clone(), ps[2].clone()];
+            m.set_prefix_cache(0);
+            let alone: Vec<inference::Generation> = ps
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    m.generate(std::slice::from_ref(p), &params, &[i as u64])
+                        .unwrap()
+                        .remove(0)
+                })
+                .collect();
+            let batch = m.generate(&mixed, &params, &[11, 12, 13]).unwrap();
+
+            m.set_prefix_cache(inference::DEFAULT_PREFIX_CACHE_BYTES);
+            let first = m.generate(&ps[..1], &params, &[0]).unwrap();
+            assert_same(&alone[0], &first[0], &what("the first prompt, cold"));
+            let before = m.prefill_stats();
+            let second = m.generate(&ps[1..2], &params, &[1]).unwrap();
+            assert_same(&alone[1], &second[0], &what("the second prompt"));
+            let after = m.prefill_stats();
+            let stats = m.prefix_cache_stats().unwrap();
+            assert_eq!(stats.lookups, 2);
+            // Only whole blocks before a prompt's first image are kept: the screenshot
+            // comes first in these prompts, so nothing of theirs is.
+            let ids = m.encode(&ps[0].text).unwrap();
+            let image_id = m.config().image_token_id;
+            let head = ids
+                .iter()
+                .position(|t| Some(*t) == image_id)
+                .unwrap_or(ids.len());
+            assert_eq!(
+                stats.bytes > 0,
+                head >= inference::model::PREFIX_BLOCK,
+                "{}",
+                what(&format!("blocks kept of a {head}-token head"))
+            );
+            if !images {
+                // The system text and the task: whole blocks taken, the rest run.
+                assert!(
+                    after.cached > before.cached,
+                    "{}",
+                    what("a prefix was taken")
+                );
+                assert_eq!(stats.hits, 1);
+                let len = m.encode(&ps[1].text).unwrap().len() as u64;
+                assert_eq!(
+                    (after.tokens - before.tokens) + (after.cached - before.cached),
+                    len
+                );
+            }
+            // The text-only prompt cached too, so that the mixed batch has rows from the
+            // cache beside cold ones in every layout (M-RoPE positions included).
+            let cached_before = m.prefill_stats().cached;
+            m.generate(std::slice::from_ref(&other), &params, &[9])
+                .unwrap();
+            let again = m.generate(&mixed, &params, &[11, 12, 13]).unwrap();
+            assert!(
+                m.prefill_stats().cached > cached_before,
+                "{}",
+                what("the mixed batch took a cached prefix")
+            );
+            for (row, (x, y)) in batch.iter().zip(&again).enumerate() {
+                assert_same(x, y, &what(&format!("row {row} of a mixed batch")));
+            }
+        }
+    }
+    // Another version is another model, with its own (empty) cache.
+    let mut o = OnnxOptions::new(data.join("models/tiny-text-flat"), dylib);
+    o.generation.max_new_tokens = 8;
+    let flat = OnnxBackend::load(o).unwrap();
+    let p = flat.prompt_for(&input(1, 10, 4)).unwrap();
+    let model = flat.model();
+    let mut m = model.lock().unwrap();
+    assert_eq!(m.prefix_cache_stats().unwrap().lookups, 0);
+    let greedy = GenParams {
+        max_new_tokens: 8,
+        temperature: 0.0,
+        top_p: 1.0,
+        stop: vec![],
+    };
+    let cached = m.generate(std::slice::from_ref(&p), &greedy, &[0]).unwrap();
+    let cached_again = m.generate(std::slice::from_ref(&p), &greedy, &[0]).unwrap();
+    m.set_prefix_cache(0);
+    let plain = m.generate(&[p], &greedy, &[0]).unwrap();
+    assert_same(&plain[0], &cached[0], "another version, cold");
+    assert_same(
+        &plain[0],
+        &cached_again[0],
+        "another version, from its cache",
+    );
+}

@@ -4,6 +4,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::prefix::Kv;
 use super::share::Prefilled;
 use super::{Finish, GenParams, Generation, Model, Pixels, Prompt};
 use crate::OnnxError;
@@ -89,11 +90,13 @@ impl Model {
         let (firsts, of_row) = super::share::distinct_rows(&ids, prompts, self.share_prompts);
         let distinct_ids: Vec<Vec<u32>> = firsts.iter().map(|&r| ids[r].clone()).collect();
         let distinct: Vec<&Prompt> = firsts.iter().map(|&r| &prompts[r]).collect();
+        let cached_before = self.prefill.cached;
         let prefilled = self.prefill(&distinct_ids, &distinct)?;
+        let cached = self.prefill.cached - cached_before;
         let total: u64 = ids.iter().map(|r| r.len() as u64).sum();
-        let ran: u64 = distinct_ids.iter().map(|r| r.len() as u64).sum();
-        self.prefill.tokens += ran;
-        self.prefill.saved += total - ran;
+        let distinct_total: u64 = distinct_ids.iter().map(|r| r.len() as u64).sum();
+        self.prefill.tokens += distinct_total - cached;
+        self.prefill.saved += total - distinct_total;
         let Prefilled {
             mut logits,
             mut past,
@@ -208,10 +211,223 @@ impl Model {
         Ok(out)
     }
 
+    /// The cache and logits that decoding starts from: each prompt's cached prefix taken
+    /// from the prefix cache (`prefix.rs`) and only the rest run, the prompts that found
+    /// none prefilled together; then what is new of them cached.
+    fn prefill(&mut self, ids: &[Vec<u32>], prompts: &[&Prompt]) -> Result<Prefilled, OnnxError> {
+        let Some(cache) = self.prefix.as_mut() else {
+            return self.prefill_batch(ids, prompts);
+        };
+        let image_id = self.cfg.image_token_id;
+        // The part of a prompt a cache may hold: its tokens before its first image.
+        let cacheable: Vec<usize> = ids
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .position(|t| Some(*t) == image_id)
+                    .unwrap_or(r.len())
+            })
+            .collect();
+        // At least the last token is always run: its logits start decoding.
+        let found: Vec<Vec<u64>> = ids
+            .iter()
+            .zip(&cacheable)
+            .map(|(r, c)| cache.lookup(r, (*c).min(r.len().saturating_sub(1))))
+            .collect();
+        let cold: Vec<usize> = (0..ids.len()).filter(|r| found[*r].is_empty()).collect();
+        if cold.len() == ids.len() {
+            let pre = self.prefill_batch(ids, prompts)?;
+            let width = pre.mask.len() / ids.len().max(1);
+            for (r, row) in ids.iter().enumerate() {
+                let pad = width - row.len();
+                self.cache_row(row, cacheable[r], &pre.past, r, pad)?;
+            }
+            return Ok(pre);
+        }
+        let mut rows: Vec<Option<RowPrefill>> = (0..ids.len()).map(|_| None).collect();
+        let mut hidden = 0;
+        if !cold.is_empty() {
+            let cold_ids: Vec<Vec<u32>> = cold.iter().map(|&r| ids[r].clone()).collect();
+            let cold_prompts: Vec<&Prompt> = cold.iter().map(|&r| prompts[r]).collect();
+            let pre = self.prefill_batch(&cold_ids, &cold_prompts)?;
+            hidden = pre.hidden;
+            let width = pre.mask.len() / cold.len();
+            for (j, &r) in cold.iter().enumerate() {
+                let pad = width - ids[r].len();
+                let kv = pre
+                    .past
+                    .iter()
+                    .map(|(_, v)| Kv::of_row(v, self.kv_type, j, pad, width))
+                    .collect::<Result<Vec<_>, _>>()?;
+                rows[r] = Some(RowPrefill {
+                    logits: pre.logits[j].clone(),
+                    kv,
+                    next_pos: pre.next_pos[j],
+                });
+            }
+        }
+        for r in 0..ids.len() {
+            if found[r].is_empty() {
+                continue;
+            }
+            let row = self.prefill_after(&ids[r], prompts[r], &found[r])?;
+            hidden = row.1;
+            rows[r] = Some(row.0);
+        }
+        let rows: Vec<RowPrefill> = rows
+            .into_iter()
+            .map(|r| r.ok_or_else(|| OnnxError::Model("a prompt was not prefilled".into())))
+            .collect::<Result<_, _>>()?;
+        let (heads, dim) = (self.cfg.kv_heads, self.cfg.head_dim);
+        for (r, row) in rows.iter().enumerate() {
+            if let Some(cache) = self.prefix.as_mut() {
+                cache.insert(&ids[r], cacheable[r], |from, to| {
+                    row.kv
+                        .iter()
+                        .map(|kv| kv.positions(heads, dim, from, to))
+                        .collect()
+                })?;
+            }
+        }
+        self.merge(rows, ids, hidden)
+    }
+
+    /// Caches the new blocks of row `row` of a batch's past (left-padded by `pad`).
+    fn cache_row(
+        &mut self,
+        ids: &[u32],
+        cacheable: usize,
+        past: &super::Past,
+        row: usize,
+        pad: usize,
+    ) -> Result<(), OnnxError> {
+        let ty = self.kv_type;
+        let Some(cache) = self.prefix.as_mut() else {
+            return Ok(());
+        };
+        cache.insert(ids, cacheable, |from, to| {
+            past.iter()
+                .map(|(_, v)| Kv::of_row(v, ty, row, pad + from, pad + to))
+                .collect()
+        })
+    }
+
+    /// One prompt whose first blocks are cached: only the rest of it is run, after them.
+    /// Returns the row and the width of an embedding row.
+    fn prefill_after(
+        &mut self,
+        ids: &[u32],
+        prompt: &Prompt,
+        found: &[u64],
+    ) -> Result<(RowPrefill, usize), OnnxError> {
+        let (heads, dim) = (self.cfg.kv_heads, self.cfg.head_dim);
+        let cache = self
+            .prefix
+            .as_ref()
+            .ok_or_else(|| OnnxError::Model("no prefix cache".into()))?;
+        let done = found.len() * super::prefix::BLOCK;
+        let cached = cache.past(found, heads, dim)?;
+        let names: Vec<String> = self.empty_past(1)?.into_iter().map(|(n, _)| n).collect();
+        let past: super::Past = names
+            .into_iter()
+            .zip(&cached)
+            .map(|(n, kv)| Ok((n, Kv::stack(&[kv], heads, dim, done)?)))
+            .collect::<Result<_, OnnxError>>()?;
+        let rest: Vec<i64> = ids[done..].iter().map(|t| i64::from(*t)).collect();
+        let n = rest.len();
+        let mut embeds = self.embed(rest.clone(), 1, n)?;
+        let hidden = embeds.len() / n.max(1);
+        self.splice_images(&mut embeds, &rest, &[prompt], hidden)?;
+        let positions = self.prompt_positions(ids, &prompt.images)?;
+        let next_pos = positions.iter().flatten().max().map_or(0, |m| m + 1);
+        let positions = self.position_values(&[positions[done..].to_vec()], n);
+        let embeds = self.embeds_value(embeds, 1, n, hidden)?;
+        let (mut logits, present) =
+            self.decode(embeds, &vec![1i64; ids.len()], positions, past, 1, n)?;
+        self.prefill.cached += done as u64;
+        let kv = present
+            .iter()
+            .map(|(_, v)| Kv::of_row(v, self.kv_type, 0, 0, ids.len()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((
+            RowPrefill {
+                logits: logits.remove(0),
+                kv,
+                next_pos,
+            },
+            hidden,
+        ))
+    }
+
+    /// Rows prefilled apart, as one batch: each row's past left-padded to the longest.
+    fn merge(
+        &self,
+        rows: Vec<RowPrefill>,
+        ids: &[Vec<u32>],
+        hidden: usize,
+    ) -> Result<Prefilled, OnnxError> {
+        let (heads, dim) = (self.cfg.kv_heads, self.cfg.head_dim);
+        let width = ids.iter().map(Vec::len).max().unwrap_or(0);
+        let names: Vec<String> = self.empty_past(1)?.into_iter().map(|(n, _)| n).collect();
+        let past = names
+            .into_iter()
+            .enumerate()
+            .map(|(t, name)| {
+                let parts: Vec<&Kv> = rows.iter().map(|r| &r.kv[t]).collect();
+                Ok((name, Kv::stack(&parts, heads, dim, width)?))
+            })
+            .collect::<Result<super::Past, OnnxError>>()?;
+        let mut mask = Vec::with_capacity(rows.len() * width);
+        for row in ids {
+            mask.extend(std::iter::repeat_n(0i64, width - row.len()));
+            mask.extend(std::iter::repeat_n(1i64, row.len()));
+        }
+        Ok(Prefilled {
+            logits: rows.iter().map(|r| r.logits.clone()).collect(),
+            past,
+            mask,
+            next_pos: rows.iter().map(|r| r.next_pos).collect(),
+            hidden,
+        })
+    }
+
+    /// Replaces the embedding rows of image tokens (in `flat`, the prompts' tokens in
+    /// order) with the prompts' image features, in order.
+    fn splice_images(
+        &mut self,
+        embeds: &mut [f32],
+        flat: &[i64],
+        prompts: &[&Prompt],
+        hidden: usize,
+    ) -> Result<(), OnnxError> {
+        let Some(image_id) = self.cfg.image_token_id else {
+            return Ok(());
+        };
+        let images: Vec<&Pixels> = prompts.iter().flat_map(|p| &p.images).collect();
+        if images.is_empty() {
+            return Ok(());
+        }
+        let features = self.image_features(&images)?;
+        let mut rows = features.chunks_exact(hidden);
+        for (i, t) in flat.iter().enumerate() {
+            if *t == i64::from(image_id) {
+                let row = rows.next().ok_or_else(|| {
+                    OnnxError::Prompt("fewer image features than image tokens".into())
+                })?;
+                embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
+            }
+        }
+        Ok(())
+    }
+
     /// Embeds the prompts (`ids` are their tokens), splices in their images' features and
     /// runs the decoder over them, left-padded to the longest: the cache and logits that
     /// decoding starts from.
-    fn prefill(&mut self, ids: &[Vec<u32>], prompts: &[&Prompt]) -> Result<Prefilled, OnnxError> {
+    fn prefill_batch(
+        &mut self,
+        ids: &[Vec<u32>],
+        prompts: &[&Prompt],
+    ) -> Result<Prefilled, OnnxError> {
         let batch = prompts.len();
         let len = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
         let mut flat = Vec::with_capacity(batch * len);
@@ -237,21 +453,7 @@ impl Model {
         let positions = self.position_values(&rows, len);
         let mut embeds = self.embed(flat.clone(), batch, len)?;
         let hidden = embeds.len() / (batch * len);
-        if let Some(image_id) = self.cfg.image_token_id {
-            let images: Vec<&Pixels> = prompts.iter().flat_map(|p| &p.images).collect();
-            if !images.is_empty() {
-                let features = self.image_features(&images)?;
-                let mut rows = features.chunks_exact(hidden);
-                for (i, t) in flat.iter().enumerate() {
-                    if *t == i64::from(image_id) {
-                        let row = rows.next().ok_or_else(|| {
-                            OnnxError::Prompt("fewer image features than image tokens".into())
-                        })?;
-                        embeds[i * hidden..(i + 1) * hidden].copy_from_slice(row);
-                    }
-                }
-            }
-        }
+        self.splice_images(&mut embeds, &flat, prompts, hidden)?;
         let embeds = self.embeds_value(embeds, batch, len, hidden)?;
         let past = self.empty_past(batch)?;
         let (logits, past) = self.decode(embeds, &mask, positions, past, batch, len)?;
@@ -263,6 +465,14 @@ impl Model {
             hidden,
         })
     }
+}
+
+/// One prompt's prefill, apart from its batch: its last logits, each past tensor's values
+/// at its positions (unpadded), and its next position.
+struct RowPrefill {
+    logits: Vec<f32>,
+    kv: Vec<Kv>,
+    next_pos: i64,
 }
 
 /// The logits with every token the grammar does not allow next set to minus infinity; the

@@ -19,16 +19,19 @@ pub struct PrefillStats {
     pub tokens: u64,
     /// Prompt tokens of rows that took a shared prefill instead.
     pub saved: u64,
+    /// Prompt tokens taken from the prefix cache (an earlier request's) instead of run.
+    pub cached: u64,
 }
 
 impl PrefillStats {
-    /// The share of prompt tokens that were not prefilled again (0 before any).
+    /// The share of prompt tokens that were not prefilled again, shared in a batch or
+    /// cached from an earlier request (0 before any).
     pub fn saved_fraction(&self) -> f64 {
-        let all = self.tokens + self.saved;
+        let all = self.tokens + self.saved + self.cached;
         if all == 0 {
             0.0
         } else {
-            self.saved as f64 / all as f64
+            (self.saved + self.cached) as f64 / all as f64
         }
     }
 }
@@ -149,7 +152,8 @@ mod tests {
     fn the_saved_fraction_counts_every_prompt_token() {
         let s = PrefillStats {
             tokens: 100,
-            saved: 300,
+            saved: 200,
+            cached: 100,
         };
         assert!((s.saved_fraction() - 0.75).abs() < 1e-12);
         assert_eq!(PrefillStats::default().saved_fraction(), 0.0);

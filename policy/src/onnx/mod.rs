@@ -58,6 +58,9 @@ pub struct OnnxOptions {
     /// (see [`grammar`]). Every finished output parses; log-probabilities are those of the
     /// constrained distribution.
     pub constrained: Option<grammar::Constraint>,
+    /// Memory for prompt prefixes kept across requests (`inference`'s prefix cache: every
+    /// step of an episode repeats its system text and task); 0 turns it off.
+    pub prefix_cache_bytes: usize,
 }
 
 impl OnnxOptions {
@@ -78,6 +81,7 @@ impl OnnxOptions {
             viewport: (1280, 720),
             answer_prefix: String::new(),
             constrained: None,
+            prefix_cache_bytes: inference::DEFAULT_PREFIX_CACHE_BYTES,
         }
     }
 }
@@ -100,7 +104,8 @@ fn request_seed(input: &StepInput) -> u64 {
 impl OnnxBackend {
     /// Loads the model.
     pub fn load(opts: OnnxOptions) -> Result<OnnxBackend, OnnxError> {
-        let model = Model::load(&opts.model_dir, &opts.dylib, opts.device, opts.threads)?;
+        let mut model = Model::load(&opts.model_dir, &opts.dylib, opts.device, opts.threads)?;
+        model.set_prefix_cache(opts.prefix_cache_bytes);
         let vision = model.has_vision();
         let template = model.config().chat_template.clone();
         // The files just loaded are readable; a failure here leaves the card without it.
@@ -202,15 +207,26 @@ impl OnnxBackend {
         let seeds: Vec<u64> = inputs.iter().map(request_seed).collect();
         let mut model = self.model.lock().expect("model lock");
         let before = model.prefill_stats();
+        let cache_before = model.prefix_cache_stats().unwrap_or_default();
         let outputs = model
             .generate(&prompts, &self.opts.generation, &seeds)
             // The runtime failing (out of memory, a broken session) is the backend's
             // trouble, not the agent's: retried, never scored.
             .map_err(|e| PolicyError::Unavailable(format!("inference failed: {e}")))?;
         let after = model.prefill_stats();
+        let cache_after = model.prefix_cache_stats().unwrap_or_default();
         drop(model);
         METRICS.prefill_tokens.add(after.tokens - before.tokens);
         METRICS.prefill_tokens_saved.add(after.saved - before.saved);
+        METRICS
+            .prefill_tokens_cached
+            .add(after.cached.saturating_sub(before.cached));
+        METRICS
+            .prefix_cache_lookups
+            .add(cache_after.lookups.saturating_sub(cache_before.lookups));
+        METRICS
+            .prefix_cache_hits
+            .add(cache_after.hits.saturating_sub(cache_before.hits));
         let grounding = self.grounding();
         Ok(outputs
             .into_iter()
