@@ -210,14 +210,11 @@ async fn steps_replayed_from_the_store_or_an_export_score_as_the_policy_recorded
                 assert_eq!((a.prompt_len, &a.response), (b.prompt_len, &b.response));
                 assert_eq!(a.embeds, b.embeds, "the export replays to the same inputs");
             }
-            // A screenshot file that is not the one the step names is refused, not used.
-            let first = std::fs::read_dir(&shots)
-                .unwrap()
-                .next()
-                .unwrap()
-                .unwrap()
-                .path();
-            std::fs::write(&first, b"not an image").unwrap();
+            // A screenshot file that is not the one the step names is refused, not used:
+            // every file damaged (which one a step reads is not the directory's order).
+            for f in std::fs::read_dir(&shots).unwrap() {
+                std::fs::write(f.unwrap().path(), b"not an image").unwrap();
+            }
             let model = Model::load(&models().join(model), &dylib(), Device::Cpu, 1).unwrap();
             let mut r = Replayer::new(
                 model,

@@ -9,17 +9,17 @@
 //! The table enforces the limits (open sessions in all, per client), one step at a time
 //! per session, ownership (a client sees only its own sessions), and reclaims idle ones.
 
+mod answer;
 mod client_policy;
 mod live;
+mod request;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use browser_pool::{BrowserPool, Screen};
-use policy::StepInput;
-use serde::{Deserialize, Serialize};
-use store::{EndReason, Store, VerdictRecord};
+use store::{EndReason, Store};
 use tasks::Task;
 use uuid::Uuid;
 
@@ -27,242 +27,11 @@ use crate::judge::ModelJudge;
 use crate::runner::episode::EpisodeRun;
 use live::Live;
 
+pub use answer::{Ending, SessionError, SessionState, Snapshot};
 pub use client_policy::CLIENT_POLICY;
-
-/// The longest step limit a session may ask for.
-pub const MAX_SESSION_STEPS: u32 = 100;
-
-/// How a session's client writes actions and reads observations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dialect {
-    /// surfgym's own action grammar and observation keys.
-    #[default]
-    Surfgym,
-    /// BrowserGym's action strings (`click('12')`) and observation keys.
-    Browsergym,
-}
-
-/// What each observation of a session carries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ObserveOptions {
-    /// The viewport as an image.
-    pub screenshot: bool,
-    /// A second screenshot with the element numbers drawn on it.
-    pub set_of_marks: bool,
-    /// The numbered interactive elements.
-    pub elements: bool,
-    /// The accessibility tree as text.
-    pub ax_tree: bool,
-    /// The screen the pages render at (the task's own wins, as in campaigns).
-    pub screen: Option<Screen>,
-}
-
-impl Default for ObserveOptions {
-    fn default() -> ObserveOptions {
-        ObserveOptions {
-            screenshot: true,
-            set_of_marks: false,
-            elements: true,
-            ax_tree: false,
-            screen: None,
-        }
-    }
-}
-
-/// Which task a session runs.
-#[derive(Debug, Clone)]
-pub enum TaskChoice {
-    /// A registered task, by id.
-    Registered(String),
-    /// A task given with the request (validated by the caller), registered before it runs
-    /// unless a task with its id exists already.
-    Inline(Box<Task>),
-}
-
-/// A request to open a session, validated at the API's edge.
-#[derive(Debug, Clone)]
-pub struct OpenRequest {
-    /// The task.
-    pub task: TaskChoice,
-    /// The environment's seed.
-    pub seed: u64,
-    /// Step limit (at most [`MAX_SESSION_STEPS`]); `None`: the task's, else 15.
-    pub max_steps: Option<u32>,
-    /// Action and observation dialect.
-    pub dialect: Dialect,
-    /// What observations carry.
-    pub observe: ObserveOptions,
-}
-
-/// Who drives a session: an API token, or the loopback user who needs none.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Client {
-    /// Stable key: the token's id, or `local`.
-    pub key: String,
-    /// Shown in the interactive campaign's name.
-    pub name: String,
-}
-
-impl Client {
-    /// The loopback user, when the server asks no token.
-    pub fn local() -> Client {
-        Client {
-            key: "local".into(),
-            name: "local".into(),
-        }
-    }
-
-    /// Its interactive campaign's id: the same for every session it opens, on any server.
-    pub fn campaign_id(&self) -> Uuid {
-        Uuid::new_v5(
-            &Uuid::NAMESPACE_OID,
-            format!("surfgym-interactive:{}", self.key).as_bytes(),
-        )
-    }
-}
-
-/// Limits on sessions.
-#[derive(Debug, Clone, Copy)]
-pub struct SessionLimits {
-    /// Open sessions at once, in all.
-    pub max_sessions: usize,
-    /// Open sessions at once, per client.
-    pub per_client: usize,
-    /// A session without a request for this long is ended and stored.
-    pub idle: Duration,
-    /// The longest one step may take; past it the session fails.
-    pub step: Duration,
-}
-
-impl SessionLimits {
-    /// Defaults for a pool of `contexts` browser contexts.
-    pub fn for_pool(contexts: usize) -> SessionLimits {
-        SessionLimits {
-            max_sessions: contexts.max(1),
-            per_client: contexts.max(1),
-            idle: Duration::from_secs(300),
-            step: Duration::from_secs(60),
-        }
-    }
-}
-
-/// Why a session request failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// No such session (never opened, or ended).
-    #[error("no open session {0} (it never existed, or it ended)")]
-    NotFound(Uuid),
-    /// Another client's session.
-    #[error("session {0} belongs to another API token")]
-    Forbidden(Uuid),
-    /// A limit on open sessions was reached.
-    #[error(
-        "{open} sessions are open {scope}, the limit; close one (DELETE /api/sessions/ID) or wait for one to end"
-    )]
-    Capacity {
-        /// Where the limit applies: `on this server`, `for this token`.
-        scope: &'static str,
-        /// Open now.
-        open: usize,
-        /// The limit.
-        limit: usize,
-    },
-    /// A step of the same session is still running.
-    #[error("a step of session {0} is still running; send one action at a time")]
-    Busy(Uuid),
-    /// The session has ended.
-    #[error("the session has ended")]
-    Ended,
-    /// A bad request field.
-    #[error("{field}: {message}")]
-    Invalid {
-        /// The field.
-        field: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The browser, the judge or the store failed: the episode is recorded as failed.
-    #[error("the session failed and its episode was recorded as failed: {0}")]
-    Infra(String),
-    /// The server is stopping.
-    #[error("the server is stopping; open the session on another server")]
-    Stopping,
-}
-
-/// How a session's episode ended.
-#[derive(Debug, Clone)]
-pub struct Ending {
-    /// Why it ended.
-    pub end_reason: EndReason,
-    /// Judged successful (false when the rubric could not be evaluated).
-    pub success: bool,
-    /// The rubric's partial credit (0 when it could not be evaluated).
-    pub score: f64,
-    /// Each fact's verdict.
-    pub verdicts: Vec<VerdictRecord>,
-    /// The rubric's own error: the episode is stored unscored.
-    pub judge_error: Option<String>,
-    /// The answer judged.
-    pub final_answer: Option<String>,
-}
-
-/// A session as a step left it: what the client sees next.
-#[derive(Clone)]
-pub struct Snapshot {
-    /// The session.
-    pub session_id: Uuid,
-    /// Its episode.
-    pub episode_id: Uuid,
-    /// Its client's interactive campaign.
-    pub campaign_id: Uuid,
-    /// Its task.
-    pub task_id: String,
-    /// The instruction in force (the task's, or the one its environment generated).
-    pub instruction: Arc<str>,
-    /// Its dialect.
-    pub dialect: Dialect,
-    /// What observations carry.
-    pub observe: ObserveOptions,
-    /// Steps taken.
-    pub step: u32,
-    /// Step limit.
-    pub max_steps: u32,
-    /// The observation (and instruction) for the next action; `None` once ended.
-    pub input: Option<StepInput>,
-    /// The last action, canonical.
-    pub last_action: Option<String>,
-    /// Since the session opened.
-    pub elapsed: Duration,
-    /// How it ended, once it has.
-    pub ending: Option<Ending>,
-}
-
-/// An open session as listed.
-#[derive(Debug, Clone, Serialize)]
-pub struct SessionState {
-    /// The session.
-    pub session_id: Uuid,
-    /// Its episode.
-    pub episode_id: Uuid,
-    /// Its client's interactive campaign.
-    pub campaign_id: Uuid,
-    /// Its task.
-    pub task_id: String,
-    /// The environment's seed.
-    pub seed: u64,
-    /// Its dialect.
-    pub dialect: Dialect,
-    /// Steps taken (`None` while a step runs).
-    pub step_count: Option<u32>,
-    /// Step limit.
-    pub max_steps: u32,
-    /// Seconds since it opened.
-    pub age_secs: f64,
-    /// Seconds since its last request.
-    pub idle_secs: f64,
-}
+pub use request::{
+    Client, Dialect, MAX_SESSION_STEPS, ObserveOptions, OpenRequest, SessionLimits, TaskChoice,
+};
 
 /// A session, locked by the step running on it.
 type SharedLive = Arc<tokio::sync::Mutex<Live>>;

@@ -205,39 +205,11 @@ pub fn build(
 ) -> Built {
     let obs = &input.observation;
     let current_shot = hash(&obs.screenshot.bytes);
-    // What never changes within an episode first, then what only grows (the earlier
-    // steps), then this step's page: a prompt then starts as the previous step's did, and
-    // the model's prefix cache runs only what is new.
     let mut text = String::new();
     text.push_str(
         "You are a web agent. Complete the task by acting in the browser, one action per turn.\n",
     );
-    text.push_str(&action_help(
-        effective_grounding(cfg.grounding, vision),
-        cfg.actions,
-    ));
-    text.push('\n');
     text.push_str(&format!("Task: {}\n", input.instruction));
-    let steps = input.history.len();
-    if steps > 0 {
-        text.push_str("Earlier steps:\n");
-        let first = steps.saturating_sub(cfg.history_lines);
-        for (i, step) in input.history.iter().enumerate().skip(first) {
-            let next = input
-                .history
-                .get(i + 1)
-                .map_or(current_shot.as_str(), |n| n.screenshot.as_str());
-            text.push_str(&history_line(i, step, next));
-            text.push('\n');
-        }
-    }
-    if cfg.style == PromptStyle::Structured {
-        let memory = memory(&input.history);
-        text.push_str(&format!(
-            "Your memory so far: {}\n",
-            memory.as_deref().unwrap_or("(empty)")
-        ));
-    }
     text.push_str(&format!("Current page: {:?} ({})\n", obs.title, obs.url));
     if cfg.grounding == Grounding::Marks || !vision {
         text.push_str("Interactive elements");
@@ -248,6 +220,19 @@ pub fn build(
         });
         for line in obs.element_lines().into_iter().take(cfg.max_elements) {
             text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    let steps = input.history.len();
+    if steps > 0 {
+        text.push_str("Earlier steps:\n");
+        let first = steps.saturating_sub(cfg.history_lines);
+        for (i, step) in input.history.iter().enumerate().skip(first) {
+            let next = input
+                .history
+                .get(i + 1)
+                .map_or(current_shot.as_str(), |n| n.screenshot.as_str());
+            text.push_str(&history_line(i, step, next));
             text.push('\n');
         }
     }
@@ -270,17 +255,26 @@ pub fn build(
         ));
     }
     if let Some(tabs) = obs.tabs_line() {
-        text.push_str(&format!("Open tabs: {tabs}"));
-        // Actions on tabs are offered only while there are several.
-        let tab_actions: Vec<String> = ["switch_tab", "close_tab"]
-            .into_iter()
-            .filter(|name| cfg.actions.allows(name))
-            .map(|name| format!("{name}(N)"))
-            .collect();
-        if !tab_actions.is_empty() {
-            text.push_str(&format!(" (tab actions: {})", tab_actions.join(", ")));
+        text.push_str(&format!("Open tabs: {tabs}\n"));
+    }
+    text.push_str(&action_help(
+        effective_grounding(cfg.grounding, vision),
+        cfg.actions,
+    ));
+    if obs.tabs.len() > 1 {
+        for name in ["switch_tab", "close_tab"] {
+            if cfg.actions.allows(name) {
+                text.push_str(&format!(", {name}(N)"));
+            }
         }
-        text.push('\n');
+    }
+    text.push('\n');
+    if cfg.style == PromptStyle::Structured {
+        let memory = memory(&input.history);
+        text.push_str(&format!(
+            "Your memory so far: {}\n",
+            memory.as_deref().unwrap_or("(empty)")
+        ));
     }
     text.push_str(reply_instruction(cfg.style, constrained));
     let mut images = Vec::new();
@@ -472,39 +466,6 @@ mod tests {
             max_steps: 5,
             seed: 1,
             answered: None,
-        }
-    }
-
-    /// Consecutive steps' prompts agree up to this step's page: the static head (system
-    /// text, actions, task) and the earlier steps, which only grow, come first, so the
-    /// model's prefix cache serves everything but the new page.
-    #[test]
-    fn a_steps_prompt_starts_as_the_previous_steps_did_up_to_its_page() {
-        let cfg = PromptConfig::default();
-        let shot = hash(&screenshot_observation().screenshot.bytes);
-        let mut history = Vec::new();
-        let mut previous: Option<String> = None;
-        for k in 0..4 {
-            let mut obs = screenshot_observation();
-            obs.url = format!("http://x/{k}");
-            obs.title = format!("page {k}");
-            let text = build(&step_input(obs, history.clone()), &cfg, false, None).text;
-            let page = text.find("Current page:").expect("the page is listed");
-            let head = &text[..page];
-            assert!(head.starts_with("You are a web agent"), "{text}");
-            assert!(head.contains("Task: Check out"), "{text}");
-            assert!(head.contains("Actions (N is an element number)"), "{text}");
-            if let Some(prev) = &previous {
-                let prev_head = &prev[..prev.find("Current page:").unwrap()];
-                assert!(
-                    head.starts_with(prev_head),
-                    "step {k} does not start as step {} did:\n{prev_head}\n---\n{head}",
-                    k - 1
-                );
-                assert!(head.len() > prev_head.len(), "a step was added");
-            }
-            previous = Some(text);
-            history.push(past(&format!("page {k}"), "click(1)", &shot, None));
         }
     }
 
