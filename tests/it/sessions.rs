@@ -8,8 +8,7 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::database_url;
@@ -24,50 +23,6 @@ const MAX_SESSIONS: usize = 16;
 /// Its idle limit: short enough that the test sees a session reclaimed, long enough that
 /// none of the client suite's sessions idles out while 16 others open on a loaded machine.
 const IDLE_SECS: u64 = 15;
-
-/// A `surfgym serve` child, killed when dropped.
-struct Served(Child, u16);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(database: &str) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_surfgym"))
-        .args(["--contexts", &MAX_SESSIONS.to_string()])
-        .args(["serve", "--port", "0", "--sites-port", "0"])
-        .args(["--max-sessions", &MAX_SESSIONS.to_string()])
-        .args(["--session-idle-secs", &IDLE_SECS.to_string()])
-        .env("DATABASE_URL", database)
-        // chromiumoxide warns of every CDP event it does not know.
-        .env("SURFGYM_LOG", "warn,chromiumoxide=error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut served = Served(child, 0);
-    loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(180))
-            .expect("serve printed its address");
-        if let Some(rest) = line.strip_prefix("dashboard and API: http://127.0.0.1:") {
-            served.1 = rest.split('/').next().unwrap().parse().unwrap();
-            return served;
-        }
-    }
-}
 
 struct Api {
     base: String,
@@ -103,7 +58,17 @@ async fn the_python_client_drives_sessions_that_are_stored_and_judged(pool: PgPo
     let (_, token) = store.create_token(Scope::Write, "trainer-a").await.unwrap();
     let (_, other) = store.create_token(Scope::Write, "trainer-b").await.unwrap();
     let db = database_url(&pool);
-    let served = serve(&db);
+    let served = crate::tokens::serve(
+        &db,
+        &[
+            "--contexts",
+            &MAX_SESSIONS.to_string(),
+            "--max-sessions",
+            &MAX_SESSIONS.to_string(),
+            "--session-idle-secs",
+            &IDLE_SECS.to_string(),
+        ],
+    );
     let api = Api {
         base: format!("http://127.0.0.1:{}", served.1),
         http: reqwest::Client::new(),

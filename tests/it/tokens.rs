@@ -5,9 +5,7 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output};
 
 use common::database_url;
 use serde_json::json;
@@ -27,8 +25,8 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// A `surfgym serve` child, killed when dropped.
-struct Served(Child, u16);
+/// A `surfgym serve` child on free ports, killed when dropped; `.1` is its API port.
+pub(crate) struct Served(pub std::process::Child, pub u16);
 
 impl Drop for Served {
     fn drop(&mut self) {
@@ -37,7 +35,11 @@ impl Drop for Served {
     }
 }
 
-fn serve(database: &str, extra: &[&str]) -> Served {
+/// Starts `surfgym serve` (also the sessions test's server) (and `extra` options) on `database`, on free ports, and waits
+/// for its address.
+pub(crate) fn serve(database: &str, extra: &[&str]) -> Served {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_surfgym"))
         .args(["serve", "--port", "0", "--sites-port", "0"])
         .args(extra)
@@ -59,7 +61,7 @@ fn serve(database: &str, extra: &[&str]) -> Served {
     let mut served = Served(child, 0);
     loop {
         let line = rx
-            .recv_timeout(Duration::from_secs(120))
+            .recv_timeout(std::time::Duration::from_secs(180))
             .expect("serve printed its address");
         if let Some(rest) = line.strip_prefix("dashboard and API: http://127.0.0.1:") {
             served.1 = rest.split('/').next().unwrap().parse().unwrap();
