@@ -160,30 +160,9 @@ impl Kv {
 
     /// `parts` joined along the positions (all of one element type).
     pub(super) fn concat(parts: &[&Kv], heads: usize, dim: usize) -> Result<Kv, OnnxError> {
-        let mixed = || OnnxError::Model("key/value slices of two element types".into());
         Ok(match parts.first() {
-            Some(Kv::F16(_)) => Kv::F16(concat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Kv::F16(v) => Ok(&v[..]),
-                        Kv::F32(_) => Err(mixed()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                heads,
-                dim,
-            )),
-            _ => Kv::F32(concat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Kv::F32(v) => Ok(&v[..]),
-                        Kv::F16(_) => Err(mixed()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                heads,
-                dim,
-            )),
+            Some(Kv::F16(_)) => Kv::F16(concat(&f16_slices(parts)?, heads, dim)),
+            _ => Kv::F32(concat(&f32_slices(parts)?, heads, dim)),
         })
     }
 
@@ -194,34 +173,37 @@ impl Kv {
         dim: usize,
         width: usize,
     ) -> Result<DynValue, OnnxError> {
-        let mixed = || OnnxError::Model("key/value rows of two element types".into());
         match rows.first() {
-            Some(Kv::F16(_)) => stack(
-                &rows
-                    .iter()
-                    .map(|p| match p {
-                        Kv::F16(v) => Ok(&v[..]),
-                        Kv::F32(_) => Err(mixed()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                heads,
-                dim,
-                width,
-            ),
-            _ => stack(
-                &rows
-                    .iter()
-                    .map(|p| match p {
-                        Kv::F32(v) => Ok(&v[..]),
-                        Kv::F16(_) => Err(mixed()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                heads,
-                dim,
-                width,
-            ),
+            Some(Kv::F16(_)) => stack(&f16_slices(rows)?, heads, dim, width),
+            _ => stack(&f32_slices(rows)?, heads, dim, width),
         }
     }
+}
+
+fn mixed() -> OnnxError {
+    OnnxError::Model("key/value slices of two element types".into())
+}
+
+/// Each slice's f16 values; an f32 one is an error.
+fn f16_slices<'a>(parts: &[&'a Kv]) -> Result<Vec<&'a [f16]>, OnnxError> {
+    parts
+        .iter()
+        .map(|p| match p {
+            Kv::F16(v) => Ok(&v[..]),
+            Kv::F32(_) => Err(mixed()),
+        })
+        .collect()
+}
+
+/// Each slice's f32 values; an f16 one is an error.
+fn f32_slices<'a>(parts: &[&'a Kv]) -> Result<Vec<&'a [f32]>, OnnxError> {
+    parts
+        .iter()
+        .map(|p| match p {
+            Kv::F32(v) => Ok(&v[..]),
+            Kv::F16(_) => Err(mixed()),
+        })
+        .collect()
 }
 
 /// One cached block: its tokens, and each past tensor's values at its positions.
