@@ -42,7 +42,7 @@ pub use config::{DialogPolicy, ImageFormat, PoolConfig, PoolScreen, Screen};
 pub use error::PoolError;
 pub use events::PageEvent;
 pub use keys::{KeyCombo, Modifiers};
-pub use observation::{Element, Observation, Rect, Screenshot, ScrollState, TabInfo};
+pub use observation::{Element, Observation, PageSignals, Rect, Screenshot, ScrollState, TabInfo};
 pub use pool::{BrowserPool, PoolStats};
 pub use session::{ActReport, ElementState, Session};
 pub use url_policy::UrlPolicy;

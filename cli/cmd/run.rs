@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// check the page again (TTI's re-check); the last one is judged.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=engine::MAX_ANSWER_CHECKS as i64))]
     pub answer_checks: u32,
+    /// Score pages that turn the agent away (CAPTCHA, bot or login walls, 403, 429) as the
+    /// agent's failures instead of ending their episodes as blocked (retried, not scored).
+    #[arg(long)]
+    pub score_blocked: bool,
     /// Base seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -67,6 +71,7 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         samples_per_seed: Some(args.samples_per_seed),
         max_steps: args.max_steps,
         answer_checks: Some(args.answer_checks),
+        detect_blocks: Some(!args.score_blocked),
         seed: Some(args.seed),
         ..Default::default()
     };

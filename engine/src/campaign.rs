@@ -71,6 +71,11 @@ pub struct CampaignSpec {
     /// the last answer given is the one judged.
     #[serde(default)]
     pub answer_checks: Option<u32>,
+    /// Whether a page of a task's site that turns the agent away (a CAPTCHA, a bot or
+    /// login wall, 403, 429) ends the episode as `blocked`, an infrastructure outcome
+    /// retried and never scored (default true; false scores such pages as the agent's).
+    #[serde(default)]
+    pub detect_blocks: Option<bool>,
 }
 
 /// How a campaign schedules its episodes.
@@ -136,6 +141,10 @@ pub struct CampaignConfig {
     /// stored before the setting existed: the first answer ends the episode).
     #[serde(default = "one")]
     pub answer_checks: u32,
+    /// Pages that turn the agent away end its episodes as blocked (true in campaigns
+    /// stored before the setting existed).
+    #[serde(default = "yes")]
+    pub detect_blocks: bool,
 }
 
 fn yes() -> bool {
@@ -328,6 +337,7 @@ impl CampaignSpec {
             critic: self.critic.unwrap_or(true),
             screen: self.screen,
             answer_checks,
+            detect_blocks: self.detect_blocks.unwrap_or(true),
         })
     }
 }

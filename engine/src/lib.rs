@@ -8,6 +8,7 @@
 //! - `runner` claims episodes (leases in Postgres), runs them, judges, stores;
 //! - `campaign` validates a campaign request and plans its episodes;
 //! - `snapshot` is the final page as the rule judge reads it, below runner and judge;
+//! - `blocked` judges pages that turn the agent away (CAPTCHA, bot and login walls);
 //! - `env` holds the task environments: the bundled practice websites, MiniWoB++;
 //! - [`sessions`]: environment sessions, episodes an API client drives step by step.
 //!
@@ -16,6 +17,7 @@
 //! campaign → episode → step → verdict.
 
 pub mod audit;
+mod blocked;
 mod campaign;
 mod drain;
 mod engine;
@@ -26,6 +28,7 @@ mod runner;
 pub mod sessions;
 mod snapshot;
 
+pub use blocked::{Block, BlockReason};
 pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS};
 pub use drain::Drained;
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};

@@ -131,6 +131,8 @@ pub struct Metrics {
     pub episodes_failed: Counter,
     /// Infrastructure retries, by reason.
     pub retries: LabeledCounter,
+    /// Pages of a task's site that turned the agent away, by reason (`captcha`, ...).
+    pub episodes_blocked: LabeledCounter,
     /// Policy calls repeated inside an episode because the backend was unavailable.
     pub policy_call_retries: Counter,
     /// Steps taken.
@@ -180,6 +182,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
     episodes_finished: LabeledCounter::default(),
     episodes_failed: Counter::default(),
     retries: LabeledCounter::default(),
+    episodes_blocked: LabeledCounter::default(),
     policy_call_retries: Counter::default(),
     steps: Counter::default(),
     parse_failures: Counter::default(),
@@ -257,6 +260,13 @@ impl Metrics {
             "Infrastructure failures retried, by reason.",
             "reason",
             &self.retries,
+        );
+        labeled(
+            &mut o,
+            "surfgym_episodes_blocked_total",
+            "Episode attempts ended by a page that turned the agent away, by reason.",
+            "reason",
+            &self.episodes_blocked,
         );
         counter(
             &mut o,

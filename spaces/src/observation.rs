@@ -127,6 +127,31 @@ pub struct ScrollState {
     pub viewport_height: f64,
 }
 
+/// What the page shows of a site turning the agent away, read with every observation of
+/// the top document (`engine`'s block rules judge them): cheap to read, and the text only
+/// of a short page, since an interstitial is short and a long page's text costs a layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageSignals {
+    /// The HTTP status of the top document's response, where the browser reports one.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// A CAPTCHA widget is on the page (reCAPTCHA, hCaptcha, Turnstile).
+    #[serde(default)]
+    pub captcha: bool,
+    /// Password fields on the page.
+    #[serde(default)]
+    pub password_fields: u32,
+    /// The page's visible text, when its body is short (at most [`PageSignals::SHORT`]
+    /// characters of text content); clipped to that many characters.
+    #[serde(default)]
+    pub short_text: Option<String>,
+}
+
+impl PageSignals {
+    /// Pages with more text than this are never read whole for the block rules.
+    pub const SHORT: usize = 4000;
+}
+
 /// A snapshot of the page after a step.
 #[derive(Debug, Clone, Default)]
 pub struct Observation {
@@ -152,6 +177,8 @@ pub struct Observation {
     /// What the page did on its own since the last observation: dialogs, popups,
     /// downloads, blocked navigations, stopped scripts.
     pub events: Vec<PageEvent>,
+    /// What the page shows of a site turning the agent away (status, CAPTCHA, walls).
+    pub signals: PageSignals,
 }
 
 impl Observation {

@@ -1,7 +1,8 @@
 //! Failure triage: what went wrong across a campaign's episodes (or every campaign's),
 //! grouped in SQL so that the answer costs a few aggregate queries however many episodes
-//! there are: end reasons, infrastructure failures, rubric errors, the page events each
-//! site raised, and the rubric facts that fail most.
+//! there are: end reasons, infrastructure failures, pages that turned the agent away by
+//! site, rubric errors, the page events each site raised, and the rubric facts that fail
+//! most.
 
 use serde::Serialize;
 use sqlx::{Postgres, QueryBuilder};
@@ -119,6 +120,9 @@ pub struct Triage {
     pub end_reasons: Vec<EndReasonGroup>,
     /// Infrastructure errors by kind, most common first.
     pub infra_failures: Vec<ErrorGroup>,
+    /// Episodes a page turned away (their last attempt's error), by reason and site
+    /// (`captcha at https://shop.example`), most common first.
+    pub blocked: Vec<ErrorGroup>,
     /// Rubric errors by message, most common first.
     pub judge_errors: Vec<ErrorGroup>,
     /// Page events by site and kind, most frequent first.
@@ -172,6 +176,14 @@ impl Store {
                 campaign,
                 "left(split_part(e.last_error, ':', 1), 120)",
                 "e.last_error",
+            )
+            .await?;
+        // The runner stores a block as `blocked: <reason> at <url> (<evidence>)`.
+        let blocked = self
+            .error_groups(
+                campaign,
+                "substring(e.last_error from '^blocked: ([a-z_]+ at [a-z]+://[^/ ]+)')",
+                "CASE WHEN e.last_error LIKE 'blocked: % at %' THEN e.last_error END",
             )
             .await?;
         let judge_errors = self
@@ -233,6 +245,7 @@ impl Store {
             totals,
             end_reasons,
             infra_failures,
+            blocked,
             judge_errors,
             page_events,
             facts,

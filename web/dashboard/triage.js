@@ -94,6 +94,8 @@
       section('triage-infra', 'Infrastructure failures', 'episodes with an infrastructure error, by the part that failed',
         table('infra-failures', errCols, list(t.infra_failures), errRow, 'No infrastructure errors.'),
         list(t.infra_failures).length >= limit),
+      list(t.blocked).length ? section('triage-blocked', 'Blocked pages by site', 'pages of the task\'s site that turned the agent away (CAPTCHA, bot or login wall, 403, 429): retried, never scored',
+        table('blocked', errCols, list(t.blocked), errRow, ''), list(t.blocked).length >= limit) : null,
       list(t.judge_errors).length ? section('triage-rubric', 'Rubric errors', 'rubrics the page could not evaluate (not scored)',
         table('judge-errors', errCols, list(t.judge_errors), errRow, ''), list(t.judge_errors).length >= limit) : null,
       section('triage-events', 'Page events by site', 'what pages did on their own: dialogs, blocked navigations, downloads, stopped scripts',

@@ -243,7 +243,8 @@ pub fn document() -> Value {
                 "mode": {"enum": ["async", "lockstep"]}, "straggler_cutoff": {"type": "number", "description": "fraction of episodes done, e.g. 0.95"},
                 "straggler_grace_secs": {"type": "integer", "minimum": 0}, "judge": {"enum": ["exhaustive", "binary"]}, "critic": {"type": "boolean"},
                 "screen": r("Screen"),
-                "answer_checks": {"type": "integer", "minimum": 1, "maximum": 16, "description": "answers an agent may give per episode (default 1); each but the last is followed by a prompt to check the page again; the last one is judged"}
+                "answer_checks": {"type": "integer", "minimum": 1, "maximum": 16, "description": "answers an agent may give per episode (default 1); each but the last is followed by a prompt to check the page again; the last one is judged"},
+                "detect_blocks": {"type": "boolean", "description": "a page of a task's site that turns the agent away (CAPTCHA, bot or login wall, HTTP 401/403/429/451) ends the episode as blocked: an infrastructure outcome, retried and never scored (default true); docs/guides/live-web.md"}
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": Status::ALL}, "policy": {"type": "string"}, "config": {"type": "object"},

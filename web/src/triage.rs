@@ -46,7 +46,7 @@ pub(crate) fn openapi(doc: &mut serde_json::Value) {
     let errors = json!({"type": "array", "items": {"type": "object", "properties": {
         "kind": {"type": "string"}, "episodes": int, "gave_up": int, "finished": int, "sample": {"type": "string"}, "examples": ids}}});
     doc["paths"]["/api/triage"] = json!({"get": {
-        "summary": "failure triage of one campaign (or every campaign): finished episodes by end reason, infrastructure errors by kind, rubric errors, page events (dialogs, blocked URLs, downloads, stopped scripts) by site and kind, and the rubric facts that fail most; each group with its counts and a few example episodes (at most group_limit groups per list)",
+        "summary": "failure triage of one campaign (or every campaign): finished episodes by end reason, infrastructure errors by kind, blocked pages by reason and site, rubric errors, page events (dialogs, blocked URLs, downloads, stopped scripts) by site and kind, and the rubric facts that fail most; each group with its counts and a few example episodes (at most group_limit groups per list)",
         "operationId": "getTriage",
         "parameters": [{"name": "campaign", "in": "query", "required": false, "description": "campaign id; every campaign when absent", "schema": {"type": "string", "format": "uuid"}}],
         "responses": {
@@ -54,7 +54,7 @@ pub(crate) fn openapi(doc: &mut serde_json::Value) {
                 "campaign": {"type": ["string", "null"]},
                 "totals": {"type": "object", "properties": {"episodes": int, "finished": int, "successes": int, "failed": int, "judge_errors": int, "infra_errors": int}},
                 "end_reasons": {"type": "array", "items": {"type": "object", "properties": {"end_reason": {"type": "string"}, "episodes": int, "successes": int, "failures": int, "judge_errors": int, "examples": ids}}},
-                "infra_failures": errors, "judge_errors": errors,
+                "infra_failures": errors, "blocked": errors, "judge_errors": errors,
                 "page_events": {"type": "array", "items": {"type": "object", "properties": {"site": {"type": "string"}, "kind": {"type": "string"}, "events": int, "steps": int, "episodes": int, "sample": {"type": ["string", "null"]}, "examples": ids}}},
                 "facts": {"type": "array", "items": {"type": "object", "properties": {"task_id": {"type": "string"}, "group_id": {"type": "string"}, "fact_id": {"type": "string"}, "description": {"type": ["string", "null"]}, "failed": int, "passed": int, "unchecked": int, "examples": ids}}},
                 "group_limit": int}}}}},

@@ -20,6 +20,11 @@
 // Cost: one getComputedStyle per rendered element (the walk needs display, cursor and
 // overflow anyway), a layout box only for candidates, clipping containers and iframes.
 (() => {
+  const SHORT_TEXT = 4000;
+  const CAPTCHA = [
+    'iframe[src*="recaptcha"]', 'iframe[src*="hcaptcha.com"]', 'iframe[src*="challenges.cloudflare.com"]',
+    '.g-recaptcha', '.h-captcha', '.cf-turnstile', '#cf-challenge-running', '[data-sitekey]',
+  ].join(',');
   const SELECTOR = [
     'a[href]', 'button', 'input', 'select', 'textarea', 'summary', '[contenteditable=""]',
     '[contenteditable="true"]', '[onclick]', '[tabindex]:not([tabindex="-1"])',
@@ -222,7 +227,22 @@
   window[Symbol.for('surfgym.elements')] = found;
   window[Symbol.for('surfgym.frames')] = frames;
   const doc = document.documentElement;
+  // What tells a site turning the agent away (the engine's block rules read it), for the
+  // top document only: its response's status, CAPTCHA widgets, password fields, and the
+  // text of a short page (an interstitial is short; a long page's innerText costs a layout).
+  const signals = ORIGIN ? null : (() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const body = document.body;
+    const short = body && body.textContent.length <= SHORT_TEXT;
+    return {
+      status: nav && nav.responseStatus ? nav.responseStatus : null,
+      captcha: !!document.querySelector(CAPTCHA),
+      password_fields: document.querySelectorAll('input[type=password]').length,
+      short_text: short ? body.innerText.slice(0, SHORT_TEXT) : null,
+    };
+  })();
   return {
+    signals,
     url: location.href,
     title: document.title,
     scroll: { x: window.scrollX, y: window.scrollY, page_height: doc ? doc.scrollHeight : 0, viewport_height: vh },

@@ -21,7 +21,7 @@ use crate::config::ImageFormat;
 use crate::error::PoolError;
 use crate::events::PageEvent;
 use crate::js;
-use crate::observation::{Element, Observation, Screenshot, ScrollState, TabInfo};
+use crate::observation::{Element, Observation, PageSignals, Screenshot, ScrollState, TabInfo};
 
 #[derive(Deserialize)]
 struct ObservedPage {
@@ -32,6 +32,9 @@ struct ObservedPage {
     /// Cross-origin iframes the scan could not enter (see `session/frames.rs`).
     #[serde(default)]
     holes: Vec<frames::Hole>,
+    /// Null in a cross-origin frame's scan.
+    #[serde(default)]
+    signals: Option<PageSignals>,
 }
 
 impl Session {
@@ -152,6 +155,7 @@ impl Session {
             ax_tree,
             tabs,
             events,
+            signals: page.signals.unwrap_or_default(),
         })
     }
 

@@ -144,6 +144,7 @@ pub(crate) async fn play(
         sample: 0,
         screen: task.screen,
         answer_checks: 1,
+        detect_blocks: true,
         max_invalid_outputs: crate::runner::episode::MAX_POLICY_ERRORS,
     };
     let (_keep, cut) = tokio::sync::watch::channel(false);

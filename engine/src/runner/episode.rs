@@ -43,6 +43,10 @@ pub enum InfraError {
     /// The task's environment did not start on its page.
     #[error("setup: {0}")]
     Setup(String),
+    /// A page of the task's site turned the agent away (a CAPTCHA, a bot or login wall,
+    /// 403, 429): the episode says nothing about the agent.
+    #[error("{0}")]
+    Blocked(crate::blocked::Block),
     /// A page the rubric reads besides the final one could not be opened. Not the
     /// agent's doing: the site or the rubric is at fault.
     #[error("check page {url} could not be opened: {message}")]
@@ -74,6 +78,7 @@ impl InfraError {
             InfraError::Watchdog(_) => "watchdog",
             InfraError::Setup(_) => "setup",
             InfraError::CheckPage { .. } => "check_page",
+            InfraError::Blocked(_) => "blocked",
         }
     }
 }
@@ -109,6 +114,9 @@ pub struct EpisodeRun {
     pub answer_checks: u32,
     /// Consecutive unusable outputs that end the episode ([`MAX_POLICY_ERRORS`]).
     pub max_invalid_outputs: u32,
+    /// Whether a page of the task's site that turns the agent away ends the episode as
+    /// blocked (`crate::blocked`).
+    pub detect_blocks: bool,
 }
 
 /// An observation waiting for the policy's decision.
@@ -303,12 +311,34 @@ impl Episode {
         hash
     }
 
+    /// Ends the episode as blocked when the page turns the agent away.
+    fn check_blocked(&self, obs: &Observation) -> Result<(), InfraError> {
+        if !self.run.detect_blocks {
+            return Ok(());
+        }
+        let seen = crate::blocked::Seen {
+            url: &obs.url,
+            title: &obs.title,
+            start_url: &self.run.task.start_url,
+            at_start: self.steps.is_empty(),
+            instruction: &self.instruction,
+        };
+        match crate::blocked::detect(&obs.signals, &seen) {
+            Some(block) => {
+                METRICS.episodes_blocked.inc(block.reason.as_str());
+                Err(InfraError::Blocked(block))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Observes the page and returns what the policy must decide on.
     pub async fn observe(&mut self) -> Result<StepInput, InfraError> {
         let t0 = Instant::now();
         let mut obs = self.session.observe().await?;
         let observe = t0.elapsed();
         METRICS.observe_seconds.time(observe);
+        self.check_blocked(&obs)?;
         let bytes = std::mem::take(&mut obs.screenshot.bytes);
         let screenshot = self.keep_blob(bytes.clone(), obs.screenshot.mime);
         // The policy still sees the image; the stored copy lives in `blobs`.

@@ -420,6 +420,7 @@ impl Runner {
             seed: ep.seed as u64,
             sample: run.config.instance_of(ep.rollout.max(0) as u32).1,
             answer_checks: run.config.answer_checks,
+            detect_blocks: run.config.detect_blocks,
             max_invalid_outputs: episode::MAX_POLICY_ERRORS,
         }))
     }

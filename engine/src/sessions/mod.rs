@@ -215,6 +215,7 @@ impl Sessions {
             seed: request.seed,
             sample: 0,
             answer_checks: 1,
+            detect_blocks: true,
             max_invalid_outputs: u32::MAX,
         };
         let id = Uuid::new_v4();

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod blocked;
 mod calibration;
 mod check_pages;
 mod episode_pages;
