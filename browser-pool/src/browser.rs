@@ -21,6 +21,7 @@ use tokio::sync::RwLock;
 
 use crate::config::PoolConfig;
 use crate::error::PoolError;
+use crate::politeness::Domains;
 use gate::Gate;
 use launch::Chromium;
 use standby::{Opened, Standby};
@@ -42,21 +43,29 @@ pub(crate) struct LiveBrowser {
 
 impl LiveBrowser {
     /// Launches a local browser.
-    pub(crate) async fn launch(cfg: &PoolConfig) -> Result<Arc<LiveBrowser>, PoolError> {
-        LiveBrowser::around(Chromium::launch(cfg).await?, cfg).await
+    pub(crate) async fn launch(
+        cfg: &PoolConfig,
+        domains: &Arc<Domains>,
+    ) -> Result<Arc<LiveBrowser>, PoolError> {
+        LiveBrowser::around(Chromium::launch(cfg).await?, cfg, domains).await
     }
 
     /// Connects to a browser someone else runs (see [`Chromium::connect`]).
     pub(crate) async fn connect(
         cfg: &PoolConfig,
         url: &str,
+        domains: &Arc<Domains>,
     ) -> Result<Arc<LiveBrowser>, PoolError> {
-        LiveBrowser::around(Chromium::connect(cfg, url).await?, cfg).await
+        LiveBrowser::around(Chromium::connect(cfg, url).await?, cfg, domains).await
     }
 
-    /// Keeps the pool's state about `chromium` and puts the URL policy at its door (see
-    /// `gate.rs`), unless it allows all.
-    async fn around(chromium: Chromium, cfg: &PoolConfig) -> Result<Arc<LiveBrowser>, PoolError> {
+    /// Keeps the pool's state about `chromium` and puts the URL policy and politeness at
+    /// its door (see `gate.rs`), unless neither has anything to do.
+    async fn around(
+        chromium: Chromium,
+        cfg: &PoolConfig,
+        domains: &Arc<Domains>,
+    ) -> Result<Arc<LiveBrowser>, PoolError> {
         let live = Arc::new(LiveBrowser {
             chromium: Arc::new(chromium),
             active: AtomicUsize::new(0),
@@ -65,8 +74,14 @@ impl LiveBrowser {
             standby: Default::default(),
             gate: Default::default(),
         });
-        if !cfg.urls.is_open() {
-            gate::open(&live.chromium, &live.gate, cfg.urls.clone()).await?;
+        if !cfg.urls.is_open() || cfg.politeness.is_on() {
+            gate::open(
+                &live.chromium,
+                &live.gate,
+                cfg.urls.clone(),
+                domains.clone(),
+            )
+            .await?;
         }
         Ok(live)
     }

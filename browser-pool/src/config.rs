@@ -2,6 +2,7 @@
 //! renders and writing a lease's screen into one (`Screen` itself is part of the
 //! observation space, `spaces`).
 
+use crate::politeness::Politeness;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,6 +83,11 @@ pub struct PoolConfig {
     pub frame_rate_limit: bool,
     /// Extra Chromium switches, without leading dashes.
     pub extra_args: Vec<String>,
+    /// Limits per domain: sessions at once, requests per second, `Retry-After`.
+    pub politeness: Politeness,
+    /// The user agent every page sends and sees (`navigator.userAgent`); Chromium's own
+    /// when `None`.
+    pub user_agent: Option<String>,
 }
 
 /// How screenshots are encoded.
@@ -146,6 +152,8 @@ impl PoolConfig {
             settle_restless: Duration::from_millis(1500),
             frame_rate_limit: false,
             extra_args: Vec::new(),
+            politeness: Politeness::none(),
+            user_agent: None,
         }
     }
 
@@ -183,6 +191,14 @@ impl PoolConfig {
         }
         if self.navigation_timeout < Duration::from_millis(100) {
             return Err("navigation_timeout must be at least 100 ms".into());
+        }
+        if let Some((field, message)) = self.politeness.problems().into_iter().next() {
+            return Err(format!("politeness {field} {message}"));
+        }
+        if let Some(ua) = &self.user_agent
+            && (ua.trim().is_empty() || ua.len() > 512 || ua.chars().any(char::is_control))
+        {
+            return Err("user_agent must be 1-512 printable characters".into());
         }
         if self.max_tabs == 0 {
             return Err("max_tabs must be at least 1".into());

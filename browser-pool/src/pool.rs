@@ -1,5 +1,6 @@
 //! The pool: warm browser processes, leased out one isolated browser context at a time.
 
+use crate::politeness::{Domains, PolitenessStats};
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,6 +33,8 @@ struct Inner {
     recycled: AtomicU64,
     leases: AtomicU64,
     from_standby: AtomicU64,
+    /// Politeness per domain, shared with every browser's gate.
+    domains: Arc<Domains>,
     /// Browsers replaced by recycling, finishing their last sessions before they close.
     retiring: Arc<StdMutex<Vec<Arc<LiveBrowser>>>>,
 }
@@ -49,10 +52,14 @@ struct Slot {
 }
 
 impl Slot {
-    async fn start(&self, cfg: &PoolConfig) -> Result<Arc<LiveBrowser>, PoolError> {
+    async fn start(
+        &self,
+        cfg: &PoolConfig,
+        domains: &Arc<Domains>,
+    ) -> Result<Arc<LiveBrowser>, PoolError> {
         match &self.source {
-            Source::Local => LiveBrowser::launch(cfg).await,
-            Source::Remote(url) => LiveBrowser::connect(cfg, url).await,
+            Source::Local => LiveBrowser::launch(cfg, domains).await,
+            Source::Remote(url) => LiveBrowser::connect(cfg, url, domains).await,
         }
     }
 }
@@ -79,6 +86,8 @@ pub struct PoolStats {
     /// Browsers replaced after serving `recycle_after` sessions or growing past the
     /// memory threshold.
     pub recycled: u64,
+    /// What politeness per domain made wait.
+    pub politeness: PolitenessStats,
 }
 
 impl BrowserPool {
@@ -95,10 +104,11 @@ impl BrowserPool {
         let sources: Vec<Source> = std::iter::repeat_n(Source::Local, locals)
             .chain(cfg.remote.iter().cloned().map(Source::Remote))
             .collect();
+        let domains = Arc::new(Domains::new(cfg.politeness.clone()));
         let starts = sources.iter().map(|s| async {
             match s {
-                Source::Local => LiveBrowser::launch(&cfg).await,
-                Source::Remote(url) => LiveBrowser::connect(&cfg, url).await,
+                Source::Local => LiveBrowser::launch(&cfg, &domains).await,
+                Source::Remote(url) => LiveBrowser::connect(&cfg, url, &domains).await,
             }
         });
         let browsers = futures::future::try_join_all(starts).await?;
@@ -125,6 +135,7 @@ impl BrowserPool {
                 recycled: AtomicU64::new(0),
                 leases: AtomicU64::new(0),
                 from_standby: AtomicU64::new(0),
+                domains,
                 retiring: Arc::new(StdMutex::new(Vec::new())),
             }),
         })
@@ -146,6 +157,7 @@ impl BrowserPool {
             leases: self.inner.leases.load(Ordering::Relaxed),
             from_standby: self.inner.from_standby.load(Ordering::Relaxed),
             recycled: self.inner.recycled.load(Ordering::Relaxed),
+            politeness: self.inner.domains.stats(),
         }
     }
 
@@ -154,6 +166,22 @@ impl BrowserPool {
     /// Waits up to the configured lease timeout for a free slot.
     pub async fn lease(&self) -> Result<Session, PoolError> {
         self.lease_with(None).await
+    }
+
+    /// [`lease_with`](Self::lease_with) for a session that starts at `url`: first waits
+    /// for a session slot on its domain when the pool caps them
+    /// ([`Politeness`](crate::Politeness)); the
+    /// session holds the slot until it closes, and says how long it waited
+    /// ([`Session::politeness_wait`]).
+    pub async fn lease_for(
+        &self,
+        url: &str,
+        screen: Option<&Screen>,
+    ) -> Result<Session, PoolError> {
+        let (permit, waited) = self.inner.domains.context(url).await;
+        let mut session = self.lease_with(screen).await?;
+        session.hold_domain(permit, waited);
+        Ok(session)
     }
 
     /// [`lease`](Self::lease), with the session's pages (popups included) rendered at
@@ -244,9 +272,9 @@ impl BrowserPool {
                     tokio::spawn(async move { dead.shutdown().await });
                     self.inner.relaunches.fetch_add(1, Ordering::Relaxed);
                 }
-                *guard = Some(slot.start(&self.inner.cfg).await?);
+                *guard = Some(slot.start(&self.inner.cfg, &self.inner.domains).await?);
             } else if let Some(why) = guard.as_ref().and_then(|b| self.worn_out(b)) {
-                let fresh = slot.start(&self.inner.cfg).await?;
+                let fresh = slot.start(&self.inner.cfg, &self.inner.domains).await?;
                 if let Some(old) = guard.replace(fresh) {
                     tracing::info!(pid = old.pid(), why, "recycling a browser");
                     self.inner.recycled.fetch_add(1, Ordering::Relaxed);

@@ -32,6 +32,7 @@ use crate::browser::LiveBrowser;
 use crate::config::{PoolConfig, PoolScreen};
 use crate::error::PoolError;
 use crate::events::EventLog;
+use crate::politeness::DomainPermit;
 use signals::{OurTab, TabSignals, watch_context};
 use tab::Tab;
 
@@ -96,6 +97,8 @@ pub struct Session {
     /// Pages render at a lease's own screen, not the browser's default.
     emulate: bool,
     permit: Option<OwnedSemaphorePermit>,
+    /// The session's slot on its start domain, and how long the lease waited for it.
+    domain: Option<(DomainPermit, Duration)>,
     action_seq: u64,
     /// An action whose document mark (`js::prepare`) rides along with its target's
     /// resolution, saving a round trip; 0: none pending.
@@ -161,6 +164,7 @@ impl Session {
             cfg,
             emulate,
             permit: Some(permit),
+            domain: None,
             action_seq: 0,
             pending_prepare: AtomicU64::new(0),
             last_error: None,
@@ -217,6 +221,20 @@ impl Session {
     /// policy's output is not a valid action).
     pub fn report_error(&mut self, message: impl Into<String>) {
         self.last_error = Some(message.into());
+    }
+
+    /// Keeps a slot on the session's start domain until the session closes.
+    pub(crate) fn hold_domain(&mut self, permit: DomainPermit, waited: Duration) {
+        self.domain = Some((permit, waited));
+    }
+
+    /// How long the lease waited for a slot on its start domain (politeness); `None`
+    /// where the pool caps no domain's sessions.
+    pub fn politeness_wait(&self) -> Option<Duration> {
+        self.domain
+            .as_ref()
+            .filter(|(p, _)| p.caps())
+            .map(|(_, w)| *w)
     }
 
     /// Releases the session and waits until its browser context is gone.

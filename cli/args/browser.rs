@@ -65,6 +65,20 @@ pub struct BrowserArgs {
     /// with endless animations (spinners, carousels: real websites) cannot each burn a core.
     #[arg(long, global = true)]
     pub frame_rate_limit: bool,
+    /// Politeness: browser sessions open at once per domain (the domain an episode starts
+    /// on); an episode past it waits for a slot, and the wait is stored with it.
+    #[arg(long, global = true)]
+    pub per_domain_sessions: Option<u32>,
+    /// Politeness: requests per second per domain, every request of every page, all
+    /// sessions together (each request is held until its domain has a token).
+    #[arg(long, global = true)]
+    pub per_domain_rps: Option<f64>,
+    /// Politeness: requests a domain may get at once before --per-domain-rps applies.
+    #[arg(long, default_value_t = 4, global = true)]
+    pub per_domain_burst: u32,
+    /// The user agent pages see (launched browsers; a remote browser keeps its own).
+    #[arg(long, global = true)]
+    pub user_agent: Option<String>,
 }
 
 /// Screenshot encodings on the command line.
@@ -106,6 +120,10 @@ impl BrowserArgs {
         cfg.settle_max = Duration::from_millis(self.settle_max_ms);
         cfg.navigation_timeout = Duration::from_millis(self.navigation_timeout_ms);
         cfg.frame_rate_limit = self.frame_rate_limit;
+        cfg.politeness.contexts_per_domain = self.per_domain_sessions;
+        cfg.politeness.requests_per_sec = self.per_domain_rps;
+        cfg.politeness.burst = self.per_domain_burst;
+        cfg.user_agent = self.user_agent.clone();
         if let Err(e) = cfg.validate() {
             bail!("browser options: {e}");
         }
@@ -157,6 +175,12 @@ mod tests {
             "0.5",
             "--jpeg-quality",
             "60",
+            "--per-domain-sessions",
+            "2",
+            "--per-domain-rps",
+            "5",
+            "--user-agent",
+            "surfgym-test/1",
         ]);
         let mut cfg = PoolConfig::new("/usr/bin/chromium");
         cli.browser.apply(&mut cfg).unwrap();
@@ -170,6 +194,16 @@ mod tests {
         assert_eq!(cfg.device_scale_factor, 1.5);
         assert_eq!(cfg.screenshot_scale, 0.5);
         assert_eq!(cfg.jpeg_quality, 60);
+        assert_eq!(cfg.politeness.contexts_per_domain, Some(2));
+        assert_eq!(cfg.politeness.requests_per_sec, Some(5.0));
+        assert_eq!(cfg.politeness.burst, 4);
+        assert_eq!(cfg.user_agent.as_deref(), Some("surfgym-test/1"));
+        let bad = Cli::parse_from(["x", "--per-domain-rps", "0"]);
+        let err = bad.browser.apply(&mut PoolConfig::new("/usr/bin/chromium"));
+        assert!(
+            err.unwrap_err().to_string().contains("requests_per_sec"),
+            "names the setting"
+        );
 
         for shape in ["1280", "1280x", "wide x 720", "0.5x720"] {
             let err = Cli::try_parse_from(["x", "--viewport", shape])

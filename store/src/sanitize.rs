@@ -102,6 +102,7 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         credit: r.credit,
         duration: r.duration,
         judge_time: r.judge_time,
+        politeness_wait: r.politeness_wait,
         judge_calls: r.judge_calls,
         judge_facts: r.judge_facts,
         judge_exhaustive_calls: r.judge_exhaustive_calls,

@@ -54,9 +54,16 @@ pub async fn campaign_events(
 
 /// `GET /metrics`: the engine's counters, gauges and latency histograms.
 pub async fn metrics(State(state): State<AppState>) -> Response {
+    let mut politeness = String::new();
     if let Some(stats) = state.engine.pool_stats() {
         metrics::METRICS.pool_leased.set(stats.leased as i64);
         metrics::METRICS.pool_capacity.set(stats.capacity as i64);
+        let p = stats.politeness;
+        politeness = politeness_text(
+            [p.context_waits, p.request_waits],
+            [p.context_wait_ms, p.request_wait_ms],
+            p.retry_afters,
+        );
     }
     (
         [(
@@ -65,12 +72,36 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         )],
         metrics::METRICS.render()
             + &sessions_text(&state.engine)
+            + &politeness
             + &crate::training::metrics_text(state.engine.store()).await,
     )
         .into_response()
 }
 
 /// Environment sessions open on this server, and its limit.
+/// What politeness per domain made wait (`--per-domain-sessions`, `--per-domain-rps`).
+/// `waits` and `wait_ms` of leases, then of requests.
+fn politeness_text(waits: [u64; 2], wait_ms: [u64; 2], retry_afters: u64) -> String {
+    format!(
+        "# HELP surfgym_politeness_waits_total Leases (kind=session) and requests (kind=request) held by politeness per domain.\n\
+         # TYPE surfgym_politeness_waits_total counter\n\
+         surfgym_politeness_waits_total{{kind=\"session\"}} {}\n\
+         surfgym_politeness_waits_total{{kind=\"request\"}} {}\n\
+         # HELP surfgym_politeness_wait_seconds_total Time they were held.\n\
+         # TYPE surfgym_politeness_wait_seconds_total counter\n\
+         surfgym_politeness_wait_seconds_total{{kind=\"session\"}} {:.3}\n\
+         surfgym_politeness_wait_seconds_total{{kind=\"request\"}} {:.3}\n\
+         # HELP surfgym_politeness_retry_after_total Retry-After answers honoured.\n\
+         # TYPE surfgym_politeness_retry_after_total counter\n\
+         surfgym_politeness_retry_after_total {}\n",
+        waits[0],
+        waits[1],
+        wait_ms[0] as f64 / 1000.0,
+        wait_ms[1] as f64 / 1000.0,
+        retry_afters
+    )
+}
+
 fn sessions_text(engine: &engine::Engine) -> String {
     format!(
         "# HELP surfgym_sessions_open Environment sessions open on this server.\n\

@@ -1,7 +1,10 @@
-//! The URL policy at the browser's own door: browser-level `Fetch` interception of every
-//! document request (main frames, frames, and tabs the pages open) in every context, so a
-//! denied URL is never requested, not even as a popup's first navigation (a tab's own
-//! interception can only start once the tab exists and is attached, after that request).
+//! The URL policy and politeness at the browser's own door: browser-level `Fetch`
+//! interception of every document request (main frames, frames, and tabs the pages open)
+//! in every context, so a denied URL is never requested, not even as a popup's first
+//! navigation (a tab's own interception can only start once the tab exists and is
+//! attached, after that request). With a request rate per domain, every request is held
+//! here until its domain has a token; with any politeness limit, documents' answers are
+//! read for a 429's or 503's `Retry-After` (see `politeness.rs`).
 //!
 //! A refused request is recorded as a `blocked` page event in the session whose tab or
 //! frame made it; sessions register here by browser context, and are known by their event
@@ -21,6 +24,7 @@ use futures::StreamExt;
 use super::launch::Chromium;
 use crate::error::PoolError;
 use crate::events::{EventLog, PageEvent};
+use crate::politeness::{Domains, parse_retry_after};
 use crate::url_policy::UrlPolicy;
 
 /// Whether a frame or tab id belongs to a session.
@@ -59,12 +63,37 @@ impl Gate {
     }
 }
 
-/// Starts interception on `live` and answers paused requests by `urls` until the
-/// browser's connection ends, reporting refusals to the sessions registered in `gate`.
+/// What the gate intercepts: documents' requests always (the URL policy), every request
+/// with a rate to keep, documents' answers with any politeness limit.
+fn patterns(domains: &Domains) -> Vec<RequestPattern> {
+    let request = |resource_type| RequestPattern {
+        url_pattern: Some("*".into()),
+        resource_type,
+        request_stage: Some(fetch::RequestStage::Request),
+    };
+    let mut out = vec![if domains.config().gates_requests() {
+        request(None)
+    } else {
+        request(Some(ResourceType::Document))
+    }];
+    if domains.config().is_on() {
+        out.push(RequestPattern {
+            url_pattern: Some("*".into()),
+            resource_type: Some(ResourceType::Document),
+            request_stage: Some(fetch::RequestStage::Response),
+        });
+    }
+    out
+}
+
+/// Starts interception on `live` and answers paused requests by `urls` and `domains`
+/// until the browser's connection ends, reporting refusals to the sessions registered in
+/// `gate`.
 pub(crate) async fn open(
     live: &Arc<Chromium>,
     gate: &Arc<Gate>,
     urls: UrlPolicy,
+    domains: Arc<Domains>,
 ) -> Result<(), PoolError> {
     let mut paused = {
         let browser = live.browser.read().await;
@@ -72,14 +101,9 @@ pub(crate) async fn open(
             .event_listener::<EventRequestPaused>()
             .await
             .map_err(|e| PoolError::from_cdp("event listener", e))?;
-        let pattern = RequestPattern {
-            url_pattern: Some("*".into()),
-            resource_type: Some(ResourceType::Document),
-            request_stage: Some(fetch::RequestStage::Request),
-        };
         browser
             .execute(fetch::EnableParams {
-                patterns: Some(vec![pattern]),
+                patterns: Some(patterns(&domains)),
                 handle_auth_requests: None,
             })
             .await
@@ -92,7 +116,13 @@ pub(crate) async fn open(
     tokio::spawn(async move {
         while let Some(ev) = paused.next().await {
             // One at a time would make every context's navigation wait for the others'.
-            tokio::spawn(answer(weak.clone(), gate.clone(), ev, urls.clone()));
+            tokio::spawn(answer(
+                weak.clone(),
+                gate.clone(),
+                ev,
+                urls.clone(),
+                domains.clone(),
+            ));
         }
     });
     Ok(())
@@ -103,11 +133,35 @@ async fn answer(
     gate: Arc<Gate>,
     ev: Arc<EventRequestPaused>,
     urls: Arc<UrlPolicy>,
+    domains: Arc<Domains>,
 ) {
+    if let Some(status) = ev.response_status_code {
+        // A document's answer: only read.
+        if matches!(status, 429 | 503)
+            && let Some(after) = ev
+                .response_headers
+                .iter()
+                .flatten()
+                .find(|h| h.name.eq_ignore_ascii_case("retry-after"))
+                .and_then(|h| parse_retry_after(&h.value, std::time::SystemTime::now()))
+        {
+            domains.retry_after(&ev.request.url, after);
+        }
+    }
+    let checked = if ev.resource_type == ResourceType::Document && ev.response_status_code.is_none()
+    {
+        urls.check(&ev.request.url)
+    } else {
+        Ok(())
+    };
+    if checked.is_ok() && ev.response_status_code.is_none() && domains.config().is_on() {
+        // Held outside the browser's lock: others' requests go on meanwhile.
+        domains.request(&ev.request.url).await;
+    }
     let Some(live) = live.upgrade() else {
         return;
     };
-    let call = match urls.check(&ev.request.url) {
+    let call = match checked {
         Ok(()) => live
             .browser
             .read()

@@ -101,6 +101,9 @@ impl Chromium {
         for feature in DISABLED_FEATURES {
             builder = builder.arg(("disable-features", *feature));
         }
+        if let Some(ua) = &cfg.user_agent {
+            builder = builder.arg(("user-agent", ua.as_str()));
+        }
         for extra in &cfg.extra_args {
             builder = match extra.split_once('=') {
                 Some((k, v)) => builder.arg((k, v)),

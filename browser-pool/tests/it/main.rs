@@ -9,5 +9,6 @@ mod hostile;
 mod hostile_browsers;
 mod hostile_network;
 mod landing;
+mod politeness;
 mod pool;
 mod settling;

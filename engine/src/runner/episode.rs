@@ -193,6 +193,9 @@ pub struct Finished {
     pub duration: Duration,
     /// What its pages rendered at (the session's screen).
     pub screen: Screen,
+    /// Of `duration`, the wait for a session slot on its start domain (`None`: the pool
+    /// caps no domain's sessions).
+    pub politeness_wait: Option<Duration>,
 }
 
 /// Runs a task's setup actions in its episode's fresh context, then forgets them: the
@@ -217,7 +220,9 @@ impl Episode {
     /// the task's start page.
     pub async fn open(pool: &BrowserPool, run: EpisodeRun) -> Result<Episode, InfraError> {
         let started = Instant::now();
-        let mut session = pool.lease_with(run.screen.as_ref()).await?;
+        let mut session = pool
+            .lease_for(run.task.start_url.as_str(), run.screen.as_ref())
+            .await?;
         if let Some(Setup::Actions(actions)) = &run.task.setup
             && let Err(e) = prepare(&mut session, actions).await
         {
@@ -526,6 +531,7 @@ impl Episode {
     pub async fn finish(mut self) -> Result<Finished, InfraError> {
         let result = self.capture_end().await;
         let screen = self.session.screen();
+        let politeness_wait = self.session.politeness_wait();
         self.session.close().await;
         let (final_screenshot, snapshot) = result?;
         // Stored only where the environment generated it.
@@ -543,6 +549,7 @@ impl Episode {
             snapshot,
             duration: self.started.elapsed(),
             screen,
+            politeness_wait,
         })
     }
 

@@ -271,6 +271,7 @@ pub(crate) async fn judge_finished(
             credit,
             duration: f.duration,
             judge_time: Some(judge_time),
+            politeness_wait: f.politeness_wait,
             judge_calls,
             judge_facts,
             judge_exhaustive_calls,

@@ -3,12 +3,12 @@
 
 mod common;
 
-mod blocked;
 mod calibration;
 mod check_pages;
 mod episode_pages;
 mod follow;
 mod js_check;
+mod live_web;
 mod model_judge;
 mod onnx;
 mod onnx_paired;

@@ -117,6 +117,9 @@ pub struct EpisodeRecord {
     pub duration: Duration,
     /// Time the judge took (`None`: not measured).
     pub judge_time: Option<Duration>,
+    /// Of `duration`, the wait for a session slot on the start domain (`None`: the pool
+    /// capped nothing).
+    pub politeness_wait: Option<Duration>,
     /// Model-judge calls made (questions asked: not cache hits, not blocking pages).
     pub judge_calls: i32,
     /// Facts in the rubric that need the model judge.
@@ -164,7 +167,7 @@ impl Store {
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
                 score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18,
-                visited_urls = $19, judge_error = $20, judge_ms = $21
+                visited_urls = $19, judge_error = $20, judge_ms = $21, politeness_ms = $22
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -188,6 +191,7 @@ impl Store {
         .bind(&rec.visited_urls)
         .bind(&rec.judge_error)
         .bind(rec.judge_time.map(ms))
+        .bind(rec.politeness_wait.map(ms))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {

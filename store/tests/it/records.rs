@@ -93,6 +93,7 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         credit: rubrics::Credit::Exact(1.0),
         duration: Duration::from_millis(5),
         judge_time: Some(Duration::from_millis(2)),
+        politeness_wait: Some(Duration::from_millis(7)),
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,
@@ -148,6 +149,7 @@ async fn only_the_lease_holder_stores_an_episode_and_only_once(pool: PgPool) {
     assert_eq!((episodes, steps, verdicts), (2, 3, 1));
     let detail = store.get_episode(a.id).await.unwrap().unwrap();
     assert_eq!(detail.summary.status, store::EpisodeStatus::Finished);
+    assert_eq!(detail.summary.politeness_ms, Some(7), "the politeness wait");
     assert_eq!(detail.steps.len(), 3);
     assert_eq!(detail.steps[2].idx, 2);
     assert_eq!(detail.steps[0].core.logprob, Some(-0.5));

@@ -314,6 +314,7 @@ fn finished(id: uuid::Uuid, success: bool) -> store::EpisodeRecord {
         credit: rubrics::Credit::Exact(if success { 1.0 } else { 0.0 }),
         duration: std::time::Duration::from_millis(3),
         judge_time: None,
+        politeness_wait: None,
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,

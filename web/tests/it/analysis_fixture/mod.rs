@@ -148,6 +148,7 @@ fn record(id: Uuid, o: Outcome) -> EpisodeRecord {
         credit: rubrics::Credit::Exact(if o.success { 1.0 } else { 0.25 }),
         duration: Duration::from_millis(1000 * o.steps as u64),
         judge_time: Some(Duration::from_millis(15)),
+        politeness_wait: None,
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,

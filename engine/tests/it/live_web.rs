@@ -1,7 +1,9 @@
-//! Pages that turn the agent away end their episodes as `blocked` with the right reason,
+//! The live web's ways, on a local server that answers like them, in real Chromium:
+//! pages that turn the agent away end their episodes as `blocked` with the right reason,
 //! an infrastructure outcome (retried, never scored, listed by site in triage), while an
-//! ordinary failure stays the agent's: in real Chromium against a local server that
-//! answers like the live web's walls (a CAPTCHA, a bot wall, 403, 429, a login wall).
+//! ordinary failure stays the agent's (a CAPTCHA, a bot wall, 403, 429, a login wall); and
+//! a domain's session cap makes a campaign's episodes wait their turn, each storing its
+//! wait.
 
 use crate::common;
 
@@ -280,5 +282,59 @@ async fn walls_end_as_blocked_with_their_reason_and_ordinary_failures_stay_failu
         assert_eq!(*success, Some(false), "{task}");
         assert_eq!(*error, None, "{task}");
     }
+    engine.shutdown().await;
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn a_capped_domain_runs_a_campaign_in_turn_and_each_episode_stores_its_wait(pool: PgPool) {
+    let port = serve().await;
+    let (engine, _sites) = common::engine_observing(
+        pool,
+        vec![],
+        engine::RunnerConfig::for_this_process(),
+        |cfg| {
+            cfg.contexts_per_browser = 4;
+            cfg.politeness.contexts_per_domain = Some(1);
+        },
+    )
+    .await;
+    let start = format!("http://127.0.0.1:{port}/plain.html");
+    task(
+        &engine,
+        "plain",
+        "Buy a mug.",
+        start,
+        &["click(css=\"#buy\")", "stop()"],
+    )
+    .await;
+    let id = engine
+        .create_campaign(CampaignSpec {
+            policy: Some("scripted".into()),
+            tasks: Some(TaskFilter {
+                ids: vec!["plain".into()],
+                ..Default::default()
+            }),
+            rollouts_per_task: Some(4),
+            concurrency: Some(4),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine.run_campaign(id).await.unwrap();
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap();
+    assert_eq!(eps.len(), 4);
+    let mut waits: Vec<i32> = eps.iter().map(|e| e.politeness_ms.unwrap()).collect();
+    waits.sort();
+    // One at a time: the first went straight in, the others waited for one, two, three
+    // episodes before them.
+    assert_eq!(waits[0], 0, "{waits:?}");
+    assert!(waits[1] > 0, "{waits:?}");
+    assert!(waits[3] >= 2 * waits[1], "{waits:?}");
+    let stats = engine.pool_stats().unwrap().politeness;
+    assert!(stats.context_waits >= 3, "{stats:?}");
     engine.shutdown().await;
 }
