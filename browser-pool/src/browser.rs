@@ -74,14 +74,13 @@ impl LiveBrowser {
             standby: Default::default(),
             gate: Default::default(),
         });
-        if !cfg.urls.is_open() || cfg.politeness.is_on() {
-            gate::open(
-                &live.chromium,
-                &live.gate,
-                cfg.urls.clone(),
-                domains.clone(),
-            )
-            .await?;
+        if !cfg.urls.is_open() || cfg.politeness.is_on() || cfg.capture_traffic {
+            let rules = gate::Rules {
+                urls: cfg.urls.clone(),
+                domains: domains.clone(),
+                capture: cfg.capture_traffic,
+            };
+            gate::open(&live.chromium, &live.gate, rules).await?;
         }
         Ok(live)
     }

@@ -85,6 +85,13 @@ pub struct PoolConfig {
     pub extra_args: Vec<String>,
     /// Limits per domain: sessions at once, requests per second, `Retry-After`.
     pub politeness: Politeness,
+    /// Every request and response passes the browsers' gate, so that sessions can record
+    /// them or be answered from a recording ([`Session::record_traffic`],
+    /// [`Session::replay_traffic`]); each request costs a round trip more.
+    ///
+    /// [`Session::record_traffic`]: crate::Session::record_traffic
+    /// [`Session::replay_traffic`]: crate::Session::replay_traffic
+    pub capture_traffic: bool,
     /// The user agent every page sends and sees (`navigator.userAgent`); Chromium's own
     /// when `None`.
     pub user_agent: Option<String>,
@@ -154,6 +161,7 @@ impl PoolConfig {
             extra_args: Vec::new(),
             politeness: Politeness::none(),
             user_agent: None,
+            capture_traffic: false,
         }
     }
 

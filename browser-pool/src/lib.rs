@@ -31,6 +31,7 @@ pub mod marks;
 mod politeness;
 mod pool;
 mod session;
+mod traffic;
 mod url_policy;
 
 // The action and observation spaces live in `spaces`; these keep their paths here.
@@ -47,4 +48,6 @@ pub use observation::{Element, Observation, PageSignals, Rect, Screenshot, Scrol
 pub use politeness::{DomainPermit, Politeness, PolitenessStats, domain_of};
 pub use pool::{BrowserPool, PoolStats};
 pub use session::{ActReport, ElementState, Session};
+pub use traffic::har::{HarError, from_har, to_har};
+pub use traffic::{Exchange, Recording, Unmatched, VOLATILE_PARAMS};
 pub use url_policy::UrlPolicy;

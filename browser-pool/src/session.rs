@@ -29,10 +29,12 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
 use crate::browser::LiveBrowser;
+use crate::browser::gate::Registered;
 use crate::config::{PoolConfig, PoolScreen};
 use crate::error::PoolError;
 use crate::events::EventLog;
 use crate::politeness::DomainPermit;
+use crate::traffic::{Exchange, Recording, Traffic, Unmatched};
 use signals::{OurTab, TabSignals, watch_context};
 use tab::Tab;
 
@@ -99,6 +101,8 @@ pub struct Session {
     permit: Option<OwnedSemaphorePermit>,
     /// The session's slot on its start domain, and how long the lease waited for it.
     domain: Option<(DomainPermit, Duration)>,
+    /// Whether its exchanges are recorded or answered from a recording.
+    traffic: Arc<Traffic>,
     action_seq: u64,
     /// An action whose document mark (`js::prepare`) rides along with its target's
     /// resolution, saving a round trip; 0: none pending.
@@ -132,13 +136,17 @@ impl Session {
             .insert(first.target.inner().clone(), OurTab::of(&first));
         let downloads = Arc::new(AtomicU64::new(0));
         let tabs = signals.clone();
+        let traffic = Arc::new(Traffic::default());
         browser.gate.register(
             context.inner(),
-            events.clone(),
-            Box::new(move |frame| {
-                let s = tabs.lock().unwrap_or_else(|p| p.into_inner());
-                s.has_frame(frame) || s.opened.iter().any(|(t, _)| t.inner() == frame)
-            }),
+            Registered {
+                events: events.clone(),
+                owns: Box::new(move |frame| {
+                    let s = tabs.lock().unwrap_or_else(|p| p.into_inner());
+                    s.has_frame(frame) || s.opened.iter().any(|(t, _)| t.inner() == frame)
+                }),
+                traffic: traffic.clone(),
+            },
         );
         let watchers = match watch_context(
             &browser,
@@ -165,6 +173,7 @@ impl Session {
             emulate,
             permit: Some(permit),
             domain: None,
+            traffic,
             action_seq: 0,
             pending_prepare: AtomicU64::new(0),
             last_error: None,
@@ -221,6 +230,53 @@ impl Session {
     /// policy's output is not a valid action).
     pub fn report_error(&mut self, message: impl Into<String>) {
         self.last_error = Some(message.into());
+    }
+
+    /// Records every exchange of the session's pages from now on (see
+    /// [`take_traffic`](Self::take_traffic)). Needs a pool that captures traffic.
+    pub fn record_traffic(&self) -> Result<(), PoolError> {
+        self.captures()?;
+        self.traffic.record();
+        Ok(())
+    }
+
+    /// Answers every request of the session's pages from `recording` from now on; what it
+    /// lacks is answered as `unmatched` says and counted
+    /// ([`unmatched_requests`](Self::unmatched_requests)). Needs a pool that captures
+    /// traffic.
+    pub fn replay_traffic(
+        &self,
+        recording: Arc<Recording>,
+        unmatched: Unmatched,
+    ) -> Result<(), PoolError> {
+        self.captures()?;
+        self.traffic.replay(recording, unmatched);
+        Ok(())
+    }
+
+    /// The exchanges recorded since the last call, in the order their responses came.
+    pub fn take_traffic(&self) -> Vec<Exchange> {
+        self.traffic.take()
+    }
+
+    /// Requests a replay could not answer from its recording.
+    pub fn unmatched_requests(&self) -> u64 {
+        self.traffic.unmatched()
+    }
+
+    /// The URLs of the first 50 of them.
+    pub fn unmatched_urls(&self) -> Vec<String> {
+        self.traffic.unmatched_urls()
+    }
+
+    fn captures(&self) -> Result<(), PoolError> {
+        if self.cfg.capture_traffic {
+            Ok(())
+        } else {
+            Err(PoolError::Config(
+                "recording or replaying traffic needs a pool started with capture_traffic (--capture-traffic)".into(),
+            ))
+        }
     }
 
     /// Keeps a slot on the session's start domain until the session closes.

@@ -4,7 +4,10 @@
 //! navigation (a tab's own interception can only start once the tab exists and is
 //! attached, after that request). With a request rate per domain, every request is held
 //! here until its domain has a token; with any politeness limit, documents' answers are
-//! read for a 429's or 503's `Retry-After` (see `politeness.rs`).
+//! read for a 429's or 503's `Retry-After` (see `politeness.rs`). In a pool that
+//! captures traffic, every request and response passes here, so that a session can record
+//! them or have them answered from a recording (`traffic.rs`; the CDP calls in
+//! `gate/exchange.rs`).
 //!
 //! A refused request is recorded as a `blocked` page event in the session whose tab or
 //! frame made it; sessions register here by browser context, and are known by their event
@@ -14,9 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use chromiumoxide::cdp::browser_protocol::fetch::{
-    self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
-};
+use chromiumoxide::cdp::browser_protocol::fetch::{self, EventRequestPaused, RequestPattern};
 use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
 use chromiumoxide::cdp::browser_protocol::target::{GetTargetInfoParams, TargetId};
 use futures::StreamExt;
@@ -25,21 +26,39 @@ use super::launch::Chromium;
 use crate::error::PoolError;
 use crate::events::{EventLog, PageEvent};
 use crate::politeness::{Domains, parse_retry_after};
+use crate::traffic::{Answer, Traffic};
 use crate::url_policy::UrlPolicy;
+
+mod exchange;
 
 /// Whether a frame or tab id belongs to a session.
 pub(crate) type Owns = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// What the gate knows of a session: where its refusals are reported, what frames are
+/// its, its traffic mode.
+pub(crate) struct Registered {
+    pub(crate) events: EventLog,
+    pub(crate) owns: Owns,
+    pub(crate) traffic: Arc<Traffic>,
+}
+
+/// A session as one request sees it.
+#[derive(Clone)]
+struct Owner {
+    events: EventLog,
+    traffic: Arc<Traffic>,
+}
+
 /// The sessions of one browser, by browser context id, for reporting refused requests.
 #[derive(Default)]
 pub(crate) struct Gate {
-    sessions: Mutex<HashMap<String, (EventLog, Owns)>>,
+    sessions: Mutex<HashMap<String, Registered>>,
 }
 
 impl Gate {
     /// Reports requests of `context` (and of the frames and tabs `owns` claims) to `events`.
-    pub(crate) fn register(&self, context: &str, events: EventLog, owns: Owns) {
-        self.lock().insert(context.to_string(), (events, owns));
+    pub(crate) fn register(&self, context: &str, session: Registered) {
+        self.lock().insert(context.to_string(), session);
     }
 
     /// Forgets a context.
@@ -47,43 +66,61 @@ impl Gate {
         self.lock().remove(context);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (EventLog, Owns)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Registered>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn by_frame(&self, frame: &str) -> Option<EventLog> {
+    fn by_frame(&self, frame: &str) -> Option<Owner> {
         self.lock()
             .values()
-            .find(|(_, owns)| owns(frame))
-            .map(|(log, _)| log.clone())
+            .find(|r| (r.owns)(frame))
+            .map(Owner::of)
     }
 
-    fn by_context(&self, context: &str) -> Option<EventLog> {
-        self.lock().get(context).map(|(log, _)| log.clone())
+    fn by_context(&self, context: &str) -> Option<Owner> {
+        self.lock().get(context).map(Owner::of)
+    }
+}
+
+impl Owner {
+    fn of(r: &Registered) -> Owner {
+        Owner {
+            events: r.events.clone(),
+            traffic: r.traffic.clone(),
+        }
     }
 }
 
 /// What the gate intercepts: documents' requests always (the URL policy), every request
-/// with a rate to keep, documents' answers with any politeness limit.
-fn patterns(domains: &Domains) -> Vec<RequestPattern> {
-    let request = |resource_type| RequestPattern {
+/// with a rate to keep, documents' answers with any politeness limit; everything at both
+/// stages in a pool that captures traffic.
+fn patterns(domains: &Domains, capture: bool) -> Vec<RequestPattern> {
+    let pattern = |resource_type, stage| RequestPattern {
         url_pattern: Some("*".into()),
         resource_type,
-        request_stage: Some(fetch::RequestStage::Request),
+        request_stage: Some(stage),
     };
+    let (request, response) = (fetch::RequestStage::Request, fetch::RequestStage::Response);
+    if capture {
+        return vec![pattern(None, request), pattern(None, response)];
+    }
     let mut out = vec![if domains.config().gates_requests() {
-        request(None)
+        pattern(None, request)
     } else {
-        request(Some(ResourceType::Document))
+        pattern(Some(ResourceType::Document), request)
     }];
     if domains.config().is_on() {
-        out.push(RequestPattern {
-            url_pattern: Some("*".into()),
-            resource_type: Some(ResourceType::Document),
-            request_stage: Some(fetch::RequestStage::Response),
-        });
+        out.push(pattern(Some(ResourceType::Document), response));
     }
     out
+}
+
+/// What the gate answers by, besides its sessions.
+pub(crate) struct Rules {
+    pub(crate) urls: UrlPolicy,
+    pub(crate) domains: Arc<Domains>,
+    /// Every request and response passes the gate (record and replay).
+    pub(crate) capture: bool,
 }
 
 /// Starts interception on `live` and answers paused requests by `urls` and `domains`
@@ -92,8 +129,7 @@ fn patterns(domains: &Domains) -> Vec<RequestPattern> {
 pub(crate) async fn open(
     live: &Arc<Chromium>,
     gate: &Arc<Gate>,
-    urls: UrlPolicy,
-    domains: Arc<Domains>,
+    rules: Rules,
 ) -> Result<(), PoolError> {
     let mut paused = {
         let browser = live.browser.read().await;
@@ -103,7 +139,7 @@ pub(crate) async fn open(
             .map_err(|e| PoolError::from_cdp("event listener", e))?;
         browser
             .execute(fetch::EnableParams {
-                patterns: Some(patterns(&domains)),
+                patterns: Some(patterns(&rules.domains, rules.capture)),
                 handle_auth_requests: None,
             })
             .await
@@ -112,17 +148,11 @@ pub(crate) async fn open(
     };
     let weak = Arc::downgrade(live);
     let gate = gate.clone();
-    let urls = Arc::new(urls);
+    let rules = Arc::new(rules);
     tokio::spawn(async move {
         while let Some(ev) = paused.next().await {
             // One at a time would make every context's navigation wait for the others'.
-            tokio::spawn(answer(
-                weak.clone(),
-                gate.clone(),
-                ev,
-                urls.clone(),
-                domains.clone(),
-            ));
+            tokio::spawn(answer(weak.clone(), gate.clone(), ev, rules.clone()));
         }
     });
     Ok(())
@@ -132,77 +162,106 @@ async fn answer(
     live: Weak<Chromium>,
     gate: Arc<Gate>,
     ev: Arc<EventRequestPaused>,
-    urls: Arc<UrlPolicy>,
-    domains: Arc<Domains>,
+    rules: Arc<Rules>,
 ) {
-    if let Some(status) = ev.response_status_code {
-        // A document's answer: only read.
-        if matches!(status, 429 | 503)
-            && let Some(after) = ev
-                .response_headers
-                .iter()
-                .flatten()
-                .find(|h| h.name.eq_ignore_ascii_case("retry-after"))
-                .and_then(|h| parse_retry_after(&h.value, std::time::SystemTime::now()))
-        {
-            domains.retry_after(&ev.request.url, after);
-        }
-    }
-    let checked = if ev.resource_type == ResourceType::Document && ev.response_status_code.is_none()
-    {
-        urls.check(&ev.request.url)
-    } else {
-        Ok(())
-    };
-    if checked.is_ok() && ev.response_status_code.is_none() && domains.config().is_on() {
-        // Held outside the browser's lock: others' requests go on meanwhile.
-        domains.request(&ev.request.url).await;
-    }
     let Some(live) = live.upgrade() else {
         return;
     };
-    let call = match checked {
-        Ok(()) => live
-            .browser
-            .read()
-            .await
-            .execute(ContinueRequestParams::new(ev.request_id.clone()))
-            .await
-            .map(|_| ()),
-        Err(reason) => {
-            // Recorded before the page learns of it, so the observation that follows the
-            // failed navigation has the event.
-            let event = PageEvent::Blocked {
-                url: ev.request.url.clone(),
-                reason,
-            };
-            match owner(&live, &gate, ev.frame_id.inner()).await {
-                Some(log) => log.push(event),
-                None => tracing::debug!(url = ev.request.url, "refused a request of no session"),
-            }
-            live.browser
-                .read()
-                .await
-                .execute(FailRequestParams::new(
-                    ev.request_id.clone(),
-                    ErrorReason::BlockedByClient,
-                ))
-                .await
-                .map(|_| ())
-        }
+    let call = if ev.response_status_code.is_some() || ev.response_error_reason.is_some() {
+        at_response(&live, &gate, &ev, &rules).await
+    } else {
+        at_request(&live, &gate, &ev, &rules).await
     };
     if let Err(e) = call {
         tracing::debug!(error = %e, "answering a paused request failed");
     }
 }
 
-/// The event log of the session that made a request from `frame`: a frame or tab it
-/// knows, else (a tab so new its session has not heard of it) the tab's context. The
-/// browser's lock is held only for the one call, never across the wait below (a recycle
-/// waits for it).
-async fn owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<EventLog> {
-    if let Some(log) = gate.by_frame(frame) {
-        return Some(log);
+/// A response: read for `Retry-After`, recorded where its session records, let go.
+async fn at_response(
+    live: &Chromium,
+    gate: &Gate,
+    ev: &EventRequestPaused,
+    rules: &Rules,
+) -> Result<(), chromiumoxide::error::CdpError> {
+    if let Some(status) = ev.response_status_code
+        && matches!(status, 429 | 503)
+        && let Some(after) = ev
+            .response_headers
+            .iter()
+            .flatten()
+            .find(|h| h.name.eq_ignore_ascii_case("retry-after"))
+            .and_then(|h| parse_retry_after(&h.value, std::time::SystemTime::now()))
+    {
+        rules.domains.retry_after(&ev.request.url, after);
+    }
+    if rules.capture
+        && ev.response_status_code.is_some()
+        && let Some(o) = owner(live, gate, ev.frame_id.inner()).await
+        && o.traffic.recording()
+    {
+        o.traffic.push(exchange::read(live, ev).await);
+    }
+    exchange::go_on(live, ev).await
+}
+
+/// A request: refused by the URL policy, held by politeness, answered from a recording or
+/// let go.
+async fn at_request(
+    live: &Chromium,
+    gate: &Gate,
+    ev: &EventRequestPaused,
+    rules: &Rules,
+) -> Result<(), chromiumoxide::error::CdpError> {
+    let checked = if ev.resource_type == ResourceType::Document {
+        rules.urls.check(&ev.request.url)
+    } else {
+        Ok(())
+    };
+    if let Err(reason) = checked {
+        // Recorded before the page learns of it, so the observation that follows the
+        // failed navigation has the event.
+        let event = PageEvent::Blocked {
+            url: ev.request.url.clone(),
+            reason,
+        };
+        match owner(live, gate, ev.frame_id.inner()).await {
+            Some(o) => o.events.push(event),
+            None => tracing::debug!(url = ev.request.url, "refused a request of no session"),
+        }
+        return exchange::fail(live, ev, ErrorReason::BlockedByClient).await;
+    }
+    let answer = match rules.capture {
+        true => match owner(live, gate, ev.frame_id.inner()).await {
+            Some(o) => {
+                let body = exchange::request_body(ev);
+                o.traffic
+                    .answer(&ev.request.method, &ev.request.url, body.as_deref())
+            }
+            None => Answer::Continue,
+        },
+        false => Answer::Continue,
+    };
+    match answer {
+        Answer::Fulfill(e) => exchange::fulfill(live, ev, &e).await,
+        Answer::Fail => exchange::fail(live, ev, ErrorReason::InternetDisconnected).await,
+        Answer::NotFound => exchange::not_found(live, ev).await,
+        Answer::Continue => {
+            if rules.domains.config().is_on() {
+                // Held outside the browser's lock: others' requests go on meanwhile.
+                rules.domains.request(&ev.request.url).await;
+            }
+            exchange::go_on(live, ev).await
+        }
+    }
+}
+
+/// The session that made a request from `frame`: a frame or tab it knows, else (a tab so
+/// new its session has not heard of it) the tab's context. The browser's lock is held
+/// only for the one call, never across the wait below (a recycle waits for it).
+async fn owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<Owner> {
+    if let Some(o) = gate.by_frame(frame) {
+        return Some(o);
     }
     // A tab's main frame has the tab's id.
     let info = live
@@ -215,9 +274,9 @@ async fn owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<EventLog> {
         .await;
     if let Ok(info) = info
         && let Some(context) = &info.result.target_info.browser_context_id
-        && let Some(log) = gate.by_context(context.inner())
+        && let Some(o) = gate.by_context(context.inner())
     {
-        return Some(log);
+        return Some(o);
     }
     // A frame attached a moment ago: its session learns of it from its own events.
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -12,3 +12,4 @@ mod landing;
 mod politeness;
 mod pool;
 mod settling;
+mod traffic;
