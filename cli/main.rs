@@ -18,7 +18,8 @@ use clap::{Parser, Subcommand};
 
 use crate::args::Common;
 use crate::cmd::{
-    campaign, demo, export, judge, observe, run, serve, serve_policy, tasks, token, train, worker,
+    campaign, demo, export, har, judge, observe, run, serve, serve_policy, tasks, token, train,
+    worker,
 };
 
 /// A web-agent RL gym: real Chromium, rubric judges, Postgres, a replay dashboard.
@@ -72,6 +73,9 @@ enum Command {
     /// API tokens: create (printed once), list, revoke.
     #[command(subcommand)]
     Token(token::TokenCommand),
+    /// Recordings of web state as HAR files: export, import, list.
+    #[command(subcommand)]
+    Har(har::HarCommand),
 }
 
 fn init_tracing() {
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
             Command::Train(t) => train::run(&cli.common, t).await,
             Command::Db(d) => cmd::db::run(&cli.common, d).await,
             Command::Token(t) => token::run(&cli.common, t).await,
+            Command::Har(h) => har::run(&cli.common, h).await,
         }
     });
     match result {

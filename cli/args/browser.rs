@@ -76,6 +76,10 @@ pub struct BrowserArgs {
     /// Politeness: requests a domain may get at once before --per-domain-rps applies.
     #[arg(long, default_value_t = 4, global = true)]
     pub per_domain_burst: u32,
+    /// Every request and response passes the browsers' gate, so that campaigns can record
+    /// their traffic or replay a recording (`run --record`, `run --replay` turn it on).
+    #[arg(long, global = true)]
+    pub capture_traffic: bool,
     /// The user agent pages see (launched browsers; a remote browser keeps its own).
     #[arg(long, global = true)]
     pub user_agent: Option<String>,
@@ -124,6 +128,7 @@ impl BrowserArgs {
         cfg.politeness.requests_per_sec = self.per_domain_rps;
         cfg.politeness.burst = self.per_domain_burst;
         cfg.user_agent = self.user_agent.clone();
+        cfg.capture_traffic = self.capture_traffic;
         if let Err(e) = cfg.validate() {
             bail!("browser options: {e}");
         }

@@ -8,6 +8,7 @@ pub mod db;
 pub mod demo;
 mod demo_train;
 pub mod export;
+pub mod har;
 pub mod judge;
 pub mod judge_random;
 pub mod observe;

@@ -38,6 +38,18 @@ pub struct RunArgs {
     /// agent's failures instead of ending their episodes as blocked (retried, not scored).
     #[arg(long)]
     pub score_blocked: bool,
+    /// Record every exchange of the episodes' pages into a recording with the campaign's
+    /// id (export it with `surfgym har export ID`).
+    #[arg(long, conflicts_with = "replay")]
+    pub record: bool,
+    /// Answer the pages' requests from this recording instead of the network (a recording
+    /// campaign's id, or `surfgym har import`'s).
+    #[arg(long)]
+    pub replay: Option<uuid::Uuid>,
+    /// What a replay does with a request its recording lacks: fail (as if offline),
+    /// not_found (a 404 page) or network (let it through).
+    #[arg(long, requires = "replay", value_parser = ["fail", "not_found", "network"])]
+    pub replay_unmatched: Option<String>,
     /// Base seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -62,7 +74,10 @@ pub async fn run_here(env: &Env, spec: CampaignSpec) -> anyhow::Result<Uuid> {
 
 /// `surfgym run`.
 pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let env = environment(common, args.sites_port).await?;
+    let mut common = common.clone();
+    // Recording and replaying happen at the browsers' gate.
+    common.browser.capture_traffic |= args.record || args.replay.is_some();
+    let env = environment(&common, args.sites_port).await?;
     let spec = CampaignSpec {
         name: args.name,
         tasks: Some(args.tasks.filter()),
@@ -72,6 +87,9 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         max_steps: args.max_steps,
         answer_checks: Some(args.answer_checks),
         detect_blocks: Some(!args.score_blocked),
+        record: Some(args.record),
+        replay: args.replay,
+        replay_unmatched: args.replay_unmatched,
         seed: Some(args.seed),
         ..Default::default()
     };

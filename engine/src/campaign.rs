@@ -76,6 +76,19 @@ pub struct CampaignSpec {
     /// retried and never scored (default true; false scores such pages as the agent's).
     #[serde(default)]
     pub detect_blocks: Option<bool>,
+    /// Record every exchange of the episodes' pages (requests, responses with bodies) into
+    /// a recording with the campaign's id, to replay later (default false). Needs browsers
+    /// that capture traffic (`--capture-traffic`).
+    #[serde(default)]
+    pub record: Option<bool>,
+    /// Answer every request of the episodes' pages from this recording instead of the
+    /// network (a recording campaign's id, or an imported HAR's).
+    #[serde(default)]
+    pub replay: Option<uuid::Uuid>,
+    /// What a replay does with a request its recording lacks: `fail` (default, as if
+    /// offline), `not_found` (a 404 page) or `network` (let it through).
+    #[serde(default)]
+    pub replay_unmatched: Option<String>,
 }
 
 /// How a campaign schedules its episodes.
@@ -145,6 +158,52 @@ pub struct CampaignConfig {
     /// stored before the setting existed).
     #[serde(default = "yes")]
     pub detect_blocks: bool,
+    /// Whether the episodes' traffic is live, recorded, or replayed (live in campaigns
+    /// stored before the setting existed).
+    #[serde(default)]
+    pub traffic: TrafficPlan,
+}
+
+/// Where a campaign's pages get their answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TrafficPlan {
+    /// From the network.
+    #[default]
+    Live,
+    /// From the network, every exchange recorded into the recording with the campaign's id.
+    Record,
+    /// From a recording.
+    Replay {
+        /// The recording.
+        recording: uuid::Uuid,
+        /// What a request it lacks gets.
+        unmatched: UnmatchedAnswer,
+    },
+}
+
+/// What a replay answers a request its recording lacks with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnmatchedAnswer {
+    /// Failed, as if offline.
+    #[default]
+    Fail,
+    /// A 404 page.
+    NotFound,
+    /// Let through to the network.
+    Network,
+}
+
+impl UnmatchedAnswer {
+    /// The browser pool's name for it.
+    pub fn to_pool(self) -> browser_pool::Unmatched {
+        match self {
+            UnmatchedAnswer::Fail => browser_pool::Unmatched::Fail,
+            UnmatchedAnswer::NotFound => browser_pool::Unmatched::NotFound,
+            UnmatchedAnswer::Network => browser_pool::Unmatched::Network,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -287,6 +346,35 @@ impl CampaignSpec {
                 false
             }
         };
+        let traffic = match (self.record.unwrap_or(false), self.replay) {
+            (false, None) => TrafficPlan::Live,
+            (true, None) => TrafficPlan::Record,
+            (false, Some(recording)) => {
+                let unmatched = match self.replay_unmatched.as_deref() {
+                    None | Some("fail") => UnmatchedAnswer::Fail,
+                    Some("not_found") => UnmatchedAnswer::NotFound,
+                    Some("network") => UnmatchedAnswer::Network,
+                    Some(other) => {
+                        errors.push(err(
+                            "replay_unmatched",
+                            format!("must be fail, not_found or network, not `{other}`"),
+                        ));
+                        UnmatchedAnswer::Fail
+                    }
+                };
+                TrafficPlan::Replay {
+                    recording,
+                    unmatched,
+                }
+            }
+            (true, Some(_)) => {
+                errors.push(err("record", "a campaign cannot record while it replays"));
+                TrafficPlan::Live
+            }
+        };
+        if self.replay_unmatched.is_some() && self.replay.is_none() {
+            errors.push(err("replay_unmatched", "only applies together with replay"));
+        }
         if let Some(screen) = &self.screen {
             for (field, message) in screen.problems() {
                 errors.push(err(&format!("screen.{field}"), message));
@@ -338,6 +426,7 @@ impl CampaignSpec {
             screen: self.screen,
             answer_checks,
             detect_blocks: self.detect_blocks.unwrap_or(true),
+            traffic,
         })
     }
 }

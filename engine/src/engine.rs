@@ -9,7 +9,7 @@ use browser_pool::{BrowserPool, PoolConfig, PoolScreen, Screen};
 use tokio::sync::{Mutex, OnceCell, broadcast, mpsc};
 use uuid::Uuid;
 
-use crate::campaign::{CampaignSpec, episode_seed};
+use crate::campaign::{CampaignSpec, TrafficPlan, episode_seed};
 use crate::drain::{Drain, Drained};
 use crate::error::EngineError;
 use crate::runner::{RunEvent, Runner, RunnerConfig};
@@ -186,6 +186,16 @@ impl Engine {
         config
             .screen
             .get_or_insert_with(|| Screen::of(&self.inner.pool_cfg));
+        if let TrafficPlan::Replay { recording, .. } = config.traffic
+            && self.inner.store.get_recording(recording).await?.is_none()
+        {
+            return Err(EngineError::Invalid(vec![tasks::FieldError {
+                field: "replay".into(),
+                message: format!(
+                    "no recording {recording} (a recording campaign's id, or an imported HAR's: see `surfgym har list`)"
+                ),
+            }]));
+        }
         let tasks = self.inner.store.load_tasks(&config.tasks).await?;
         // Named tasks must all exist: running the ones that do would silently measure
         // something other than what was asked.
@@ -240,6 +250,13 @@ impl Engine {
             .store
             .create_campaign(id, &config.name, &config.policy, &json, &planned)
             .await?;
+        if config.traffic == TrafficPlan::Record {
+            // Before any worker can pick the campaign up: its episodes write into it.
+            self.inner
+                .store
+                .create_recording(id, &config.name, Some(id))
+                .await?;
+        }
         // A full queue only delays pickup: the scheduler also scans for queued campaigns.
         let _ = self.inner.queue.try_send(id);
         Ok(id)

@@ -29,7 +29,7 @@ pub mod sessions;
 mod snapshot;
 
 pub use blocked::{Block, BlockReason};
-pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS};
+pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS, TrafficPlan, UnmatchedAnswer};
 pub use drain::Drained;
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};
 pub use env::{SitesServer, find_miniwob, miniwob_done, miniwob_start, miniwob_task_names};

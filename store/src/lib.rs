@@ -21,6 +21,7 @@ mod card;
 mod episodes;
 pub mod export;
 mod local_sites;
+mod recordings;
 mod run_leases;
 mod runs;
 mod sanitize;
@@ -45,6 +46,7 @@ pub use episodes::{
     EpisodeRecord, EpisodeSummary, StepCore, StepRecord, StepView, VerdictOutcome, VerdictRecord,
     VerdictView,
 };
+pub use recordings::{ExchangeRecord, RecordingView};
 pub use run_leases::RunFigures;
 pub use runs::{IterationUpdate, IterationView, RunView};
 pub use sessions::LOST_SESSION;

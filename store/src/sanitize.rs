@@ -103,6 +103,8 @@ pub(super) fn cleaned(r: &EpisodeRecord) -> EpisodeRecord {
         duration: r.duration,
         judge_time: r.judge_time,
         politeness_wait: r.politeness_wait,
+        recorded: r.recorded.clone(),
+        unmatched_requests: r.unmatched_requests,
         judge_calls: r.judge_calls,
         judge_facts: r.judge_facts,
         judge_exhaustive_calls: r.judge_exhaustive_calls,

@@ -244,7 +244,10 @@ pub fn document() -> Value {
                 "straggler_grace_secs": {"type": "integer", "minimum": 0}, "judge": {"enum": ["exhaustive", "binary"]}, "critic": {"type": "boolean"},
                 "screen": r("Screen"),
                 "answer_checks": {"type": "integer", "minimum": 1, "maximum": 16, "description": "answers an agent may give per episode (default 1); each but the last is followed by a prompt to check the page again; the last one is judged"},
-                "detect_blocks": {"type": "boolean", "description": "a page of a task's site that turns the agent away (CAPTCHA, bot or login wall, HTTP 401/403/429/451) ends the episode as blocked: an infrastructure outcome, retried and never scored (default true); docs/guides/live-web.md"}
+                "detect_blocks": {"type": "boolean", "description": "a page of a task's site that turns the agent away (CAPTCHA, bot or login wall, HTTP 401/403/429/451) ends the episode as blocked: an infrastructure outcome, retried and never scored (default true); docs/guides/live-web.md"},
+                "record": {"type": "boolean", "description": "record every exchange of the episodes' pages into a recording with the campaign's id (browsers started with --capture-traffic); docs/guides/live-web.md"},
+                "replay": {"type": "string", "format": "uuid", "description": "answer the pages' requests from this recording (a recording campaign's id, or an imported HAR's) instead of the network"},
+                "replay_unmatched": {"enum": ["fail", "not_found", "network"], "description": "what a replay does with a request its recording lacks (default fail)"}
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": Status::ALL}, "policy": {"type": "string"}, "config": {"type": "object"},

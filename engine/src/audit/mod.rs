@@ -145,6 +145,7 @@ pub(crate) async fn play(
         screen: task.screen,
         answer_checks: 1,
         detect_blocks: true,
+        traffic: Default::default(),
         max_invalid_outputs: crate::runner::episode::MAX_POLICY_ERRORS,
     };
     let (_keep, cut) = tokio::sync::watch::channel(false);

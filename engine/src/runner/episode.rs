@@ -117,6 +117,20 @@ pub struct EpisodeRun {
     /// Whether a page of the task's site that turns the agent away ends the episode as
     /// blocked (`crate::blocked`).
     pub detect_blocks: bool,
+    /// Where its pages get their answers.
+    pub traffic: EpisodeTraffic,
+}
+
+/// Where an episode's pages get their answers.
+#[derive(Clone, Default)]
+pub enum EpisodeTraffic {
+    /// From the network.
+    #[default]
+    Live,
+    /// From the network, every exchange recorded into this recording.
+    Record(Uuid),
+    /// From this recording.
+    Replay(Arc<browser_pool::Recording>, browser_pool::Unmatched),
 }
 
 /// An observation waiting for the policy's decision.
@@ -196,6 +210,42 @@ pub struct Finished {
     /// Of `duration`, the wait for a session slot on its start domain (`None`: the pool
     /// caps no domain's sessions).
     pub politeness_wait: Option<Duration>,
+    /// Its exchanges and the recording they go to (a recording campaign's episode).
+    pub recorded: Option<(Uuid, Vec<store::ExchangeRecord>)>,
+    /// Requests its replay could not answer (`None`: not a replay).
+    pub unmatched_requests: Option<u64>,
+}
+
+/// The browser's exchanges as the store keeps them.
+fn exchange_records(exchanges: Vec<browser_pool::Exchange>) -> Vec<store::ExchangeRecord> {
+    exchanges
+        .into_iter()
+        .map(|e| store::ExchangeRecord {
+            method: e.method,
+            url: e.url,
+            request_body: e.request_body,
+            status: e.status,
+            status_text: e.status_text,
+            headers: e.headers,
+            body: e.body,
+        })
+        .collect()
+}
+
+/// The store's exchanges as the browser replays them.
+pub(crate) fn pool_exchanges(exchanges: Vec<store::ExchangeRecord>) -> Vec<browser_pool::Exchange> {
+    exchanges
+        .into_iter()
+        .map(|e| browser_pool::Exchange {
+            method: e.method,
+            url: e.url,
+            request_body: e.request_body,
+            status: e.status,
+            status_text: e.status_text,
+            headers: e.headers,
+            body: e.body,
+        })
+        .collect()
 }
 
 /// Runs a task's setup actions in its episode's fresh context, then forgets them: the
@@ -223,6 +273,17 @@ impl Episode {
         let mut session = pool
             .lease_for(run.task.start_url.as_str(), run.screen.as_ref())
             .await?;
+        let traffic = match &run.traffic {
+            EpisodeTraffic::Live => Ok(()),
+            EpisodeTraffic::Record(_) => session.record_traffic(),
+            EpisodeTraffic::Replay(recording, unmatched) => {
+                session.replay_traffic(recording.clone(), *unmatched)
+            }
+        };
+        if let Err(e) = traffic {
+            session.close().await;
+            return Err(e.into());
+        }
         if let Some(Setup::Actions(actions)) = &run.task.setup
             && let Err(e) = prepare(&mut session, actions).await
         {
@@ -532,6 +593,14 @@ impl Episode {
         let result = self.capture_end().await;
         let screen = self.session.screen();
         let politeness_wait = self.session.politeness_wait();
+        let recorded = match self.run.traffic {
+            EpisodeTraffic::Record(recording) => {
+                Some((recording, exchange_records(self.session.take_traffic())))
+            }
+            _ => None,
+        };
+        let unmatched_requests = matches!(self.run.traffic, EpisodeTraffic::Replay(..))
+            .then(|| self.session.unmatched_requests());
         self.session.close().await;
         let (final_screenshot, snapshot) = result?;
         // Stored only where the environment generated it.
@@ -550,6 +619,8 @@ impl Episode {
             duration: self.started.elapsed(),
             screen,
             politeness_wait,
+            recorded,
+            unmatched_requests,
         })
     }
 

@@ -27,11 +27,11 @@ use uuid::Uuid;
 
 pub use crate::snapshot::PageSnapshot;
 pub use decide::POLICY_CALL_RETRIES;
-pub use episode::{EpisodeRun, InfraError};
+pub use episode::{EpisodeRun, EpisodeTraffic, InfraError};
 pub(crate) use pipeline::{Judging, judge_finished};
 pub use pipeline::{LeaseGuard, Pipeline, Work};
 
-use crate::campaign::{CampaignConfig, Mode};
+use crate::campaign::{CampaignConfig, Mode, TrafficPlan};
 use crate::drain::Drain;
 use crate::error::EngineError;
 use metrics::METRICS;
@@ -409,7 +409,23 @@ impl Runner {
             .await?;
             return Ok(None);
         };
+        let traffic = match run.config.traffic {
+            TrafficPlan::Live => EpisodeTraffic::Live,
+            TrafficPlan::Record => EpisodeTraffic::Record(run.id),
+            TrafficPlan::Replay {
+                recording,
+                unmatched,
+            } => {
+                let exchanges = self
+                    .store
+                    .replay_exchanges(recording, &ep.task_id, ep.rollout)
+                    .await?;
+                let recording = browser_pool::Recording::new(episode::pool_exchanges(exchanges));
+                EpisodeTraffic::Replay(Arc::new(recording), unmatched.to_pool())
+            }
+        };
         Ok(Some(EpisodeRun {
+            traffic,
             id: ep.id,
             max_steps: run.config.horizon(task.max_steps),
             // A task made for a screen (MiniWoB++'s) renders at it in any campaign.

@@ -272,6 +272,8 @@ pub(crate) async fn judge_finished(
             duration: f.duration,
             judge_time: Some(judge_time),
             politeness_wait: f.politeness_wait,
+            recorded: f.recorded,
+            unmatched_requests: f.unmatched_requests,
             judge_calls,
             judge_facts,
             judge_exhaustive_calls,

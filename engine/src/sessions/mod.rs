@@ -216,6 +216,7 @@ impl Sessions {
             sample: 0,
             answer_checks: 1,
             detect_blocks: true,
+            traffic: Default::default(),
             max_invalid_outputs: u32::MAX,
         };
         let id = Uuid::new_v4();

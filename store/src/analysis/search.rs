@@ -21,7 +21,7 @@ impl Store {
         let mut q = QueryBuilder::new(
             "SELECT e.id, e.campaign_id, e.task_id, t.site, t.split, e.rollout, e.seed, e.status,
                e.end_reason, e.success, e.score, e.score_of_verified, e.final_answer, e.steps,
-               e.attempts, e.last_error, e.judge_error, e.duration_ms, e.politeness_ms, e.started_at,
+               e.attempts, e.last_error, e.judge_error, e.duration_ms, e.politeness_ms, e.unmatched_requests, e.started_at,
                e.finished_at",
         );
         q.push(FROM).push_bind(campaign);

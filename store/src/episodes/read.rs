@@ -81,6 +81,9 @@ pub struct EpisodeSummary {
     /// Of which waiting for a session slot on its start domain (politeness), ms; null
     /// where the pool capped nothing.
     pub politeness_ms: Option<i32>,
+    /// Requests its replay could not answer from its recording; null where it was not a
+    /// replay.
+    pub unmatched_requests: Option<i32>,
     /// Started.
     pub started_at: Option<DateTime<Utc>>,
     /// Finished.
@@ -231,7 +234,7 @@ fn push_count(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
 }
 
 const SUMMARY: &str = "SELECT e.id, e.campaign_id, e.task_id, t.site, t.split, e.rollout, e.seed, e.status, e.end_reason,
-        e.success, e.score, e.score_of_verified, e.final_answer, e.steps, e.attempts, e.last_error, e.judge_error, e.duration_ms, e.politeness_ms, e.started_at, e.finished_at
+        e.success, e.score, e.score_of_verified, e.final_answer, e.steps, e.attempts, e.last_error, e.judge_error, e.duration_ms, e.politeness_ms, e.unmatched_requests, e.started_at, e.finished_at
     FROM episodes e JOIN tasks t ON t.id = e.task_id";
 
 impl Store {

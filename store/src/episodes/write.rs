@@ -120,6 +120,10 @@ pub struct EpisodeRecord {
     /// Of `duration`, the wait for a session slot on the start domain (`None`: the pool
     /// capped nothing).
     pub politeness_wait: Option<Duration>,
+    /// The recording its exchanges go to, with them (a recording campaign's episode).
+    pub recorded: Option<(Uuid, Vec<crate::ExchangeRecord>)>,
+    /// Requests its replay could not answer from the recording (`None`: not a replay).
+    pub unmatched_requests: Option<u64>,
     /// Model-judge calls made (questions asked: not cache hits, not blocking pages).
     pub judge_calls: i32,
     /// Facts in the rubric that need the model judge.
@@ -167,7 +171,8 @@ impl Store {
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
                 score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18,
-                visited_urls = $19, judge_error = $20, judge_ms = $21, politeness_ms = $22
+                visited_urls = $19, judge_error = $20, judge_ms = $21, politeness_ms = $22,
+                unmatched_requests = $23
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(rec.id)
@@ -192,6 +197,10 @@ impl Store {
         .bind(&rec.judge_error)
         .bind(rec.judge_time.map(ms))
         .bind(rec.politeness_wait.map(ms))
+        .bind(
+            rec.unmatched_requests
+                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+        )
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -264,6 +273,9 @@ impl Store {
                     .push_bind(reason.to_string());
             });
             q.build().execute(&mut *tx).await?;
+        }
+        if let Some((recording, exchanges)) = &rec.recorded {
+            crate::recordings::insert(&mut tx, *recording, Some(rec.id), exchanges).await?;
         }
         tx.commit().await?;
         Ok(true)

@@ -94,6 +94,8 @@ fn record(id: Uuid, steps: usize) -> EpisodeRecord {
         duration: Duration::from_millis(5),
         judge_time: Some(Duration::from_millis(2)),
         politeness_wait: Some(Duration::from_millis(7)),
+        recorded: None,
+        unmatched_requests: None,
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,

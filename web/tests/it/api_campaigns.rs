@@ -315,6 +315,8 @@ fn finished(id: uuid::Uuid, success: bool) -> store::EpisodeRecord {
         duration: std::time::Duration::from_millis(3),
         judge_time: None,
         politeness_wait: None,
+        recorded: None,
+        unmatched_requests: None,
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,

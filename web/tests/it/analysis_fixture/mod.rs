@@ -149,6 +149,8 @@ fn record(id: Uuid, o: Outcome) -> EpisodeRecord {
         duration: Duration::from_millis(1000 * o.steps as u64),
         judge_time: Some(Duration::from_millis(15)),
         politeness_wait: None,
+        recorded: None,
+        unmatched_requests: None,
         judge_calls: 0,
         judge_facts: 0,
         judge_exhaustive_calls: 0,
