@@ -2,7 +2,8 @@
 //! WebArena array with a broken item) against a real database, `judge eval` on the
 //! bundled labelled set with the rule judge, `observe` on a page with a cross-site frame
 //! in real Chromium, `export` of a real scripted episode with its screenshots (and every
-//! printing command into a closed pipe), and a short `bench soak` over every hostile page.
+//! printing command into a closed pipe), `har import`, `list` and `export` of a recording,
+//! and a short `bench soak` over every hostile page.
 
 use crate::common;
 
@@ -688,4 +689,76 @@ fn the_soak_benchmark_meets_every_hostile_page_and_none_fails() {
         );
     }
     assert!(stdout.contains("| idle, after |"), "{stdout}");
+}
+
+/// `har import` takes a HAR file as a recording campaigns can replay, `har list` shows it,
+/// `har export` writes it back with the same exchanges; a HAR that cannot be replayed is
+/// refused naming the entry and field.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn har_import_list_and_export_round_trip_a_recording(pool: PgPool) {
+    let db = database_url(&pool);
+    let dir = tempfile::tempdir().unwrap();
+    let har = serde_json::json!({"log": {"version": "1.2", "creator": {"name": "Playwright", "version": "1"},
+        "entries": [
+            {"request": {"method": "GET", "url": "http://docs.har.test/", "headers": []},
+             "response": {"status": 200, "statusText": "OK",
+                "headers": [{"name": "Content-Type", "value": "text/html"}],
+                "content": {"mimeType": "text/html", "text": "<p>hello</p>"}}},
+            {"request": {"method": "GET", "url": "http://docs.har.test/dot.png", "headers": []},
+             "response": {"status": 200, "headers": [{"name": "Content-Type", "value": "image/png"}],
+                "content": {"mimeType": "image/png", "encoding": "base64", "text": "iVBORw0KGgo="}}}]}});
+    let file = dir.path().join("docs.har");
+    std::fs::write(&file, har.to_string()).unwrap();
+    let out = surfgym(
+        &["har", "import", file.to_str().unwrap(), "--name", "docs"],
+        &db,
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let id = stdout.trim().to_string();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "{stdout}");
+    assert!(stderr.contains("imported 2 exchanges"), "{stderr}");
+
+    let (list, _) = text(&surfgym(&["har", "list"], &db));
+    assert!(
+        list.contains(&id) && list.contains("2 exchanges") && list.contains("imported"),
+        "{list}"
+    );
+
+    let out = surfgym(&["har", "export", &id], &db);
+    let back: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = back["log"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["response"]["content"]["text"], "<p>hello</p>");
+    assert_eq!(entries[1]["response"]["content"]["text"], "iVBORw0KGgo=");
+
+    // Into a reader that stopped reading, quietly.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_surfgym"))
+        .args(["har", "export", &id])
+        .env("DATABASE_URL", &db)
+        .env("SURFGYM_LOG", "warn")
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut bad = har.clone();
+    bad["log"]["entries"][1]["response"]["status"] = serde_json::json!(1000);
+    std::fs::write(&file, bad.to_string()).unwrap();
+    let out = surfgym(&["har", "import", file.to_str().unwrap()], &db);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("log.entries[1].response.status"),
+        "{stderr}"
+    );
+    let out = surfgym(&["har", "export", &uuid::Uuid::new_v4().to_string()], &db);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("no recording"));
 }
