@@ -13,6 +13,7 @@ mod rollout;
 mod sessions;
 mod soak;
 mod stats;
+mod traffic;
 mod train;
 mod workers;
 
@@ -54,6 +55,9 @@ pub enum BenchCommand {
     /// Response times (p50/p95/max) of the API's lists, aggregates and compares and of the
     /// dashboard pages' first render, on the database's history.
     Api(api::ApiArgs),
+    /// Recording and replaying web state: step time live, recording and replayed; bytes
+    /// recorded per episode and what content addressing stores once.
+    Traffic(traffic::TrafficArgs),
 }
 
 /// Runs a benchmark.
@@ -73,6 +77,7 @@ pub async fn run(common: &Common, cmd: BenchCommand) -> anyhow::Result<ExitCode>
         BenchCommand::History(a) => history::run(common, a).await,
         BenchCommand::Api(a) => api::run(common, a).await,
         BenchCommand::Sessions(a) => sessions::run(common, a).await,
+        BenchCommand::Traffic(a) => traffic::run(common, a).await,
     }
 }
 
