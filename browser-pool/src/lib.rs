@@ -11,6 +11,8 @@
 //!
 //! Hostile pages are contained: dialogs are answered, downloads refused, non-web schemes
 //! and [`UrlPolicy`] violations blocked, runaway scripts terminated, crashed tabs reported.
+//! The live web is met at the same browser-level gate: [`Politeness`] per domain, and a
+//! session's exchanges recorded or answered from a [`Recording`] (HAR in and out).
 //!
 //! Failures come in two kinds: a failed *action* is a message in the next observation
 //! (the agent's problem), a [`PoolError`] is infrastructure (the runner's problem: retry
