@@ -38,30 +38,6 @@ pub enum HarCommand {
     List,
 }
 
-fn pool_exchange(e: store::ExchangeRecord) -> browser_pool::Exchange {
-    browser_pool::Exchange {
-        method: e.method,
-        url: e.url,
-        request_body: e.request_body,
-        status: e.status,
-        status_text: e.status_text,
-        headers: e.headers,
-        body: e.body,
-    }
-}
-
-fn store_exchange(e: browser_pool::Exchange) -> store::ExchangeRecord {
-    store::ExchangeRecord {
-        method: e.method,
-        url: e.url,
-        request_body: e.request_body,
-        status: e.status,
-        status_text: e.status_text,
-        headers: e.headers,
-        body: e.body,
-    }
-}
-
 /// `surfgym har ...`.
 pub async fn run(common: &Common, cmd: HarCommand) -> anyhow::Result<ExitCode> {
     let db = db::open(common).await?;
@@ -72,15 +48,10 @@ pub async fn run(common: &Common, cmd: HarCommand) -> anyhow::Result<ExitCode> {
             episode,
             out,
         } => {
-            if store.get_recording(recording).await?.is_none() {
+            let Some(har) = engine::recordings::export_har(store, recording, episode).await? else {
                 eprintln!("error: no recording {recording} (see `surfgym har list`)");
                 return Ok(ExitCode::FAILURE);
-            }
-            let exchanges = store.recording_exchanges(recording, episode).await?;
-            let har = browser_pool::to_har(
-                &exchanges.into_iter().map(pool_exchange).collect::<Vec<_>>(),
-                "surfgym",
-            );
+            };
             let text = serde_json::to_string_pretty(&har)?;
             match out {
                 Some(path) => std::fs::write(&path, text)
@@ -93,16 +64,14 @@ pub async fn run(common: &Common, cmd: HarCommand) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("reading {}", file.display()))?;
             let json: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not JSON", file.display()))?;
-            let exchanges = browser_pool::from_har(&json)
-                .with_context(|| format!("{} cannot be replayed", file.display()))?;
-            let id = Uuid::new_v4();
             let name = name.unwrap_or_else(|| file.display().to_string());
-            let records: Vec<_> = exchanges.into_iter().map(store_exchange).collect();
-            store.import_recording(id, &name, &records).await?;
+            let (id, n) = match engine::recordings::import_har(store, &name, &json).await {
+                Ok(done) => done,
+                Err(e) => anyhow::bail!("{} cannot be replayed: {e}", file.display()),
+            };
             println!("{id}");
             eprintln!(
-                "imported {} exchanges as recording {id}; replay it with `surfgym run --replay {id}`",
-                records.len()
+                "imported {n} exchanges as recording {id}; replay it with `surfgym run --replay {id}`"
             );
         }
         HarCommand::List => {

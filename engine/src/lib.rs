@@ -10,7 +10,8 @@
 //! - `snapshot` is the final page as the rule judge reads it, below runner and judge;
 //! - `blocked` judges pages that turn the agent away (CAPTCHA, bot and login walls);
 //! - `env` holds the task environments: the bundled practice websites, MiniWoB++;
-//! - [`sessions`]: environment sessions, episodes an API client drives step by step.
+//! - [`sessions`]: environment sessions, episodes an API client drives step by step;
+//! - [`recordings`]: recordings of web state as HAR files, out and in.
 //!
 //! Must not touch: SQL (the `store` crate's), HTTP handlers or the dashboard (`web` sits on
 //! top of it), policy internals (the `policy` crate's). Data flows one way: task →
@@ -24,6 +25,7 @@ mod engine;
 mod env;
 mod error;
 pub mod judge;
+pub mod recordings;
 mod runner;
 pub mod sessions;
 mod snapshot;

@@ -73,6 +73,8 @@ const TAKE_QUERIES: &[(Method, &str)] = &[
     (Method::GET, "/api/episodes"),
     (Method::GET, "/api/training-runs"),
     (Method::GET, "/api/triage"),
+    (Method::POST, "/api/recordings/import"),
+    (Method::GET, "/api/recordings/{id}/har"),
     (Method::GET, "/api/campaigns/{id}/analysis"),
     (Method::GET, "/api/campaigns/{id}/episodes"),
     (Method::GET, "/api/campaigns/{id}/plots"),

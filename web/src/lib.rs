@@ -26,6 +26,7 @@ pub mod openapi;
 mod page;
 mod plot;
 mod progress;
+mod recordings;
 mod scripts;
 mod session;
 mod sessions;
@@ -130,6 +131,12 @@ pub fn router_with(state: AppState, access: Access) -> Router {
         .route("/api/episodes/{id}", get(episodes::get))
         .route("/api/blobs/{hash}", get(episodes::blob))
         .route("/api/triage", get(triage::get))
+        .route("/api/recordings", get(recordings::list))
+        .route(
+            "/api/recordings/import",
+            post(recordings::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
+        )
+        .route("/api/recordings/{id}/har", get(recordings::har))
         .route("/api/tokens", get(tokens::list).post(tokens::create))
         .route("/api/tokens/{id}", delete(tokens::revoke))
         .route(

@@ -359,6 +359,15 @@ fn add_auth(doc: &mut Value) {
     let created = json!({"allOf": [r("Token"), obj(json!({"token": {"type": "string", "description": "the secret, for Authorization: Bearer"}}), &["token"])]});
     let sign_in = obj(json!({"token": {"type": "string"}}), &["token"]);
     let paths = json!({
+        "/api/recordings": {"get": {"summary": "recordings of web state, newest first: a recording campaign's (its id is the campaign's) or an imported HAR's; docs/guides/live-web.md", "operationId": "listRecordings",
+            "responses": {"200": ok("recordings", json!({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "campaign_id": {"type": ["string", "null"], "format": "uuid"}, "exchanges": {"type": "integer"}}}}))}}},
+        "/api/recordings/import": {"post": {"summary": "import a HAR 1.2 file (bodies embedded, as Playwright and browsers' developer tools write them) as a recording campaigns can replay (`replay` in a campaign); ?name=N labels it", "operationId": "importRecording",
+            "parameters": [{"name": "name", "in": "query", "required": false, "schema": {"type": "string"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "description": "a HAR 1.2 log"}}}},
+            "responses": {"201": ok("the new recording", json!({"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "exchanges": {"type": "integer"}}})), "400": err("not a HAR file, or an entry that cannot be replayed (the field names the entry: log.entries[3].response.status)"), "413": err("over 64 MiB")}}},
+        "/api/recordings/{id}/har": {"get": {"summary": "a recording as a HAR 1.2 log; ?episode=ID for one episode's exchanges", "operationId": "exportRecording",
+            "parameters": [id_param("recording id (a recording campaign's id, or an imported one's)"), {"name": "episode", "in": "query", "required": false, "schema": {"type": "string", "format": "uuid"}}],
+            "responses": {"200": ok("the HAR log", json!({"type": "object"})), "400": err("an id is not a UUID"), "404": err("no such recording")}}},
         "/api/tokens": {
             "get": {"summary": "every API token, newest first (never a secret); scope admin", "operationId": "listTokens",
                 "responses": {"200": ok("tokens", token_list), "401": err("no valid token"), "403": err("scope below admin")}},

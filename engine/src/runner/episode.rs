@@ -216,38 +216,6 @@ pub struct Finished {
     pub unmatched_requests: Option<u64>,
 }
 
-/// The browser's exchanges as the store keeps them.
-fn exchange_records(exchanges: Vec<browser_pool::Exchange>) -> Vec<store::ExchangeRecord> {
-    exchanges
-        .into_iter()
-        .map(|e| store::ExchangeRecord {
-            method: e.method,
-            url: e.url,
-            request_body: e.request_body,
-            status: e.status,
-            status_text: e.status_text,
-            headers: e.headers,
-            body: e.body,
-        })
-        .collect()
-}
-
-/// The store's exchanges as the browser replays them.
-pub(crate) fn pool_exchanges(exchanges: Vec<store::ExchangeRecord>) -> Vec<browser_pool::Exchange> {
-    exchanges
-        .into_iter()
-        .map(|e| browser_pool::Exchange {
-            method: e.method,
-            url: e.url,
-            request_body: e.request_body,
-            status: e.status,
-            status_text: e.status_text,
-            headers: e.headers,
-            body: e.body,
-        })
-        .collect()
-}
-
 /// Runs a task's setup actions in its episode's fresh context, then forgets them: the
 /// episode's observations and visited pages start at its start page.
 pub(crate) async fn prepare(session: &mut Session, actions: &[Action]) -> Result<(), InfraError> {
@@ -594,9 +562,10 @@ impl Episode {
         let screen = self.session.screen();
         let politeness_wait = self.session.politeness_wait();
         let recorded = match self.run.traffic {
-            EpisodeTraffic::Record(recording) => {
-                Some((recording, exchange_records(self.session.take_traffic())))
-            }
+            EpisodeTraffic::Record(recording) => Some((
+                recording,
+                crate::recordings::to_store(self.session.take_traffic()),
+            )),
             _ => None,
         };
         let unmatched_requests = matches!(self.run.traffic, EpisodeTraffic::Replay(..))

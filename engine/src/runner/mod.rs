@@ -420,7 +420,7 @@ impl Runner {
                     .store
                     .replay_exchanges(recording, &ep.task_id, ep.rollout)
                     .await?;
-                let recording = browser_pool::Recording::new(episode::pool_exchanges(exchanges));
+                let recording = browser_pool::Recording::new(crate::recordings::to_pool(exchanges));
                 EpisodeTraffic::Replay(Arc::new(recording), unmatched.to_pool())
             }
         };

@@ -116,3 +116,59 @@ async fn an_import_that_stores_nothing_is_an_error_listing_each_line(pool: PgPoo
     assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
     assert_eq!(err["error"]["fields"][0]["field"], "line 1: name", "{err}");
 }
+
+/// `POST /api/recordings/import` takes a HAR file as a recording, `GET /api/recordings`
+/// lists it, `GET /api/recordings/{id}/har` gives it back; a HAR entry that cannot be
+/// replayed is a 400 naming it, and stores nothing.
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn a_har_file_imports_as_a_recording_and_exports_back(pool: PgPool) {
+    let app = app(pool);
+    let json_type = [("content-type", "application/json")];
+    let har = json!({"log": {"version": "1.2", "entries": [
+        {"request": {"method": "GET", "url": "http://docs.har.test/"},
+         "response": {"status": 200, "headers": [{"name": "Content-Type", "value": "text/html"}],
+            "content": {"mimeType": "text/html", "text": "<p>hello</p>"}}}]}});
+    let (s, _, created) = support::send(
+        &app,
+        Method::POST,
+        "/api/recordings/import?name=docs",
+        &json_type,
+        &har.to_string(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    assert_eq!(created["exchanges"], 1);
+    let id = created["id"].as_str().unwrap().to_string();
+    let (s, _, list) = support::send(&app, Method::GET, "/api/recordings", &[], "").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(list[0]["id"], id.as_str());
+    assert_eq!(list[0]["name"], "docs");
+    let uri = format!("/api/recordings/{id}/har");
+    let (s, _, back) = support::send(&app, Method::GET, &uri, &[], "").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        back["log"]["entries"][0]["response"]["content"]["text"],
+        "<p>hello</p>"
+    );
+
+    let mut bad = har.clone();
+    bad["log"]["entries"][0]["request"]["url"] = json!("not absolute");
+    let (s, _, e) = support::send(
+        &app,
+        Method::POST,
+        "/api/recordings/import",
+        &json_type,
+        &bad.to_string(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{e}");
+    assert_eq!(
+        e["error"]["fields"][0]["field"],
+        "log.entries[0].request.url"
+    );
+    let (_, _, list) = support::send(&app, Method::GET, "/api/recordings", &[], "").await;
+    assert_eq!(list.as_array().unwrap().len(), 1, "nothing stored");
+    let missing = format!("/api/recordings/{}/har", uuid::Uuid::new_v4());
+    let (s, _, _) = support::send(&app, Method::GET, &missing, &[], "").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}

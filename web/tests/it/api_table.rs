@@ -130,6 +130,15 @@ fn routes() -> Vec<Route> {
             bad_id: not_uuid,
             ..r(Method::POST, "/api/campaigns/{id}/cancel", Scope::Write)
         },
+        r(Method::GET, "/api/recordings", Scope::Read),
+        Route {
+            bad_id: not_uuid,
+            ..r(Method::GET, "/api/recordings/{id}/har", Scope::Read)
+        },
+        Route {
+            limit: Some(web::IMPORT_LIMIT),
+            ..r(Method::POST, "/api/recordings/import", Scope::Write)
+        },
         r(Method::GET, "/api/tokens", Scope::Admin),
         Route {
             body: Some(json!({"scope": "read", "name": "x"})),
@@ -233,7 +242,7 @@ async fn every_route_refuses_every_bad_request_and_stores_nothing(pool: PgPool) 
     for route in routes() {
         let good_id = if route.path.contains("/campaigns/") {
             campaign.as_str()
-        } else if route.path.contains("/sessions/") {
+        } else if route.path.contains("/sessions/") || route.path.contains("/recordings/") {
             // A well-formed id of no open session: the body and parameters are checked.
             "00000000-0000-0000-0000-000000000000"
         } else {
