@@ -1,11 +1,11 @@
 //! The live web's ways, on a local server that answers like them, in real Chromium:
 //! pages that turn the agent away end their episodes as `blocked` with the right reason,
 //! an infrastructure outcome (retried, never scored, listed by site in triage), while an
-//! ordinary failure stays the agent's (a CAPTCHA, a bot wall, 403, 429, a login wall); and
-//! a domain's session cap makes a campaign's episodes wait their turn, each storing its
-//! wait; a recorded campaign replays step by step after its site changed and stopped;
-//! network faults (a reset, a cut body, a silent server, a redirect loop, a name that
-//! does not resolve) end every episode within its timeout.
+//! ordinary failure stays the agent's (a CAPTCHA, a bot wall, 403, 429, a login wall); a
+//! domain's session cap holds under a 32-context campaign, measured from the site's own
+//! log, each episode storing its wait; a recorded campaign replays step by step after its
+//! site changed and stopped; network faults (a reset, a cut body, a silent server, a
+//! redirect loop, a name that does not resolve) end every episode within its timeout.
 
 use crate::common;
 
@@ -287,37 +287,89 @@ async fn walls_end_as_blocked_with_their_reason_and_ordinary_failures_stay_failu
     engine.shutdown().await;
 }
 
+/// A site that tells its visitors apart by a cookie it sets (each browser context has its
+/// own jar) and logs when each visitor asked for what.
+async fn visitors() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, u32)>>>,
+) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    type Log = std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, u32)>>>;
+    let log: Log = Default::default();
+    let next = std::sync::Arc::new(AtomicU32::new(0));
+    let handler = {
+        let log = log.clone();
+        move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
+            let (log, next) = (log.clone(), next.clone());
+            async move {
+                let known = headers
+                    .get(header::COOKIE)
+                    .and_then(|c| c.to_str().ok())
+                    .and_then(|c| c.split("visitor=").nth(1))
+                    .and_then(|v| v.split(';').next())
+                    .and_then(|v| v.parse::<u32>().ok());
+                let visitor = known.unwrap_or_else(|| next.fetch_add(1, Ordering::SeqCst));
+                log.lock()
+                    .unwrap()
+                    .push((std::time::Instant::now(), visitor));
+                let mut h = axum::http::HeaderMap::new();
+                h.insert(
+                    header::SET_COOKIE,
+                    format!("visitor={visitor}").parse().unwrap(),
+                );
+                let (kind, body) = match uri.path() {
+                    "/pixel.svg" => ("image/svg+xml", "<svg xmlns=\"http://www.w3.org/2000/svg\"/>".to_string()),
+                    "/done" => ("text/html", "<title>Done</title><p>thanks</p>".to_string()),
+                    _ => ("text/html", "<title>Shop</title><img src=\"/pixel.svg\"><a id=\"next\" href=\"/done\">next</a>".to_string()),
+                };
+                h.insert(header::CONTENT_TYPE, kind.parse().unwrap());
+                (h, body).into_response()
+            }
+        }
+    };
+    let app = axum::Router::new().fallback(handler);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, log)
+}
+
 #[sqlx::test(migrator = "store::MIGRATOR")]
-async fn a_capped_domain_runs_a_campaign_in_turn_and_each_episode_stores_its_wait(pool: PgPool) {
-    let port = serve().await;
+async fn a_32_context_campaign_keeps_to_the_domains_session_cap_and_stores_each_wait(pool: PgPool) {
+    let (base, log) = visitors().await;
+    let cap = 4;
     let (engine, _sites) = common::engine_observing(
         pool,
         vec![],
         engine::RunnerConfig::for_this_process(),
         |cfg| {
-            cfg.contexts_per_browser = 4;
-            cfg.politeness.contexts_per_domain = Some(1);
+            cfg.browsers = 2;
+            cfg.contexts_per_browser = 16;
+            cfg.politeness.contexts_per_domain = Some(cap as u32);
         },
     )
     .await;
-    let start = format!("http://127.0.0.1:{port}/plain.html");
-    task(
-        &engine,
-        "plain",
-        "Buy a mug.",
-        start,
-        &["click(css=\"#buy\")", "stop()"],
+    let t = tasks::parse_task(
+        &serde_json::json!({
+            "id": "visit", "site": "visitors", "instruction": "Go on.",
+            "start_url": format!("{base}/shop"),
+            "reference_solution": ["click(css=\"#next\")", "stop()"],
+            "rubric": {"groups": [{"facts": [
+                {"id": "done", "check": {"type": "url", "contains": "/done"}}]}]}
+        })
+        .to_string(),
     )
-    .await;
+    .unwrap();
+    engine.store().upsert_task(&t).await.unwrap();
     let id = engine
         .create_campaign(CampaignSpec {
             policy: Some("scripted".into()),
             tasks: Some(TaskFilter {
-                ids: vec!["plain".into()],
+                ids: vec!["visit".into()],
                 ..Default::default()
             }),
-            rollouts_per_task: Some(4),
-            concurrency: Some(4),
+            rollouts_per_task: Some(32),
+            concurrency: Some(32),
             ..Default::default()
         })
         .await
@@ -328,16 +380,39 @@ async fn a_capped_domain_runs_a_campaign_in_turn_and_each_episode_stores_its_wai
         .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
         .await
         .unwrap();
-    assert_eq!(eps.len(), 4);
-    let mut waits: Vec<i32> = eps.iter().map(|e| e.politeness_ms.unwrap()).collect();
-    waits.sort();
-    // One at a time: the first went straight in, the others waited for one, two, three
-    // episodes before them.
-    assert_eq!(waits[0], 0, "{waits:?}");
-    assert!(waits[1] > 0, "{waits:?}");
-    assert!(waits[3] >= 2 * waits[1], "{waits:?}");
+    assert_eq!(eps.len(), 32);
+    assert!(
+        eps.iter().all(|e| e.success == Some(true)),
+        "every episode ran"
+    );
+    let waited = eps.iter().filter(|e| e.politeness_ms.unwrap() > 0).count();
+    assert!(
+        waited >= 32 - cap,
+        "all but the first {cap} waited: {waited}"
+    );
+
+    // From the site's side: each visitor's first to last request.
+    let mut spans: BTreeMap<u32, (std::time::Instant, std::time::Instant)> = BTreeMap::new();
+    for (t, v) in log.lock().unwrap().iter() {
+        let e = spans.entry(*v).or_insert((*t, *t));
+        e.0 = e.0.min(*t);
+        e.1 = e.1.max(*t);
+    }
+    assert_eq!(spans.len(), 32, "one visitor per episode");
+    let most = spans
+        .values()
+        .map(|(start, _)| {
+            spans
+                .values()
+                .filter(|(a, b)| a <= start && start <= b)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most <= cap, "{most} visitors at once, cap {cap}");
+    assert!(most >= 2, "episodes did run side by side");
     let stats = engine.pool_stats().unwrap().politeness;
-    assert!(stats.context_waits >= 3, "{stats:?}");
+    assert!(stats.context_waits >= (32 - cap) as u64, "{stats:?}");
     engine.shutdown().await;
 }
 
