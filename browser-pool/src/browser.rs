@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::Duration;
 
 use chromiumoxide::browser::Browser;
-use tokio::sync::RwLock;
+use tokio::sync::{Mutex, RwLock};
 
 use crate::config::PoolConfig;
 use crate::error::PoolError;
@@ -39,6 +39,9 @@ pub(crate) struct LiveBrowser {
     standby: Arc<Standby>,
     /// Where the URL policy's refusals are reported (see `gate.rs`).
     pub(crate) gate: Arc<Gate>,
+    /// What the gate answers by, and whether it is open: opened at launch when the pool's
+    /// settings need it, else by the first session restricted to some domains.
+    gate_rules: Mutex<Option<gate::Rules>>,
 }
 
 impl LiveBrowser {
@@ -73,16 +76,28 @@ impl LiveBrowser {
             memory_checked: AtomicU64::new(0),
             standby: Default::default(),
             gate: Default::default(),
-        });
-        if !cfg.urls.is_open() || cfg.politeness.is_on() || cfg.capture_traffic {
-            let rules = gate::Rules {
+            gate_rules: Mutex::new(Some(gate::Rules {
                 urls: cfg.urls.clone(),
                 domains: domains.clone(),
                 capture: cfg.capture_traffic,
-            };
-            gate::open(&live.chromium, &live.gate, rules).await?;
+            })),
+        });
+        if !cfg.urls.is_open() || cfg.politeness.is_on() || cfg.capture_traffic {
+            live.open_gate().await?;
         }
         Ok(live)
+    }
+
+    /// Opens the gate (a no-op once open).
+    pub(crate) async fn open_gate(&self) -> Result<(), PoolError> {
+        let mut rules = self.gate_rules.lock().await;
+        if let Some(r) = rules.take()
+            && let Err(e) = gate::open(&self.chromium, &self.gate, r.clone()).await
+        {
+            *rules = Some(r);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// The CDP connection to the browser.

@@ -103,6 +103,8 @@ pub struct Session {
     domain: Option<(DomainPermit, Duration)>,
     /// Whether its exchanges are recorded or answered from a recording.
     traffic: Arc<Traffic>,
+    /// The domains its pages may load documents from (empty: any).
+    allowed: Arc<Mutex<Vec<String>>>,
     action_seq: u64,
     /// An action whose document mark (`js::prepare`) rides along with its target's
     /// resolution, saving a round trip; 0: none pending.
@@ -137,6 +139,7 @@ impl Session {
         let downloads = Arc::new(AtomicU64::new(0));
         let tabs = signals.clone();
         let traffic = Arc::new(Traffic::default());
+        let allowed: Arc<Mutex<Vec<String>>> = Arc::default();
         browser.gate.register(
             context.inner(),
             Registered {
@@ -146,6 +149,7 @@ impl Session {
                     s.has_frame(frame) || s.opened.iter().any(|(t, _)| t.inner() == frame)
                 }),
                 traffic: traffic.clone(),
+                allowed: allowed.clone(),
             },
         );
         let watchers = match watch_context(
@@ -174,6 +178,7 @@ impl Session {
             permit: Some(permit),
             domain: None,
             traffic,
+            allowed,
             action_seq: 0,
             pending_prepare: AtomicU64::new(0),
             last_error: None,
@@ -230,6 +235,27 @@ impl Session {
     /// policy's output is not a valid action).
     pub fn report_error(&mut self, message: impl Into<String>) {
         self.last_error = Some(message.into());
+    }
+
+    /// Lets the session's pages load documents (pages, frames, popups) only from
+    /// `domains` and their subdomains from now on, checked at the browser's gate before
+    /// the request leaves (the gate is opened for it if the pool's settings had not); a
+    /// refusal is a `blocked` page event and a failed navigation. Empty: no restriction.
+    pub async fn restrict_domains(&self, domains: Vec<String>) -> Result<(), PoolError> {
+        if !domains.is_empty() {
+            self.browser.open_gate().await?;
+        }
+        let domains = domains
+            .into_iter()
+            .map(|d| {
+                d.trim()
+                    .trim_start_matches("*.")
+                    .trim_matches('.')
+                    .to_ascii_lowercase()
+            })
+            .collect();
+        *self.allowed.lock().unwrap_or_else(|p| p.into_inner()) = domains;
+        Ok(())
     }
 
     /// Records every exchange of the session's pages from now on (see

@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// not_found (a 404 page) or network (let it through).
     #[arg(long, requires = "replay", value_parser = ["fail", "not_found", "network"])]
     pub replay_unmatched: Option<String>,
+    /// A domain the episodes' pages may load documents from, with its subdomains
+    /// (repeatable); a navigation elsewhere is refused before it leaves the browser.
+    #[arg(long = "allowed-domain")]
+    pub allowed_domains: Vec<String>,
     /// Base seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -90,6 +94,7 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         record: Some(args.record),
         replay: args.replay,
         replay_unmatched: args.replay_unmatched,
+        allowed_domains: (!args.allowed_domains.is_empty()).then_some(args.allowed_domains),
         seed: Some(args.seed),
         ..Default::default()
     };

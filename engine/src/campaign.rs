@@ -89,6 +89,12 @@ pub struct CampaignSpec {
     /// offline), `not_found` (a 404 page) or `network` (let it through).
     #[serde(default)]
     pub replay_unmatched: Option<String>,
+    /// Domains the episodes' pages may load documents from (pages, frames, popups), each
+    /// with its subdomains; a navigation elsewhere is refused before it leaves the browser
+    /// (default: any the process's URL policy allows). Every task's start page must be on
+    /// one of them.
+    #[serde(default)]
+    pub allowed_domains: Option<Vec<String>>,
 }
 
 /// How a campaign schedules its episodes.
@@ -162,6 +168,9 @@ pub struct CampaignConfig {
     /// stored before the setting existed).
     #[serde(default)]
     pub traffic: TrafficPlan,
+    /// Domains the episodes' pages may load documents from (empty: any).
+    #[serde(default)]
+    pub allowed_domains: Vec<String>,
 }
 
 /// Where a campaign's pages get their answers.
@@ -372,6 +381,32 @@ impl CampaignSpec {
                 TrafficPlan::Live
             }
         };
+        let allowed_domains = self.allowed_domains.unwrap_or_default();
+        if allowed_domains.len() > 100 {
+            errors.push(err("allowed_domains", "at most 100 domains"));
+        }
+        let allowed_domains: Vec<String> = allowed_domains
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let d = d
+                    .trim()
+                    .trim_start_matches("*.")
+                    .trim_matches('.')
+                    .to_ascii_lowercase();
+                let valid = !d.is_empty()
+                    && d.len() <= 253
+                    && d.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+                if !valid {
+                    errors.push(err(
+                        &format!("allowed_domains[{i}]"),
+                        "must be a host name such as shop.example (letters, digits, '-' and '.')",
+                    ));
+                }
+                valid.then_some(d)
+            })
+            .collect();
         if self.replay_unmatched.is_some() && self.replay.is_none() {
             errors.push(err("replay_unmatched", "only applies together with replay"));
         }
@@ -427,6 +462,7 @@ impl CampaignSpec {
             answer_checks,
             detect_blocks: self.detect_blocks.unwrap_or(true),
             traffic,
+            allowed_domains,
         })
     }
 }

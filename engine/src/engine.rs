@@ -222,6 +222,27 @@ impl Engine {
                 message: "no registered task matches this filter".into(),
             }]));
         }
+        let allowed = |host: &str| {
+            config
+                .allowed_domains
+                .iter()
+                .any(|d| host == d || host.ends_with(&format!(".{d}")))
+        };
+        if !config.allowed_domains.is_empty()
+            && let Some(t) = tasks.iter().find(|t| {
+                !t.start_url
+                    .host_str()
+                    .is_some_and(|h| allowed(&h.to_ascii_lowercase()))
+            })
+        {
+            return Err(EngineError::Invalid(vec![tasks::FieldError {
+                field: "allowed_domains".into(),
+                message: format!(
+                    "task {} starts at {}, outside these domains (add its domain, or leave the task out)",
+                    t.id, t.start_url
+                ),
+            }]));
+        }
         let judged = tasks.iter().filter(|t| t.rubric.needs_model()).count();
         if judged > 0 && self.model_judge().is_none() {
             return Err(EngineError::Invalid(vec![tasks::FieldError {

@@ -247,7 +247,8 @@ pub fn document() -> Value {
                 "detect_blocks": {"type": "boolean", "description": "a page of a task's site that turns the agent away (CAPTCHA, bot or login wall, HTTP 401/403/429/451) ends the episode as blocked: an infrastructure outcome, retried and never scored (default true); docs/guides/live-web.md"},
                 "record": {"type": "boolean", "description": "record every exchange of the episodes' pages into a recording with the campaign's id (browsers started with --capture-traffic); docs/guides/live-web.md"},
                 "replay": {"type": "string", "format": "uuid", "description": "answer the pages' requests from this recording (a recording campaign's id, or an imported HAR's) instead of the network"},
-                "replay_unmatched": {"enum": ["fail", "not_found", "network"], "description": "what a replay does with a request its recording lacks (default fail)"}
+                "replay_unmatched": {"enum": ["fail", "not_found", "network"], "description": "what a replay does with a request its recording lacks (default fail)"},
+                "allowed_domains": {"type": "array", "items": {"type": "string"}, "maxItems": 100, "description": "domains (with their subdomains) the episodes' pages may load documents from; a navigation elsewhere is refused at the browser; every task's start page must be on one (default: any)"}
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": Status::ALL}, "policy": {"type": "string"}, "config": {"type": "object"},

@@ -40,6 +40,8 @@ pub(crate) struct Registered {
     pub(crate) events: EventLog,
     pub(crate) owns: Owns,
     pub(crate) traffic: Arc<Traffic>,
+    /// The domains its pages may load documents from (empty: any the URL policy allows).
+    pub(crate) allowed: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// A session as one request sees it.
@@ -47,6 +49,7 @@ pub(crate) struct Registered {
 struct Owner {
     events: EventLog,
     traffic: Arc<Traffic>,
+    allowed: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// The sessions of one browser, by browser context id, for reporting refused requests.
@@ -80,6 +83,16 @@ impl Gate {
     fn by_context(&self, context: &str) -> Option<Owner> {
         self.lock().get(context).map(Owner::of)
     }
+
+    /// Whether any session is restricted to some domains.
+    fn restricts(&self) -> bool {
+        self.lock().values().any(|r| {
+            !r.allowed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+        })
+    }
 }
 
 impl Owner {
@@ -87,6 +100,7 @@ impl Owner {
         Owner {
             events: r.events.clone(),
             traffic: r.traffic.clone(),
+            allowed: r.allowed.clone(),
         }
     }
 }
@@ -116,6 +130,7 @@ fn patterns(domains: &Domains, capture: bool) -> Vec<RequestPattern> {
 }
 
 /// What the gate answers by, besides its sessions.
+#[derive(Clone)]
 pub(crate) struct Rules {
     pub(crate) urls: UrlPolicy,
     pub(crate) domains: Arc<Domains>,
@@ -213,11 +228,18 @@ async fn at_request(
     ev: &EventRequestPaused,
     rules: &Rules,
 ) -> Result<(), chromiumoxide::error::CdpError> {
-    let checked = if ev.resource_type == ResourceType::Document {
+    let mut checked = if ev.resource_type == ResourceType::Document {
         rules.urls.check(&ev.request.url)
     } else {
         Ok(())
     };
+    if checked.is_ok()
+        && ev.resource_type == ResourceType::Document
+        && gate.restricts()
+        && let Some(o) = tab_owner(live, gate, ev.frame_id.inner()).await
+    {
+        checked = allowed(&o, &ev.request.url);
+    }
     if let Err(reason) = checked {
         // Recorded before the page learns of it, so the observation that follows the
         // failed navigation has the event.
@@ -254,6 +276,49 @@ async fn at_request(
             exchange::go_on(live, ev).await
         }
     }
+}
+
+/// Whether `url`'s domain is one of the session's allowed domains (or a subdomain of one).
+fn allowed(o: &Owner, url: &str) -> Result<(), String> {
+    let allowed = o.allowed.lock().unwrap_or_else(|p| p.into_inner());
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    let Some(domain) = crate::politeness::domain_of(url) else {
+        // about:blank, data: and the like load nothing from a site.
+        return Ok(());
+    };
+    let ok = allowed
+        .iter()
+        .any(|d| domain == *d || domain.ends_with(&format!(".{d}")));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{domain} is not among the campaign's allowed domains ({})",
+            allowed.join(", ")
+        ))
+    }
+}
+
+/// The session of a tab's document request (a frame or tab it knows, or a new tab's
+/// context), without waiting for one to learn of a new frame: iframes of an allowed page
+/// are its own affair.
+async fn tab_owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<Owner> {
+    if let Some(o) = gate.by_frame(frame) {
+        return Some(o);
+    }
+    let info = live
+        .browser
+        .read()
+        .await
+        .execute(GetTargetInfoParams {
+            target_id: Some(TargetId::from(frame.to_string())),
+        })
+        .await
+        .ok()?;
+    let context = info.result.target_info.browser_context_id.clone()?;
+    gate.by_context(context.inner())
 }
 
 /// The session that made a request from `frame`: a frame or tab it knows, else (a tab so

@@ -146,6 +146,7 @@ pub(crate) async fn play(
         answer_checks: 1,
         detect_blocks: true,
         traffic: Default::default(),
+        allowed_domains: Arc::from([]),
         max_invalid_outputs: crate::runner::episode::MAX_POLICY_ERRORS,
     };
     let (_keep, cut) = tokio::sync::watch::channel(false);

@@ -119,6 +119,8 @@ pub struct EpisodeRun {
     pub detect_blocks: bool,
     /// Where its pages get their answers.
     pub traffic: EpisodeTraffic,
+    /// Domains its pages may load documents from (empty: any).
+    pub allowed_domains: Arc<[String]>,
 }
 
 /// Where an episode's pages get their answers.
@@ -248,7 +250,11 @@ impl Episode {
                 session.replay_traffic(recording.clone(), *unmatched)
             }
         };
-        if let Err(e) = traffic {
+        let restricted = match traffic {
+            Ok(()) => session.restrict_domains(run.allowed_domains.to_vec()).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = restricted {
             session.close().await;
             return Err(e.into());
         }

@@ -426,6 +426,7 @@ impl Runner {
         };
         Ok(Some(EpisodeRun {
             traffic,
+            allowed_domains: run.config.allowed_domains.clone().into(),
             id: ep.id,
             max_steps: run.config.horizon(task.max_steps),
             // A task made for a screen (MiniWoB++'s) renders at it in any campaign.

@@ -217,6 +217,7 @@ impl Sessions {
             answer_checks: 1,
             detect_blocks: true,
             traffic: Default::default(),
+            allowed_domains: Arc::from([]),
             max_invalid_outputs: u32::MAX,
         };
         let id = Uuid::new_v4();

@@ -5,7 +5,8 @@
 //! domain's session cap holds under a 32-context campaign, measured from the site's own
 //! log, each episode storing its wait; a recorded campaign replays step by step after its
 //! site changed and stopped; network faults (a reset, a cut body, a silent server, a
-//! redirect loop, a name that does not resolve) end every episode within its timeout.
+//! redirect loop, a name that does not resolve) end every episode within its timeout; a
+//! campaign kept to its domains never requests another.
 
 use crate::common;
 
@@ -794,4 +795,107 @@ async fn network_faults_end_every_episode_within_its_timeout(pool: PgPool) {
         t0.elapsed()
     );
     engine.shutdown().await;
+}
+
+/// A site that logs the `Host` each request names.
+async fn hosts() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let log: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let seen = log.clone();
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let seen = seen.clone();
+        async move {
+            let host = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            seen.lock().unwrap().push(host);
+            axum::response::Html("<title>Page</title><p>a page</p>")
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (port, log)
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn a_campaign_kept_to_its_domains_never_requests_another(pool: PgPool) {
+    let (port, log) = hosts().await;
+    let (engine, _sites) = common::engine(pool, vec![]).await;
+    // The same server by another name: localhost is another domain than 127.0.0.1.
+    let away = format!("goto(\"http://localhost:{port}/elsewhere\")");
+    task(
+        &engine,
+        "wander",
+        "Buy a mug.",
+        format!("http://127.0.0.1:{port}/start"),
+        &[away.as_str(), "stop()"],
+    )
+    .await;
+    let spec = |allowed: Option<Vec<String>>| CampaignSpec {
+        policy: Some("scripted".into()),
+        tasks: Some(TaskFilter {
+            ids: vec!["wander".into()],
+            ..Default::default()
+        }),
+        allowed_domains: allowed,
+        ..Default::default()
+    };
+    let kept = steps_of(&engine, spec(Some(vec!["127.0.0.1".into()]))).await;
+    let error = kept[0].core.action_error.as_deref().unwrap_or("");
+    assert!(
+        error.contains("localhost"),
+        "the navigation was refused: {error}"
+    );
+    assert!(
+        kept[0].core.events.to_string().contains("allowed domains"),
+        "a blocked event says why: {}",
+        kept[0].core.events
+    );
+    let asked: Vec<String> = log.lock().unwrap().clone();
+    assert!(
+        asked.iter().all(|h| h.starts_with("127.0.0.1")),
+        "nothing reached the other domain: {asked:?}"
+    );
+    // Without the list, the same walk goes there.
+    let free = steps_of(&engine, spec(None)).await;
+    assert_eq!(free[0].core.action_error, None);
+    assert!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|h| h.starts_with("localhost"))
+    );
+    // A task outside the list is refused at creation, naming the field.
+    let err = engine
+        .create_campaign(spec(Some(vec!["shop.example".into()])))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("allowed_domains"), "{err}");
+    let err = engine
+        .create_campaign(spec(Some(vec!["not a host".into()])))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("allowed_domains[0]"), "{err}");
+    engine.shutdown().await;
+}
+
+/// Runs `spec` (one episode) and returns its stored steps.
+async fn steps_of(engine: &Engine, spec: CampaignSpec) -> Vec<store::StepView> {
+    let id = engine.create_campaign(spec).await.unwrap();
+    engine.run_campaign(id).await.unwrap();
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 10, 0)
+        .await
+        .unwrap();
+    assert_eq!(eps.len(), 1);
+    engine
+        .store()
+        .get_episode(eps[0].id)
+        .await
+        .unwrap()
+        .unwrap()
+        .steps
 }
