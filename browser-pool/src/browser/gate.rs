@@ -308,6 +308,7 @@ async fn tab_owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<Owner> {
     if let Some(o) = gate.by_frame(frame) {
         return Some(o);
     }
+    // A tab's main frame has the tab's id.
     let info = live
         .browser
         .read()
@@ -322,25 +323,11 @@ async fn tab_owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<Owner> {
 }
 
 /// The session that made a request from `frame`: a frame or tab it knows, else (a tab so
-/// new its session has not heard of it) the tab's context. The browser's lock is held
-/// only for the one call, never across the wait below (a recycle waits for it).
+/// new its session has not heard of it) the tab's context, else, after a moment, a frame
+/// its session has just learnt of. The browser's lock is held only for the one call,
+/// never across the wait below (a recycle waits for it).
 async fn owner(live: &Chromium, gate: &Gate, frame: &str) -> Option<Owner> {
-    if let Some(o) = gate.by_frame(frame) {
-        return Some(o);
-    }
-    // A tab's main frame has the tab's id.
-    let info = live
-        .browser
-        .read()
-        .await
-        .execute(GetTargetInfoParams {
-            target_id: Some(TargetId::from(frame.to_string())),
-        })
-        .await;
-    if let Ok(info) = info
-        && let Some(context) = &info.result.target_info.browser_context_id
-        && let Some(o) = gate.by_context(context.inner())
-    {
+    if let Some(o) = tab_owner(live, gate, frame).await {
         return Some(o);
     }
     // A frame attached a moment ago: its session learns of it from its own events.

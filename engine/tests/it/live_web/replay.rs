@@ -173,27 +173,22 @@ async fn a_recorded_campaign_replays_step_by_step_after_its_site_changed_and_sto
     );
 
     // Exported as HAR and imported back, the recording replays the same.
-    let har = browser_pool::to_har(&engine_exchanges(&exchanges), "surfgym");
-    let back = browser_pool::from_har(&har).unwrap();
-    let imported = uuid::Uuid::new_v4();
-    let records: Vec<store::ExchangeRecord> = back
-        .into_iter()
-        .map(|e| store::ExchangeRecord {
-            method: e.method,
-            url: e.url,
-            request_body: e.request_body,
-            status: e.status,
-            status_text: e.status_text,
-            headers: e.headers,
-            body: e.body,
-        })
-        .collect();
-    assert_eq!(records, exchanges);
-    engine
-        .store()
-        .import_recording(imported, "shop.har", &records)
+    let store = engine.store();
+    let har = engine::recordings::export_har(store, recording, None)
+        .await
+        .unwrap()
+        .unwrap();
+    // Through text, as a file would carry it.
+    let har: serde_json::Value = serde_json::from_str(&har.to_string()).unwrap();
+    let (imported, n) = engine::recordings::import_har(store, "shop.har", &har)
         .await
         .unwrap();
+    assert_eq!(n, exchanges.len());
+    assert_eq!(
+        store.recording_exchanges(imported, None).await.unwrap(),
+        exchanges,
+        "every exchange, body and header came back"
+    );
     let again = steps_by_episode(&engine, shop_campaign(false, Some(imported))).await;
     for (k, (e, steps)) in &again {
         assert_eq!(e.success, Some(true), "{k:?}: {:?}", e.last_error);
@@ -230,18 +225,4 @@ async fn a_recorded_campaign_replays_step_by_step_after_its_site_changed_and_sto
         .unwrap_err();
     assert!(err.to_string().contains("replay"), "{err}");
     engine.shutdown().await;
-}
-
-fn engine_exchanges(x: &[store::ExchangeRecord]) -> Vec<browser_pool::Exchange> {
-    x.iter()
-        .map(|e| browser_pool::Exchange {
-            method: e.method.clone(),
-            url: e.url.clone(),
-            request_body: e.request_body.clone(),
-            status: e.status,
-            status_text: e.status_text.clone(),
-            headers: e.headers.clone(),
-            body: e.body.clone(),
-        })
-        .collect()
 }
