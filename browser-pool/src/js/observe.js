@@ -233,7 +233,13 @@
   const signals = ORIGIN ? null : (() => {
     const nav = performance.getEntriesByType('navigation')[0];
     const body = document.body;
-    const short = body && body.textContent.length <= SHORT_TEXT;
+    // Counted only as far as the limit: a long page's text is never gathered.
+    let text = 0;
+    if (body) {
+      const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+      while (text <= SHORT_TEXT && walker.nextNode()) text += walker.currentNode.length;
+    }
+    const short = body && text <= SHORT_TEXT;
     return {
       status: nav && nav.responseStatus ? nav.responseStatus : null,
       captcha: !!document.querySelector(CAPTCHA),
