@@ -17,6 +17,8 @@ use candle_core::{D, DType, Device, Tensor, Var};
 use crate::TrainError;
 use inference::onnx_file::{DataType, Initializer, read_initializers};
 
+pub(crate) mod prefix;
+
 /// The decoder's shape, from the model's `config.json` (its `text_config` for a VLM).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecoderConfig {
@@ -88,6 +90,20 @@ pub struct Decoder {
     /// The lowest layer that learns: the residual stream is cut from the graph below it,
     /// so no backward pass runs there (0: every layer learns).
     frozen_below: usize,
+}
+
+/// One layer's parameters: the norms' weights as they are, the matrices in the compute
+/// dtype.
+pub(crate) struct LayerWeights<'a> {
+    ln1: &'a Var,
+    ln2: &'a Var,
+    wq: Tensor,
+    wk: Tensor,
+    wv: Tensor,
+    wo: Tensor,
+    wg: Tensor,
+    wu: Tensor,
+    wd: Tensor,
 }
 
 fn layer_names(i: usize) -> [String; 9] {
@@ -314,16 +330,14 @@ impl Decoder {
     ) -> Result<Tensor, TrainError> {
         let (b, s, h) = embeds.dims3()?;
         let c = &self.cfg;
-        let (d, kv, g) = (c.head_dim, c.kv_heads, c.heads / c.kv_heads.max(1));
+        let d = c.head_dim;
         if mask.len() != b * s {
             return Err(TrainError::Input(format!(
                 "attention mask has {} values for a {b}x{s} batch",
                 mask.len()
             )));
         }
-        let (cos, sin) = self.rope_tables(b, s, positions)?; // [B, S, D]
-        let cos = cos.unsqueeze(1)?.to_dtype(self.compute)?; // [B,1,S,D]
-        let sin = sin.unsqueeze(1)?.to_dtype(self.compute)?;
+        let (cos, sin) = self.rope(b, s, positions)?; // [B,1,S,D]
         let bias = self.attention_bias(b, s, mask)?; // [B,1,S,S]
         let nh = c.heads;
 
@@ -335,20 +349,8 @@ impl Decoder {
                 // Nothing below learns: no gradient need flow there.
                 x = x.detach();
             }
-            let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
-            let [wq, wk, wv, wo, wg, wu, wd] = [wq, wk, wv, wo, wg, wu, wd].map(|w| self.weight(w));
-            let (wq, wk, wv, wo, wg, wu, wd) = (wq?, wk?, wv?, wo?, wg?, wu?, wd?);
-            let y = self.rms_norm(&x, ln1)?;
-            // Heads h = kv * G + g, as the export's [B, S, KV, G, D] reshape numbers them;
-            // each key/value head is repeated for its G query heads (transformers' repeat_kv).
-            let y = y.to_dtype(self.compute)?;
-            let q = linear(&y, &wq)?.reshape((b, s, nh, d))?.transpose(1, 2)?;
-            let k = linear(&y, &wk)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
-            let v = linear(&y, &wv)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
-            let q = (q.broadcast_mul(&cos)? + rotate_half(&q, d)?.broadcast_mul(&sin)?)?;
-            let k = (k.broadcast_mul(&cos)? + rotate_half(&k, d)?.broadcast_mul(&sin)?)?;
-            let k = repeat_kv(&k, g)?;
-            let v = repeat_kv(&v, g)?;
+            let w = self.layer(i)?;
+            let (q, k, v) = self.qkv(&x, &w, (&cos, &sin))?;
             let scores = q.contiguous()?.matmul(&k.transpose(2, 3)?.contiguous()?)?;
             // Softmax in f32: the bias's lowest-f32 mask would round to -inf in bf16.
             let probs = crate::ops::masked_softmax(&scores.to_dtype(DType::F32)?, &bias)?
@@ -358,16 +360,88 @@ impl Decoder {
                 .transpose(1, 2)?
                 .contiguous()?
                 .reshape((b, s, nh * d))?;
-            x = (x + linear(&attn, &wo)?.to_dtype(DType::F32)?)?;
-            let y = self.rms_norm(&x, ln2)?.to_dtype(self.compute)?;
-            let gate = linear(&y, &wg)?;
-            let act = (&gate * candle_nn::ops::sigmoid(&gate)?)?;
-            let up = linear(&y, &wu)?;
-            x = (x + linear(&(act * up)?, &wd)?.to_dtype(DType::F32)?)?;
+            x = self.finish_layer(&x, &attn, &w)?;
         }
-        let x = self.rms_norm(&x, &self.params["model.norm.weight"])?;
+        let x = self.final_norm(&x)?;
         debug_assert_eq!(x.dims(), &[b, s, h]);
         Ok(x)
+    }
+
+    /// Layer `i`'s weights, the matrices in the compute dtype.
+    fn layer(&self, i: usize) -> Result<LayerWeights<'_>, TrainError> {
+        let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
+        let w = |t: &Var| self.weight(t);
+        Ok(LayerWeights {
+            ln1,
+            ln2,
+            wq: w(wq)?,
+            wk: w(wk)?,
+            wv: w(wv)?,
+            wo: w(wo)?,
+            wg: w(wg)?,
+            wu: w(wu)?,
+            wd: w(wd)?,
+        })
+    }
+
+    /// Queries, keys and values `[B, heads, S, D]` of the residual stream `x: [B, S, hidden]`,
+    /// rotated by `rope` (cos and sin `[B, 1, S, D]`), each key/value head repeated for its
+    /// query heads.
+    pub(crate) fn qkv(
+        &self,
+        x: &Tensor,
+        w: &LayerWeights<'_>,
+        (cos, sin): (&Tensor, &Tensor),
+    ) -> Result<(Tensor, Tensor, Tensor), TrainError> {
+        let (b, s, _) = x.dims3()?;
+        let c = &self.cfg;
+        let (d, kv, g) = (c.head_dim, c.kv_heads, c.heads / c.kv_heads.max(1));
+        let y = self.rms_norm(x, w.ln1)?.to_dtype(self.compute)?;
+        // Heads h = kv * G + g, as the export's [B, S, KV, G, D] reshape numbers them;
+        // each key/value head is repeated for its G query heads (transformers' repeat_kv).
+        let q = linear(&y, &w.wq)?
+            .reshape((b, s, c.heads, d))?
+            .transpose(1, 2)?;
+        let k = linear(&y, &w.wk)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+        let v = linear(&y, &w.wv)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+        let q = (q.broadcast_mul(cos)? + rotate_half(&q, d)?.broadcast_mul(sin)?)?;
+        let k = (k.broadcast_mul(cos)? + rotate_half(&k, d)?.broadcast_mul(sin)?)?;
+        Ok((q, repeat_kv(&k, g)?, repeat_kv(&v, g)?))
+    }
+
+    /// The rest of a layer after attention: the output projection into the residual stream,
+    /// then the MLP.
+    pub(crate) fn finish_layer(
+        &self,
+        x: &Tensor,
+        attn: &Tensor,
+        w: &LayerWeights<'_>,
+    ) -> Result<Tensor, TrainError> {
+        let x = (x + linear(attn, &w.wo)?.to_dtype(DType::F32)?)?;
+        let y = self.rms_norm(&x, w.ln2)?.to_dtype(self.compute)?;
+        let gate = linear(&y, &w.wg)?;
+        let act = (&gate * candle_nn::ops::sigmoid(&gate)?)?;
+        let up = linear(&y, &w.wu)?;
+        Ok((&x + linear(&(act * up)?, &w.wd)?.to_dtype(DType::F32)?)?)
+    }
+
+    /// The final norm over the residual stream.
+    pub(crate) fn final_norm(&self, x: &Tensor) -> Result<Tensor, TrainError> {
+        self.rms_norm(x, &self.params["model.norm.weight"])
+    }
+
+    /// cos and sin `[B, 1, S, D]` in the compute dtype, for `positions` of a `b` x `s` batch.
+    pub(crate) fn rope(
+        &self,
+        b: usize,
+        s: usize,
+        positions: &Positions,
+    ) -> Result<(Tensor, Tensor), TrainError> {
+        let (cos, sin) = self.rope_tables(b, s, positions)?;
+        Ok((
+            cos.unsqueeze(1)?.to_dtype(self.compute)?,
+            sin.unsqueeze(1)?.to_dtype(self.compute)?,
+        ))
     }
 
     fn rms_norm(&self, x: &Tensor, w: &Tensor) -> Result<Tensor, TrainError> {

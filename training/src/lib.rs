@@ -21,6 +21,7 @@ mod ops;
 pub mod optim;
 pub mod sample;
 pub mod select;
+pub mod shared_prompts;
 pub mod trainer;
 pub mod version;
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::TrainError;
 use crate::decoder::{Decoder, Positions, log_softmax};
 use crate::sample::Sample;
+use crate::shared_prompts::{PromptSharing, prompt_groups};
 
 /// Which loss an update minimises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,15 +74,29 @@ pub struct TokenLogprobs {
     pub entropy: Tensor,
     /// `offsets[i]..offsets[i + 1]` are sample i's tokens.
     pub offsets: Vec<usize>,
+    /// Prompts run through the decoder: the batch's samples, or fewer where samples
+    /// shared one.
+    pub prompt_passes: usize,
 }
 
 /// The decoder's log-probabilities of each sample's stored response, under the grammar mask
 /// where the sample has one (the distribution the policy sampled from), at `temperature`
-/// (1: the log-probabilities the policy records).
+/// (1: the log-probabilities the policy records). Samples of the batch that share a prompt
+/// share its computation (`shared_prompts`).
 pub fn token_logprobs(
     decoder: &Decoder,
     batch: &[&Sample],
     temperature: f32,
+) -> Result<TokenLogprobs, TrainError> {
+    token_logprobs_with(decoder, batch, temperature, PromptSharing::Shared)
+}
+
+/// [`token_logprobs`], with prompt sharing chosen.
+pub fn token_logprobs_with(
+    decoder: &Decoder,
+    batch: &[&Sample],
+    temperature: f32,
+    sharing: PromptSharing,
 ) -> Result<TokenLogprobs, TrainError> {
     let dev = decoder.device();
     let hidden = decoder.config().hidden;
@@ -89,43 +104,28 @@ pub fn token_logprobs(
     for s in batch {
         s.validate(hidden, vocab)?;
     }
-    let b = batch.len();
-    let len = batch.iter().map(|s| s.len()).max().unwrap_or(0);
-    if b == 0 || len == 0 {
+    if batch.is_empty() {
         return Err(TrainError::Input("an empty batch".into()));
     }
-    // Right padding: causal attention keeps the padding out of every real position.
-    let mut embeds = vec![0f32; b * len * hidden];
-    let mut mask = vec![0u8; b * len];
-    let axes = if decoder.mrope() { 3 } else { 1 };
-    let mut positions = vec![1i64; axes * b * len];
-    let mut rows = Vec::new();
     let mut targets = Vec::new();
     let mut offsets = vec![0];
-    for (i, s) in batch.iter().enumerate() {
-        embeds[i * len * hidden..(i * len + s.len()) * hidden].copy_from_slice(&s.embeds);
-        mask[i * len..i * len + s.len()].fill(1);
-        for axis in 0..axes {
-            for (t, p) in s.positions.iter().enumerate() {
-                positions[(axis * b + i) * len + t] = p[axis];
-            }
-        }
-        for (j, tok) in s.response.iter().enumerate() {
-            // The logits at position p predict the token at p + 1.
-            rows.push((i * len + s.prompt_len - 1 + j) as u32);
-            targets.push(*tok);
-        }
+    for s in batch {
+        targets.extend(s.response.iter().copied());
         offsets.push(targets.len());
     }
-    let embeds = Tensor::from_vec(embeds, (b, len, hidden), dev)?;
-    let positions = Positions {
-        values: positions,
-        mrope: decoder.mrope(),
+    let groups = match sharing {
+        PromptSharing::Shared => prompt_groups(batch.iter().copied()),
+        PromptSharing::PerSample => Vec::new(),
     };
-    let h = decoder.hidden(&embeds, &mask, &positions)?;
-    let n = rows.len();
-    let rows = Tensor::from_vec(rows, n, dev)?;
-    let h = h.reshape((b * len, hidden))?.index_select(&rows, 0)?;
+    let shared = !groups.is_empty() && groups.len() < batch.len();
+    let (h, prompt_passes) = match shared {
+        true => (
+            crate::shared_prompts::response_hidden(decoder, batch, &groups)?,
+            groups.len(),
+        ),
+        false => (per_sample_hidden(decoder, batch)?, batch.len()),
+    };
+    let n = targets.len();
     let mut logits = decoder.head(&h)?;
     if batch.iter().any(|s| s.allowed.is_some()) {
         let mut add = vec![0f32; n * vocab];
@@ -159,7 +159,44 @@ pub fn token_logprobs(
         values,
         entropy,
         offsets,
+        prompt_passes,
     })
+}
+
+/// The final hidden states that predict each response token, every sample run whole.
+fn per_sample_hidden(decoder: &Decoder, batch: &[&Sample]) -> Result<Tensor, TrainError> {
+    let dev = decoder.device();
+    let hidden = decoder.config().hidden;
+    let b = batch.len();
+    let len = batch.iter().map(|s| s.len()).max().unwrap_or(0);
+    // Right padding: causal attention keeps the padding out of every real position.
+    let mut embeds = vec![0f32; b * len * hidden];
+    let mut mask = vec![0u8; b * len];
+    let axes = if decoder.mrope() { 3 } else { 1 };
+    let mut positions = vec![1i64; axes * b * len];
+    let mut rows = Vec::new();
+    for (i, s) in batch.iter().enumerate() {
+        embeds[i * len * hidden..(i * len + s.len()) * hidden].copy_from_slice(&s.embeds);
+        mask[i * len..i * len + s.len()].fill(1);
+        for axis in 0..axes {
+            for (t, p) in s.positions.iter().enumerate() {
+                positions[(axis * b + i) * len + t] = p[axis];
+            }
+        }
+        for j in 0..s.response.len() {
+            // The logits at position p predict the token at p + 1.
+            rows.push((i * len + s.prompt_len - 1 + j) as u32);
+        }
+    }
+    let embeds = Tensor::from_vec(embeds, (b, len, hidden), dev)?;
+    let positions = Positions {
+        values: positions,
+        mrope: decoder.mrope(),
+    };
+    let h = decoder.hidden(&embeds, &mask, &positions)?;
+    let n = rows.len();
+    let rows = Tensor::from_vec(rows, n, dev)?;
+    Ok(h.reshape((b * len, hidden))?.index_select(&rows, 0)?)
 }
 
 /// Terms added to either objective: a KL penalty towards a frozen reference model and an

@@ -15,10 +15,11 @@ use crate::decoder::Decoder;
 use crate::device::Precision;
 use crate::guard::{Attempt, Guard, GuardReport, Health};
 use crate::objective::{
-    GrpoConfig, GrpoStats, Objective, Regularization, fbc_loss, grpo_loss, token_logprobs,
+    GrpoConfig, GrpoStats, Objective, Regularization, fbc_loss, grpo_loss, token_logprobs_with,
 };
 use crate::optim::{Accumulator, AdamW, AdamWConfig, StepStats};
 use crate::sample::Sample;
+use crate::shared_prompts::{PromptSharing, prompt_groups};
 use crate::version::{self, Lineage, Publish};
 
 /// Settings of an update.
@@ -53,6 +54,16 @@ pub struct TrainConfig {
     /// below them. None: every layer.
     #[serde(default)]
     pub top_layers: Option<usize>,
+    /// Samples that share a prompt share its computation: the shuffle keeps them together
+    /// and a micro-batch holds up to `micro_batch` distinct prompts with their samples
+    /// (an optimiser step still takes `micro_batch` x `accumulation` samples). The
+    /// gradients are the per-sample computation's up to rounding.
+    #[serde(default = "yes")]
+    pub share_prompts: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for TrainConfig {
@@ -70,6 +81,7 @@ impl Default for TrainConfig {
             regularization: Regularization::default(),
             guard: None,
             top_layers: None,
+            share_prompts: true,
         }
     }
 }
@@ -253,17 +265,73 @@ impl Trainer {
         decoder: &Decoder,
         samples: &[Sample],
     ) -> Result<(Logprobs, f32), TrainError> {
-        let mut out = Vec::with_capacity(samples.len());
+        let mut out = vec![Vec::new(); samples.len()];
         let (mut entropy, mut tokens) = (0f64, 0usize);
-        for chunk in samples.chunks(self.cfg.micro_batch) {
-            let refs: Vec<&Sample> = chunk.iter().collect();
-            let lp = token_logprobs(decoder, &refs, self.cfg.temperature)?;
+        let order = self.grouped_order(samples, None);
+        for chunk in self.micro_batches(&order, samples) {
+            let refs: Vec<&Sample> = chunk.iter().map(|i| &samples[*i]).collect();
+            let lp = self.logprobs_of(decoder, &refs)?;
             let v = lp.values.detach().to_vec1::<f32>()?;
             entropy += f64::from(lp.entropy.detach().sum_all()?.to_scalar::<f32>()?);
             tokens += v.len();
-            out.extend(lp.offsets.windows(2).map(|w| v[w[0]..w[1]].to_vec()));
+            for (i, w) in chunk.iter().zip(lp.offsets.windows(2)) {
+                out[*i] = v[w[0]..w[1]].to_vec();
+            }
         }
         Ok((out, (entropy / tokens.max(1) as f64) as f32))
+    }
+
+    fn logprobs_of(
+        &self,
+        decoder: &Decoder,
+        batch: &[&Sample],
+    ) -> Result<crate::objective::TokenLogprobs, TrainError> {
+        let sharing = match self.cfg.share_prompts {
+            true => PromptSharing::Shared,
+            false => PromptSharing::PerSample,
+        };
+        token_logprobs_with(decoder, batch, self.cfg.temperature, sharing)
+    }
+
+    /// The samples' indices in the order passes take them: shuffled by `rng` when given;
+    /// with shared prompts, each prompt's samples side by side (groups shuffled).
+    fn grouped_order(
+        &self,
+        samples: &[Sample],
+        rng: Option<&mut rand::rngs::StdRng>,
+    ) -> Vec<usize> {
+        let mut units: Vec<Vec<usize>> = match self.cfg.share_prompts {
+            true => prompt_groups(samples),
+            false => (0..samples.len()).map(|i| vec![i]).collect(),
+        };
+        if let Some(rng) = rng {
+            units.shuffle(rng);
+        }
+        units.concat()
+    }
+
+    /// `order` cut into forward passes: `micro_batch` samples each, or with shared prompts
+    /// up to `micro_batch` distinct prompts each (a prompt's samples cost little beside it).
+    fn micro_batches<'o>(&self, order: &'o [usize], samples: &[Sample]) -> Vec<&'o [usize]> {
+        let limit = self.cfg.micro_batch;
+        if !self.cfg.share_prompts {
+            return order.chunks(limit).collect();
+        }
+        let mut out = Vec::new();
+        let (mut start, mut prompts) = (0, 0);
+        for i in 0..order.len() {
+            let new_prompt = i == start
+                || !crate::shared_prompts::same_prompt(&samples[order[i - 1]], &samples[order[i]]);
+            if new_prompt && prompts == limit {
+                out.push(&order[start..i]);
+                (start, prompts) = (i, 0);
+            }
+            prompts += usize::from(new_prompt);
+        }
+        if start < order.len() {
+            out.push(&order[start..]);
+        }
+        out
     }
 
     /// The reference model's log-probabilities of the samples, when one is set (the KL
@@ -417,16 +485,15 @@ impl Trainer {
         let mut acc = Accumulator::default();
         let mut seen_tokens = 0usize;
         for epoch in 0..self.cfg.epochs {
-            let mut order: Vec<usize> = (0..samples.len()).collect();
-            order.shuffle(&mut rng);
+            let order = self.grouped_order(samples, Some(&mut rng));
             let mut epoch_loss = 0.0;
             for step in order.chunks(per_step) {
                 let mut step_loss = 0.0;
-                let micro: Vec<&[usize]> = step.chunks(self.cfg.micro_batch).collect();
+                let micro = self.micro_batches(step, samples);
                 for idx in &micro {
                     let batch: Vec<&Sample> = idx.iter().map(|i| &samples[*i]).collect();
                     seen_tokens += batch.iter().map(|s| s.len()).sum::<usize>();
-                    let lp = token_logprobs(&self.decoder, &batch, self.cfg.temperature)?;
+                    let lp = self.logprobs_of(&self.decoder, &batch)?;
                     let pick = |all: &[Vec<f32>]| -> Vec<f32> {
                         idx.iter().flat_map(|i| all[*i].iter().copied()).collect()
                     };

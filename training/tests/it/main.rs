@@ -1,4 +1,4 @@
-//! The trainer's integration tests, one binary: parity with ONNX Runtime, precision,
+//! The trainer's integration tests, one binary: parity with ONNX Runtime, precision, shared prompts,
 //! published versions, the update's regularization and guard.
 
 mod common;
@@ -6,4 +6,5 @@ mod common;
 mod parity;
 mod precision;
 mod regularize;
+mod shared_prompts;
 mod versions;
