@@ -49,9 +49,27 @@ pub struct TrainArgs {
     /// pass below them). Several values are timed side by side on the same samples.
     #[arg(long = "top-layers", value_delimiter = ',', default_value = "all")]
     top_layers: Vec<String>,
+    /// Samples per prompt: the batch is `batch / group` prompts of `group` samples each (a
+    /// GRPO group's k).
+    #[arg(long, default_value_t = 1)]
+    group: usize,
+    /// How a prompt's samples are computed, comma-separated: `shared` (one prompt pass
+    /// plus their completions) and/or `per-sample`. Both: timed side by side on the same
+    /// samples, with the ratio.
+    #[arg(long, value_delimiter = ',', default_value = "shared")]
+    sharing: Vec<Sharing>,
     /// Print JSON lines instead of a table.
     #[arg(long = "json-lines")]
     json: bool,
+}
+
+/// How the samples of one prompt are computed.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Sharing {
+    /// One prompt pass plus the completions.
+    Shared,
+    /// Each sample runs its own prompt.
+    PerSample,
 }
 
 /// Runs the benchmark.
@@ -61,8 +79,19 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
         || a.prompt_tokens == 0
         || a.response_tokens == 0
         || a.steps == 0
+        || a.group == 0
     {
-        bail!("--batch, --prompt-tokens, --response-tokens and --steps must be at least 1");
+        bail!(
+            "--batch, --group, --prompt-tokens, --response-tokens and --steps must be at least 1"
+        );
+    }
+    if let Some(b) = a.batch
+        && b % a.group != 0
+    {
+        bail!(
+            "--batch {b} is not a whole number of --group {} samples",
+            a.group
+        );
     }
     let layer_choices = a
         .top_layers
@@ -87,7 +116,7 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
     let precision = a.precision;
     if !a.json {
         println!(
-            "trainer (candle, {}, {}): batch x ({} prompt + {} response tokens), {} timed steps",
+            "trainer (candle, {}, {}): batch x ({} prompt + {} response tokens), {} samples per prompt, {} timed steps",
             training::device_name(&device),
             match precision.compute_dtype(&device) {
                 candle_core::DType::BF16 => "bf16 over f32 weights",
@@ -95,13 +124,24 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             },
             a.prompt_tokens,
             a.response_tokens,
+            a.group,
             a.steps
         );
         println!(
-            "{:<28} {:>9} {:>7} {:>12} {:>6} {:>12} {:>10} {:>10}",
-            "model", "objective", "layers", "trainable", "batch", "tokens/s", "samples/s", "step s"
+            "{:<28} {:>9} {:>7} {:>10} {:>12} {:>6} {:>12} {:>10} {:>10} {:>8}",
+            "model",
+            "objective",
+            "layers",
+            "prompts",
+            "trainable",
+            "batch",
+            "tokens/s",
+            "samples/s",
+            "step s",
+            "speed-up"
         );
     }
+    let mut per_sample_step: Option<f64> = None;
     for model in &models {
         let batch = match a.batch {
             Some(b) => b,
@@ -112,11 +152,23 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 )
             })?,
         };
-        for (&objective, &top_layers) in a
-            .objectives
-            .iter()
-            .flat_map(|o| layer_choices.iter().map(move |l| (o, l)))
-        {
+        if batch % a.group != 0 {
+            bail!(
+                "the batch ({batch}) is not a whole number of --group {} samples",
+                a.group
+            );
+        }
+        // Per-sample first: the shared row reads its ratio against it.
+        let mut sharing = a.sharing.clone();
+        sharing.sort_by_key(|s| *s == Sharing::Shared);
+        sharing.dedup();
+        let sharing = &sharing;
+        let runs = a.objectives.iter().flat_map(|o| {
+            layer_choices
+                .iter()
+                .flat_map(move |l| sharing.iter().map(move |s| (o, l, s)))
+        });
+        for (&objective, &top_layers, &share) in runs {
             let shape = BenchShape {
                 batch,
                 prompt: a.prompt_tokens,
@@ -124,6 +176,8 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 steps: a.steps,
                 micro_batch: a.micro_batch,
                 top_layers,
+                group: a.group,
+                share_prompts: share == Sharing::Shared,
             };
             let (m, d) = (model.clone(), device.clone());
             let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d, precision))
@@ -137,19 +191,34 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             let name = model
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let speed_up = match share {
+                Sharing::PerSample => {
+                    per_sample_step = Some(r.step_s);
+                    None
+                }
+                Sharing::Shared => per_sample_step.take().map(|p| p / r.step_s.max(1e-9)),
+            };
             if a.json {
-                println!("{}", serde_json::json!({"model": name, "result": r}));
+                println!(
+                    "{}",
+                    serde_json::json!({"model": name, "result": r, "speed_up_vs_per_sample": speed_up})
+                );
             } else {
                 println!(
-                    "{:<28} {:>9} {:>7} {:>12} {:>6} {:>12.0} {:>10.2} {:>10.3}",
+                    "{:<28} {:>9} {:>7} {:>10} {:>12} {:>6} {:>12.0} {:>10.2} {:>10.3} {:>8}",
                     name,
                     objective.to_string(),
                     top_layers.map_or_else(|| "all".to_string(), |n| format!("top {n}")),
+                    match share {
+                        Sharing::Shared => "shared",
+                        Sharing::PerSample => "per-sample",
+                    },
                     r.parameters,
                     batch,
                     r.tokens_per_s,
                     r.samples_per_s,
-                    r.step_s
+                    r.step_s,
+                    speed_up.map_or_else(String::new, |x| format!("{x:.2}x"))
                 );
             }
         }

@@ -63,6 +63,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             })
             .transpose()?,
         top_layers: None,
+        group: num("--group", 1)?,
+        share_prompts: true,
     };
     let name = model
         .file_name()

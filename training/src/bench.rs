@@ -34,6 +34,16 @@ pub struct BenchShape {
     /// Train only the top N layers (`None`: all of them).
     #[serde(default)]
     pub top_layers: Option<usize>,
+    /// Samples per prompt (a GRPO group's k): `batch / group` distinct prompts.
+    #[serde(default = "one")]
+    pub group: usize,
+    /// Whether a prompt's samples share its computation (else each runs its own).
+    #[serde(default)]
+    pub share_prompts: bool,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Figures of one benchmark.
@@ -116,6 +126,7 @@ pub fn run(
         accumulation: shape.batch.div_ceil(micro),
         precision,
         top_layers: shape.top_layers,
+        share_prompts: shape.share_prompts,
         ..TrainConfig::default()
     };
     let mut trainer = Trainer::load(model, cfg, device)?;
@@ -154,16 +165,25 @@ pub fn run(
     })
 }
 
-/// `shape.batch` samples of random embeddings and response tokens, advantages alternating
-/// ±0.1 (so GRPO has both signs): the figures depend on shapes, not on values.
+/// `shape.batch` samples of random embeddings and response tokens, `shape.group` after
+/// each other on one prompt, advantages alternating ±0.1 (so GRPO has both signs): the
+/// figures depend on shapes, not on values.
 pub fn synthetic_samples(hidden: usize, vocab: usize, shape: BenchShape, seed: u64) -> Vec<Sample> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let len = shape.prompt + shape.response;
+    let mut prompt = Vec::new();
     (0..shape.batch)
         .map(|i| Sample {
-            embeds: (0..len * hidden)
-                .map(|_| rng.random::<f32>() - 0.5)
-                .collect(),
+            embeds: {
+                if i % shape.group.max(1) == 0 {
+                    prompt = (0..shape.prompt * hidden)
+                        .map(|_| rng.random::<f32>() - 0.5)
+                        .collect();
+                }
+                let mut e = prompt.clone();
+                e.extend((0..shape.response * hidden).map(|_| rng.random::<f32>() - 0.5));
+                e
+            },
             positions: (0..len as i64).map(|p| [p; 3]).collect(),
             prompt_len: shape.prompt,
             response: (0..shape.response)

@@ -23,6 +23,8 @@ const SHAPE: BenchShape = BenchShape {
     steps: 1,
     micro_batch: None,
     top_layers: None,
+    group: 1,
+    share_prompts: false,
 };
 
 /// f32 agrees with the reference to rounding (exactly, on the same CPU).
