@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// agent's failures instead of ending their episodes as blocked (retried, not scored).
     #[arg(long)]
     pub score_blocked: bool,
+    /// Ask the model judge (`--judge-onnx-model` or `--judge-url`) to confirm each block
+    /// the rules find, from the page's screenshot; a page it sees no wall on goes on.
+    #[arg(long, conflicts_with = "score_blocked")]
+    pub confirm_blocks: bool,
     /// Record every exchange of the episodes' pages into a recording with the campaign's
     /// id (export it with `surfgym har export ID`).
     #[arg(long, conflicts_with = "replay")]
@@ -91,6 +95,7 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         max_steps: args.max_steps,
         answer_checks: Some(args.answer_checks),
         detect_blocks: Some(!args.score_blocked),
+        confirm_blocks: Some(args.confirm_blocks),
         record: Some(args.record),
         replay: args.replay,
         replay_unmatched: args.replay_unmatched,

@@ -12,8 +12,24 @@
 //! the instruction says nothing of logging in.
 
 use std::fmt;
+use std::sync::Arc;
 
 use spaces::PageSignals;
+
+use crate::judge::ModelJudge;
+
+/// How an episode treats pages that turn the agent away.
+#[derive(Clone, Default)]
+pub enum BlockCheck {
+    /// Scored as the agent's pages.
+    Off,
+    /// The rules below end the episode as blocked.
+    #[default]
+    Rules,
+    /// The rules find, the model judge confirms with the page's screenshot: a page it
+    /// does not see as a wall goes on as an ordinary page.
+    Confirmed(Arc<ModelJudge>),
+}
 
 /// Why a page turned the agent away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -186,6 +202,45 @@ pub fn detect(signals: &PageSignals, seen: &Seen<'_>) -> Option<Block> {
         }
     }
     None
+}
+
+/// The model judge's word on a block the rules found, from the page's screenshot: the
+/// block (its evidence saying the judge confirmed it, or could not tell), or None when the
+/// judge sees no wall. The judge can only take back what the rules found, never add a
+/// block, so a page that talks to the judge can at most be scored as an ordinary page.
+pub async fn confirm(
+    judge: &ModelJudge,
+    mut block: Block,
+    screenshot: &[u8],
+    seed: u64,
+) -> Option<Block> {
+    let question = format!(
+        "A web agent was sent to this page to do a task. Automatic rules think the page turns \
+         visitors away: {} ({}) at {}.\n\
+         Look at the screenshot. Does the page stop a visitor from using the site: a CAPTCHA or \
+         other human check, a bot check or \"checking your browser\" page, an access-denied or \
+         too-many-requests page, or a sign-in wall?\n\
+         Answer YES or NO first, then one short reason.",
+        block.reason, block.evidence, block.url
+    );
+    let said = judge.ask(vec![screenshot.to_vec()], question, seed).await;
+    let word = said.as_ref().map(|a| {
+        a.split(|c: char| !c.is_alphabetic())
+            .find(|w| !w.is_empty())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    });
+    let name = judge.name();
+    match word.as_deref() {
+        Ok("yes") => block.evidence = format!("{}; confirmed by {name}", block.evidence),
+        Ok("no") => {
+            tracing::info!(url = block.url, reason = %block.reason, judge = name, "the judge sees no wall");
+            return None;
+        }
+        Ok(_) => block.evidence = format!("{}; {name} could not tell", block.evidence),
+        Err(e) => block.evidence = format!("{}; {name} failed: {e}", block.evidence),
+    }
+    Some(block)
 }
 
 fn asks_to_log_in(instruction: &str) -> bool {

@@ -76,6 +76,11 @@ pub struct CampaignSpec {
     /// retried and never scored (default true; false scores such pages as the agent's).
     #[serde(default)]
     pub detect_blocks: Option<bool>,
+    /// Ask the model judge to confirm each block the rules find, with the page's
+    /// screenshot: a page it does not see as a wall goes on as an ordinary page (default
+    /// false). Needs a model judge (`--judge-onnx-model` or `--judge-url`).
+    #[serde(default)]
+    pub confirm_blocks: Option<bool>,
     /// Record every exchange of the episodes' pages (requests, responses with bodies) into
     /// a recording with the campaign's id, to replay later (default false). Needs browsers
     /// that capture traffic (`--capture-traffic`).
@@ -164,6 +169,10 @@ pub struct CampaignConfig {
     /// stored before the setting existed).
     #[serde(default = "yes")]
     pub detect_blocks: bool,
+    /// The model judge confirms each block the rules find (false in campaigns stored
+    /// before the setting existed).
+    #[serde(default)]
+    pub confirm_blocks: bool,
     /// Whether the episodes' traffic is live, recorded, or replayed (live in campaigns
     /// stored before the setting existed).
     #[serde(default)]
@@ -407,6 +416,13 @@ impl CampaignSpec {
                 valid.then_some(d)
             })
             .collect();
+        let confirm_blocks = self.confirm_blocks.unwrap_or(false);
+        if confirm_blocks && self.detect_blocks == Some(false) {
+            errors.push(err(
+                "confirm_blocks",
+                "needs detect_blocks: the judge confirms the blocks the rules find",
+            ));
+        }
         if self.replay_unmatched.is_some() && self.replay.is_none() {
             errors.push(err("replay_unmatched", "only applies together with replay"));
         }
@@ -461,6 +477,7 @@ impl CampaignSpec {
             screen: self.screen,
             answer_checks,
             detect_blocks: self.detect_blocks.unwrap_or(true),
+            confirm_blocks,
             traffic,
             allowed_domains,
         })

@@ -243,6 +243,14 @@ impl Engine {
                 ),
             }]));
         }
+        if config.confirm_blocks && self.model_judge().is_none() {
+            return Err(EngineError::Invalid(vec![tasks::FieldError {
+                field: "confirm_blocks".into(),
+                message: "no model judge is configured to confirm blocks (start surfgym with \
+                          --judge-onnx-model or --judge-url, or leave confirm_blocks out)"
+                    .into(),
+            }]));
+        }
         let judged = tasks.iter().filter(|t| t.rubric.needs_model()).count();
         if judged > 0 && self.model_judge().is_none() {
             return Err(EngineError::Invalid(vec![tasks::FieldError {

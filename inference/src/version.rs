@@ -41,6 +41,11 @@ pub struct Lineage {
     pub optimizer_steps: usize,
     /// Everything else the trainer records: objective, data, settings, losses.
     pub training: serde_json::Value,
+    /// The tensors the weights file holds, when not every trainable tensor (a version
+    /// trained on its top layers from the base stores only what moved): the others are
+    /// the base's. None: every trainable tensor is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensors: Option<Vec<String>>,
 }
 
 /// Why a version cannot be used.
@@ -155,8 +160,26 @@ pub fn load_overrides(dir: &Path) -> Result<Option<Overrides>, VersionError> {
             "{WEIGHTS} is not a readable safetensors file ({e})"
         ))
     })?;
+    if let Some(listed) = &lineage.tensors
+        && let Some(bad) = listed
+            .iter()
+            .find(|n| !base.iter().any(|i| i.name == **n && is_trainable(n)))
+    {
+        return Err(err(format!(
+            "{LINEAGE} lists a tensor `{bad}` that is no trainable initializer of the base decoder"
+        )));
+    }
+    let stored = |name: &str| {
+        lineage
+            .tensors
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|n| n == name))
+    };
     let mut tensors = Vec::new();
-    for init in base.iter().filter(|i| is_trainable(&i.name)) {
+    for init in base
+        .iter()
+        .filter(|i| is_trainable(&i.name) && stored(&i.name))
+    {
         let t = file.tensor(&init.name).map_err(|_| {
             err(format!(
                 "{WEIGHTS} has no tensor `{}` (the base decoder has it)",
@@ -199,7 +222,7 @@ pub fn load_overrides(dir: &Path) -> Result<Option<Overrides>, VersionError> {
     if let Some(extra) = file
         .names()
         .into_iter()
-        .find(|n| !base.iter().any(|i| i.name == **n && is_trainable(n)))
+        .find(|n| !base.iter().any(|i| i.name == **n && is_trainable(n)) || !stored(n))
     {
         return Err(err(format!(
             "{WEIGHTS} has a tensor `{extra}` that is no trainable initializer of the base decoder"

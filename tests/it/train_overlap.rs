@@ -134,6 +134,13 @@ async fn overlapped_rollouts_run_beside_the_trainer_within_the_staleness_bound(p
             "update {}: {update}",
             it.idx
         );
+        // The replay's frozen parts too: loaded by the first update, kept by the others.
+        assert_eq!(
+            update["replay_resident"],
+            it.idx > 1,
+            "update {}: {update}",
+            it.idx
+        );
     }
     assert_eq!(name(Path::new(done.version.as_deref().unwrap())), "v3");
 

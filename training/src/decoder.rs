@@ -90,6 +90,9 @@ pub struct Decoder {
     /// The lowest layer that learns: the residual stream is cut from the graph below it,
     /// so no backward pass runs there (0: every layer learns).
     frozen_below: usize,
+    /// Parameters set over the base's values (a version's tensors): a version published
+    /// from here stores them, whether or not they learn now.
+    overridden: std::collections::BTreeSet<String>,
 }
 
 /// One layer's parameters: the norms' weights as they are, the matrices in the compute
@@ -200,6 +203,7 @@ impl Decoder {
             vocab,
             compute: DType::F32,
             frozen_below: 0,
+            overridden: Default::default(),
         })
     }
 
@@ -295,7 +299,14 @@ impl Decoder {
             )));
         }
         var.set(&value.to_device(&self.device)?)?;
+        self.overridden.insert(name.to_string());
         Ok(())
+    }
+
+    /// Whether a parameter may differ from the base's: it learns, or a version set it.
+    /// What a published version must store; the rest it leaves to the base.
+    pub fn may_differ_from_base(&self, name: &str) -> bool {
+        self.is_trainable(name) || self.overridden.contains(name)
     }
 
     /// Logits `[batch, seq, vocab]` for input embeddings `[batch, seq, hidden]`, an attention

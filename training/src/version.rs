@@ -4,13 +4,15 @@
 //! ```text
 //! VERSION/
 //!   config.json, tokenizer.json, ..., onnx/   symlinks to the base model's files
-//!   weights.safetensors                       every trained tensor, keyed by ONNX initializer name
+//!   weights.safetensors                       the trained tensors, keyed by ONNX initializer name
 //!   train.json                                lineage: base, parent, data, objective, settings, losses
 //!   optimizer.safetensors                     AdamW moments (a run goes on from here)
 //! ```
 //!
 //! The base is always the original export (a version trained from a version links the
-//! same base and holds the full set of trained tensors), so loading is one layer deep. A
+//! same base and holds every tensor that differs from it), so loading is one layer deep.
+//! A version stores every trainable tensor, or, when some never moved (the frozen layers
+//! of a `top_layers` run from the base), only the others, listed in `train.json`. A
 //! version is written to a temporary directory and renamed into place: a crash never
 //! leaves half a version behind, and an existing version is never overwritten.
 
@@ -70,11 +72,15 @@ pub fn publish(out: &Path, decoder: &Decoder, p: Publish<'_>) -> Result<Lineage,
         let link = tmp.join(&file);
         std::os::unix::fs::symlink(entry.path(), &link).map_err(io(&link))?;
     }
+    // Only what may have moved: under `top_layers` from the base, the frozen layers are
+    // the base's and are left to it.
     let tensors: HashMap<String, Tensor> = decoder
         .params()
         .iter()
+        .filter(|(k, _)| decoder.may_differ_from_base(k))
         .map(|(k, v)| (k.clone(), v.as_tensor().clone()))
         .collect();
+    let subset = tensors.len() < decoder.params().len();
     candle_core::safetensors::save(&tensors, tmp.join(WEIGHTS))?;
     let steps = match p.optimizer {
         Some(opt) => {
@@ -95,6 +101,11 @@ pub fn publish(out: &Path, decoder: &Decoder, p: Publish<'_>) -> Result<Lineage,
         created: chrono::Utc::now().to_rfc3339(),
         optimizer_steps: steps,
         training: p.training,
+        tensors: subset.then(|| {
+            let mut names: Vec<String> = tensors.keys().cloned().collect();
+            names.sort();
+            names
+        }),
     };
     let json = serde_json::to_string_pretty(&lineage).expect("lineage serialises");
     std::fs::write(tmp.join(LINEAGE), json).map_err(io(&tmp))?;

@@ -12,6 +12,7 @@ use store::TaskFilter;
 use crate::curriculum::Curriculum;
 use crate::devices::Devices;
 use crate::external::{Returns, TrainerChoice};
+use crate::live_web::RunWeb;
 use crate::served::Served;
 
 /// See the module documentation.
@@ -164,6 +165,10 @@ pub struct RunConfig {
     /// Where the policies and the built-in trainer compute (absent: the CPU).
     #[serde(default, skip_serializing_if = "Devices::is_default")]
     pub devices: Devices,
+    /// What every campaign of the run does with the web: record, replay a recording, keep
+    /// to domains, detect blocks (absent: live, any domain, blocks detected).
+    #[serde(default, skip_serializing_if = "RunWeb::is_default")]
+    pub web: RunWeb,
 }
 
 /// Overlapped training's bound (see [`RunConfig::overlap`]).
@@ -384,6 +389,7 @@ impl RunConfig {
             ));
         }
         self.curriculum.validate()?;
+        self.web.validate()?;
         if self.eval_horizon == 0 {
             return Err("eval_horizon: must be at least 1".into());
         }

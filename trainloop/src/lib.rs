@@ -16,6 +16,7 @@ pub mod data;
 pub mod devices;
 pub mod executor;
 pub mod external;
+pub mod live_web;
 mod plan;
 pub mod run;
 pub mod schedule;

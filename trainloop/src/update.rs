@@ -56,21 +56,45 @@ pub struct ReplayOn<'a> {
     pub threads: usize,
     /// Where the steps' screenshots are.
     pub blobs: Blobs,
+    /// The model an earlier replay loaded, kept loaded between updates (see [`Frozen`]).
+    pub resident: Option<Frozen>,
+}
+
+/// The frozen parts a replay runs (the tokenizer, `embed_tokens`, the vision encoder, the
+/// grammar): the same for every version of one base, since training moves none of them.
+/// So a run loads its base once and replays every update's steps with it, instead of
+/// loading each parent into ONNX Runtime again.
+pub struct Frozen {
+    base: PathBuf,
+    model: Model,
+}
+
+impl Frozen {
+    /// The base model it was loaded from.
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
 }
 
 /// The kept steps as samples; a step that cannot be replayed is counted in
 /// `collected.skipped` with its reason and left out. `progress` is called once a step.
+/// Returns the loaded model too, for the next replay's `resident`.
 pub async fn replay(
     on: ReplayOn<'_>,
     episodes: &[TraceEpisode],
     collected: &mut Collected,
     kept: &[(usize, f32)],
     progress: impl FnMut(),
-) -> Result<Vec<Sample>, RunError> {
-    let model = Model::load(on.parent, on.dylib, on.device, on.threads)
+) -> Result<(Vec<Sample>, Frozen), RunError> {
+    let base = training::version::base_of(on.parent)
         .map_err(|e| RunError::Config(format!("{}: {e}", on.parent.display())))?;
+    let model = match on.resident.filter(|f| same_path(&f.base, &base)) {
+        Some(f) => f.model,
+        None => Model::load(&base, on.dylib, on.device, on.threads)
+            .map_err(|e| RunError::Config(format!("{}: {e}", base.display())))?,
+    };
     let mut replayer = Replayer::new(model, on.blobs);
-    Ok(data::samples(
+    let samples = data::samples(
         &mut replayer,
         episodes,
         &collected.at,
@@ -78,7 +102,14 @@ pub async fn replay(
         &mut collected.skipped,
         progress,
     )
-    .await)
+    .await;
+    Ok((
+        samples,
+        Frozen {
+            base,
+            model: replayer.into_model(),
+        },
+    ))
 }
 
 /// One optimisation from `parent` on `samples`, published at `out`.
@@ -240,7 +271,7 @@ pub async fn run(
         });
     }
     let replaying = Instant::now();
-    let samples = replay(on, episodes, &mut collected, &selection.kept, on_replayed).await?;
+    let (samples, _) = replay(on, episodes, &mut collected, &selection.kept, on_replayed).await?;
     let replay_s = replaying.elapsed().as_secs_f64();
     let n = samples.len();
     let trained = if samples.is_empty() {

@@ -11,6 +11,8 @@
 //! which runs after the door's checks; [`Access`] says which routes need a token.
 //!
 //! `web` depends on `engine`, never the reverse.
+// The OpenAPI document's `json!` literals nest deeper than the default limit.
+#![recursion_limit = "256"]
 #![deny(missing_docs)]
 
 mod analysis;

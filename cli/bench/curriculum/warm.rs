@@ -157,6 +157,7 @@ async fn update(
                 device: inference::Device::Cpu,
                 threads: 2,
                 blobs: Blobs::Store(store.clone()),
+                resident: None,
             },
             train: pipeline::TrainJob {
                 parent: model.to_path_buf(),

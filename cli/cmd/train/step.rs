@@ -245,8 +245,9 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         device: Device::Cpu,
         threads: 2,
         blobs,
+        resident: None,
     };
-    let samples = pipeline::replay(on, &episodes, &mut collected, &selection.kept, || {
+    let (samples, _) = pipeline::replay(on, &episodes, &mut collected, &selection.kept, || {
         replay_bar.inc(1)
     })
     .await

@@ -144,7 +144,7 @@ pub(crate) async fn play(
         sample: 0,
         screen: task.screen,
         answer_checks: 1,
-        detect_blocks: true,
+        blocks: Default::default(),
         traffic: Default::default(),
         allowed_domains: Arc::from([]),
         max_invalid_outputs: crate::runner::episode::MAX_POLICY_ERRORS,

@@ -121,6 +121,16 @@ impl ModelJudge {
         }
     }
 
+    /// Asks the judge's model one question about some screenshots (JPEG).
+    pub(crate) async fn ask(
+        &self,
+        images: Vec<Vec<u8>>,
+        question: String,
+        seed: u64,
+    ) -> Result<String, policy::PolicyError> {
+        self.backend.ask(images, question, seed).await
+    }
+
     /// The judge's name as stored with its verdicts.
     pub fn name(&self) -> String {
         format!("model:{}", self.backend.name())

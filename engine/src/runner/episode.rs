@@ -115,8 +115,8 @@ pub struct EpisodeRun {
     /// Consecutive unusable outputs that end the episode ([`MAX_POLICY_ERRORS`]).
     pub max_invalid_outputs: u32,
     /// Whether a page of the task's site that turns the agent away ends the episode as
-    /// blocked (`crate::blocked`).
-    pub detect_blocks: bool,
+    /// blocked, by the rules alone or confirmed by the model judge (`crate::blocked`).
+    pub blocks: crate::blocked::BlockCheck,
     /// Where its pages get their answers.
     pub traffic: EpisodeTraffic,
     /// Domains its pages may load documents from (empty: any).
@@ -352,10 +352,13 @@ impl Episode {
     }
 
     /// Ends the episode as blocked when the page turns the agent away.
-    fn check_blocked(&self, obs: &Observation) -> Result<(), InfraError> {
-        if !self.run.detect_blocks {
-            return Ok(());
-        }
+    async fn check_blocked(&self, obs: &Observation) -> Result<(), InfraError> {
+        use crate::blocked::BlockCheck;
+        let judge = match &self.run.blocks {
+            BlockCheck::Off => return Ok(()),
+            BlockCheck::Rules => None,
+            BlockCheck::Confirmed(judge) => Some(judge),
+        };
         let seen = crate::blocked::Seen {
             url: &obs.url,
             title: &obs.title,
@@ -363,13 +366,21 @@ impl Episode {
             at_start: self.steps.is_empty(),
             instruction: &self.instruction,
         };
-        match crate::blocked::detect(&obs.signals, &seen) {
-            Some(block) => {
-                METRICS.episodes_blocked.inc(block.reason.as_str());
-                Err(InfraError::Blocked(block))
+        let Some(block) = crate::blocked::detect(&obs.signals, &seen) else {
+            return Ok(());
+        };
+        let block = match judge {
+            None => block,
+            Some(judge) => {
+                let shot = &obs.screenshot.bytes;
+                match crate::blocked::confirm(judge, block, shot, self.run.seed).await {
+                    Some(block) => block,
+                    None => return Ok(()),
+                }
             }
-            None => Ok(()),
-        }
+        };
+        METRICS.episodes_blocked.inc(block.reason.as_str());
+        Err(InfraError::Blocked(block))
     }
 
     /// Observes the page and returns what the policy must decide on.
@@ -378,7 +389,7 @@ impl Episode {
         let mut obs = self.session.observe().await?;
         let observe = t0.elapsed();
         METRICS.observe_seconds.time(observe);
-        self.check_blocked(&obs)?;
+        self.check_blocked(&obs).await?;
         let bytes = std::mem::take(&mut obs.screenshot.bytes);
         let screenshot = self.keep_blob(bytes.clone(), obs.screenshot.mime);
         // The policy still sees the image; the stored copy lives in `blobs`.

@@ -437,7 +437,15 @@ impl Runner {
             seed: ep.seed as u64,
             sample: run.config.instance_of(ep.rollout.max(0) as u32).1,
             answer_checks: run.config.answer_checks,
-            detect_blocks: run.config.detect_blocks,
+            blocks: match (
+                run.config.detect_blocks,
+                run.config.confirm_blocks,
+                &self.judge,
+            ) {
+                (false, _, _) => crate::blocked::BlockCheck::Off,
+                (true, true, Some(judge)) => crate::blocked::BlockCheck::Confirmed(judge.clone()),
+                (true, _, _) => crate::blocked::BlockCheck::Rules,
+            },
             max_invalid_outputs: episode::MAX_POLICY_ERRORS,
         }))
     }

@@ -215,7 +215,7 @@ impl Sessions {
             seed: request.seed,
             sample: 0,
             answer_checks: 1,
-            detect_blocks: true,
+            blocks: Default::default(),
             traffic: Default::default(),
             allowed_domains: Arc::from([]),
             max_invalid_outputs: u32::MAX,

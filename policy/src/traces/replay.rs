@@ -165,6 +165,11 @@ impl Replayer {
         &self.model
     }
 
+    /// The model back, for a later replay (the screenshots read are let go).
+    pub fn into_model(self) -> Model {
+        self.model
+    }
+
     /// Step `index` of `ep` as its policy saw it, followed by what it sampled.
     pub async fn step(
         &mut self,

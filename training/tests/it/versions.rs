@@ -241,3 +241,104 @@ fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_load
     let e = kept.reconfigure(other).unwrap_err().to_string();
     assert!(e.contains("optimizer"), "{e}");
 }
+
+/// The names in a version's weights file.
+fn stored_names(version: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        candle_core::safetensors::load(version.join("weights.safetensors"), &Device::Cpu)
+            .unwrap()
+            .into_keys()
+            .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_top_layers_version_stores_only_what_moved_and_runs_as_trained() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = common::model("tiny-text");
+    let mut m = load(&base_dir).unwrap();
+    let p = Prompt::text_only(CLICK_RED);
+    let ids = m.encode("click(3)").unwrap();
+    let samples = vec![sample(&mut m, &p, &ids)];
+    let base_score = m.score(&p, &ids).unwrap();
+    let cfg = |top_layers| {
+        let mut c = TrainConfig {
+            epochs: 3,
+            top_layers,
+            ..TrainConfig::default()
+        };
+        c.optimizer.lr = 1e-2;
+        c
+    };
+    let mut t = Trainer::load(&base_dir, cfg(Some(1)), &Device::Cpu).unwrap();
+    let layers = t.decoder().config().layers;
+    assert!(layers >= 2, "tiny-text has {layers} layers");
+    t.update(&samples, &mut |_, _, _| {}).unwrap();
+    let v1 = root.path().join("v1");
+    t.publish(&v1, serde_json::json!({"test": "top"})).unwrap();
+
+    // Only the top layer, the final norm and the head are stored, and listed.
+    let top = format!("model.layers.{}.", layers - 1);
+    let names = stored_names(&v1);
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with(&top) || n == "model.norm.weight" || n == "lm_head.weight_t"),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.starts_with(&top)));
+    let lineage = training::version::read_lineage(&v1).unwrap().unwrap();
+    assert_eq!(lineage.tensors.as_ref(), Some(&names));
+
+    // ONNX Runtime runs it as the trainer computes it, the lower layers the base's.
+    let ort = load(&v1).unwrap().score(&p, &ids).unwrap();
+    let candle = t.logprobs(&samples).unwrap();
+    assert!(max_diff(&ort, &candle[0]) <= 1e-4);
+    assert!(
+        max_diff(&ort, &base_score) > 1e-3,
+        "the version moved nothing"
+    );
+    let again = Trainer::load(&v1, cfg(None), &Device::Cpu).unwrap();
+    assert!(max_diff(&again.logprobs(&samples).unwrap()[0], &candle[0]) <= 1e-6);
+
+    // Going on from it: the same top layer keeps the same set; every layer stores all.
+    let mut more = Trainer::load(&v1, cfg(Some(1)), &Device::Cpu).unwrap();
+    more.update(&samples, &mut |_, _, _| {}).unwrap();
+    let v2 = root.path().join("v2");
+    more.publish(&v2, serde_json::json!({})).unwrap();
+    assert_eq!(stored_names(&v2), names);
+    let mut all = Trainer::load(&v1, cfg(None), &Device::Cpu).unwrap();
+    all.update(&samples, &mut |_, _, _| {}).unwrap();
+    let v3 = root.path().join("v3");
+    all.publish(&v3, serde_json::json!({})).unwrap();
+    assert_eq!(stored_names(&v3).len(), all.decoder().params().len());
+    assert_eq!(
+        training::version::read_lineage(&v3)
+            .unwrap()
+            .unwrap()
+            .tensors,
+        None
+    );
+
+    // A listed tensor missing from the file, or a listed name the base lacks: refused.
+    let missing = root.path().join("missing");
+    copy_version(&v1, &missing);
+    rewrite_weights(&missing, |t| {
+        t.remove("lm_head.weight_t");
+    });
+    let e = load(&missing).err().expect("refused").to_string();
+    assert!(e.contains("lm_head.weight_t"), "{e}");
+    let unknown = root.path().join("unknown");
+    copy_version(&v1, &unknown);
+    let path = unknown.join("train.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    json["tensors"]
+        .as_array_mut()
+        .unwrap()
+        .push("model.layers.99.mlp.up_proj.weight_t".into());
+    std::fs::write(&path, json.to_string()).unwrap();
+    let e = load(&unknown).err().expect("refused").to_string();
+    assert!(e.contains("model.layers.99.mlp.up_proj.weight_t"), "{e}");
+}

@@ -263,3 +263,47 @@ fn devices_belong_to_the_built_in_trainer_and_onnx_policies() {
         assert!(e.starts_with("devices.train: an external trainer"), "{e}");
     }
 }
+
+#[test]
+fn a_runs_web_settings_reach_its_campaigns_and_bad_ones_are_refused_by_field() {
+    let c = RunConfig::parse(&good().to_string()).unwrap();
+    assert!(c.web.is_default());
+    let spec = crate::run::eval_spec(&c, "p", 1);
+    assert_eq!((spec.record, spec.replay), (Some(false), None));
+    let mut v = good();
+    let recording = uuid::Uuid::new_v4();
+    v["web"] = serde_json::json!({"replay": recording, "replay_unmatched": "network",
+        "allowed_domains": ["localhost"], "detect_blocks": false});
+    let replaying = RunConfig::parse(&v.to_string()).unwrap();
+    let spec = crate::run::eval_spec(&replaying, "p", 1);
+    assert_eq!(spec.replay, Some(recording));
+    assert_eq!(spec.replay_unmatched.as_deref(), Some("network"));
+    assert_eq!(spec.allowed_domains, Some(vec!["localhost".to_string()]));
+    assert_eq!(spec.detect_blocks, Some(false));
+    // Saved and read back as given.
+    let again = RunConfig::parse(&serde_json::to_string(&replaying).unwrap()).unwrap();
+    assert_eq!(again.web, replaying.web);
+    for (web, field) in [
+        (
+            serde_json::json!({"record": true, "replay": recording}),
+            "web.record:",
+        ),
+        (
+            serde_json::json!({"replay_unmatched": "fail"}),
+            "web.replay_unmatched:",
+        ),
+        (
+            serde_json::json!({"allowed_domains": ["a b"]}),
+            "web.allowed_domains[0]:",
+        ),
+    ] {
+        let mut v = good();
+        v["web"] = web;
+        let e = RunConfig::parse(&v.to_string()).unwrap_err();
+        assert!(e.starts_with(field), "{field}: {e}");
+    }
+    let mut v = good();
+    v["web"] = serde_json::json!({"recrod": true});
+    let e = RunConfig::parse(&v.to_string()).unwrap_err();
+    assert!(e.contains("recrod"), "{e}");
+}

@@ -281,6 +281,8 @@ struct Ctx<'a> {
     /// reading the weights and AdamW's moments back (`train::run`). Empty at start, so
     /// a resumed run loads from disk.
     trainer: std::sync::Mutex<Option<training::Trainer>>,
+    /// The frozen parts the replays run, loaded by the first update and kept.
+    frozen: std::sync::Mutex<Option<crate::update::Frozen>>,
 }
 
 /// Runs (or resumes) a run to its end.
@@ -309,6 +311,7 @@ pub async fn execute(
         dylib: dylib.to_path_buf(),
         events,
         trainer: std::sync::Mutex::new(None),
+        frozen: std::sync::Mutex::new(None),
     };
     match drive(&ctx).await {
         Ok(true) => store.set_run_state(run, Status::Completed, None).await?,
@@ -523,7 +526,7 @@ pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
         HeldOut::Seeds => cfg.train.clone(),
         HeldOut::Tasks(f) => f.clone(),
     };
-    CampaignSpec {
+    let mut spec = CampaignSpec {
         name: Some(format!(
             "{} · iteration {idx} · held-out evaluation",
             cfg.name
@@ -536,7 +539,9 @@ pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
         // One seed for every evaluation, never a training seed's.
         seed: Some(EVAL_SEED ^ cfg.seed),
         ..Default::default()
-    }
+    };
+    cfg.web.apply(&mut spec);
+    spec
 }
 
 /// Seed of every evaluation campaign (xor the run's seed): far from the rollouts', which

@@ -65,7 +65,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             _ => (policy_names(ctx.run).0, "rollouts".to_string()),
         };
         for (h, ids) in by_horizon {
-            let spec = CampaignSpec {
+            let mut spec = CampaignSpec {
                 name: Some(format!(
                     "{} · iteration {idx} · {what} at horizon {h}",
                     ctx.cfg.name
@@ -83,6 +83,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 ),
                 ..Default::default()
             };
+            ctx.cfg.web.apply(&mut spec);
             let id = campaign_id(ctx.run, &format!("iteration {idx} rollouts at horizon {h}"));
             campaigns.push(ctx.engine.create_campaign_as(id, spec).await?);
         }

@@ -182,9 +182,15 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 device: devices.policy_device(),
                 threads: devices.policy_threads as usize,
                 blobs: Blobs::Store(store.clone()),
+                // Taken out while it replays, put back after (a failed replay drops it).
+                resident: ctx.frozen.lock().ok().and_then(|mut f| f.take()),
             };
-            let samples =
+            let resident = on.resident.is_some();
+            let (samples, frozen) =
                 pipeline::replay(on, &episodes, &mut collected, &selection.kept, || {}).await?;
+            if let Ok(mut slot) = ctx.frozen.lock() {
+                *slot = Some(frozen);
+            }
             let replay_s = replay_started.elapsed().as_secs_f64();
             let cfg = TrainConfig {
                 objective,
@@ -241,7 +247,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 "seconds": r.seconds, "device": t.place,
                 // Where the rest of the phase goes: a big model's own weight.
                 "replay_s": replay_s, "load_s": t.load_s, "publish_s": t.publish_s,
-                "resident": t.kept,
+                "resident": t.kept, "replay_resident": resident,
             });
             if let Ok(mut slot) = ctx.trainer.lock() {
                 *slot = Some(t.trainer);

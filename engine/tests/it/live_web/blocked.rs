@@ -267,3 +267,127 @@ async fn walls_end_as_blocked_with_their_reason_and_ordinary_failures_stay_failu
     }
     engine.shutdown().await;
 }
+
+/// An OpenAI-compatible judge on loopback that sees a wall on every page but the 403
+/// (say, a members' area the task may not need); returns its address and the questions
+/// it was asked.
+async fn wall_judge() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::Json;
+    use axum::extract::State;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(
+                |State(asked): State<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
+                 Json(body): Json<serde_json::Value>| async move {
+                    let question: String = body["messages"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                        .filter_map(|part| part["text"].as_str().map(str::to_string))
+                        .collect();
+                    let images = body.to_string().matches("data:image/").count();
+                    let answer = match question.contains("/forbidden.html") {
+                        true => "NO. A normal page.",
+                        false => "YES, a wall.",
+                    };
+                    asked.lock().unwrap().push(format!("{images} {question}"));
+                    Json(serde_json::json!({
+                        "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+                        "model": "walls",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": answer}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+                    }))
+                },
+            ),
+        )
+        .with_state(asked.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), asked)
+}
+
+#[sqlx::test(migrator = "store::MIGRATOR")]
+async fn the_model_judge_confirms_blocks_or_takes_them_back(pool: PgPool) {
+    use engine::judge::{HttpJudge, JudgeConfig, ModelJudge};
+    let port = serve().await;
+    let at = |path: &str| format!("http://127.0.0.1:{port}{path}");
+    let (engine, _sites) = common::engine(pool, vec![]).await;
+    for (id, path) in [
+        ("captcha", "/captcha.html"),
+        ("forbidden", "/forbidden.html"),
+    ] {
+        task(&engine, id, "Buy a mug.", at(path), &["stop()"]).await;
+    }
+    let spec = || CampaignSpec {
+        policy: Some("scripted".into()),
+        tasks: Some(TaskFilter {
+            site: Some("walls".into()),
+            ..Default::default()
+        }),
+        max_attempts: Some(1),
+        confirm_blocks: Some(true),
+        ..Default::default()
+    };
+    // No judge: refused by field, before anything runs.
+    let e = engine
+        .create_campaign(spec())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("confirm_blocks"), "{e}");
+    let off = CampaignSpec {
+        detect_blocks: Some(false),
+        ..spec()
+    };
+    let e = engine.create_campaign(off).await.unwrap_err().to_string();
+    assert!(
+        e.contains("confirm_blocks") && e.contains("detect_blocks"),
+        "{e}"
+    );
+
+    let (base, asked) = wall_judge().await;
+    let http = HttpJudge::new(policy::http::HttpOptions::new(&base, "walls")).unwrap();
+    engine.set_model_judge(std::sync::Arc::new(ModelJudge::new(
+        std::sync::Arc::new(http),
+        JudgeConfig::default(),
+        None,
+    )));
+    let id = engine.create_campaign(spec()).await.unwrap();
+    assert_eq!(
+        engine.run_campaign(id).await.unwrap(),
+        store::Status::Completed
+    );
+    let (eps, _) = engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap();
+    let by_task: BTreeMap<String, (Option<bool>, Option<String>)> = eps
+        .into_iter()
+        .map(|e| (e.task_id, (e.success, e.last_error)))
+        .collect();
+    // Confirmed: blocked, and the evidence says who confirmed it.
+    let (success, error) = &by_task["captcha"];
+    assert_eq!(*success, None);
+    let error = error.as_deref().unwrap_or_default();
+    assert!(error.starts_with("blocked: captcha"), "{error}");
+    assert!(error.contains("confirmed by model:walls"), "{error}");
+    // Taken back: the 403 goes on as an ordinary page, the agent's failure.
+    assert_eq!(by_task["forbidden"], (Some(false), None));
+    // One question per block the rules found, each with the page's screenshot.
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.iter().all(|q| q.starts_with("1 ")), "{asked:?}");
+    assert!(
+        asked
+            .iter()
+            .any(|q| q.contains("captcha (a CAPTCHA widget)"))
+    );
+    assert!(asked.iter().any(|q| q.contains("access_denied (HTTP 403)")));
+    engine.shutdown().await;
+}
