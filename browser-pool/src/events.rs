@@ -48,6 +48,15 @@ impl EventLog {
         }
     }
 
+    /// Why the gate refused `url`, when it did since the last observation.
+    pub(crate) fn refusal_of(&self, url: &str) -> Option<String> {
+        let events = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        events.iter().rev().find_map(|e| match e {
+            PageEvent::Blocked { url: u, reason } if u == url => Some(reason.clone()),
+            _ => None,
+        })
+    }
+
     pub(crate) fn take(&self) -> Vec<PageEvent> {
         std::mem::take(&mut *self.inner.lock().unwrap_or_else(|p| p.into_inner()))
     }

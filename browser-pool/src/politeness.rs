@@ -5,7 +5,12 @@
 //! and a domain's `Retry-After` (on a 429 or 503 document) honoured by holding its
 //! requests until then. Per process: workers on other machines keep their own counts.
 //!
+//! With a robots.txt agent set, every document a session's page loads is checked against
+//! its origin's robots.txt first (`robots`), fetched once through the browser itself.
+//!
 //! A domain is a URL's host, lower-cased, without its port.
+
+pub(crate) mod robots;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +30,9 @@ pub struct Politeness {
     pub burst: u32,
     /// The longest `Retry-After` honoured; a longer one is cut to it.
     pub max_retry_after: Duration,
+    /// Check every document against its site's robots.txt, as the robot with this
+    /// product token (`surfgym`); None: no check.
+    pub robots: Option<String>,
 }
 
 impl Politeness {
@@ -39,7 +47,9 @@ impl Politeness {
     /// Whether any limit is set (then the browsers' gates also read documents' answers
     /// for `Retry-After`).
     pub fn is_on(&self) -> bool {
-        self.contexts_per_domain.is_some() || self.requests_per_sec.is_some()
+        self.contexts_per_domain.is_some()
+            || self.requests_per_sec.is_some()
+            || self.robots.is_some()
     }
 
     /// Whether a browser's gate must see every request (a rate to keep).
@@ -63,6 +73,18 @@ impl Politeness {
         }
         if self.burst > 10_000 {
             out.push(("burst", "at most 10000".into()));
+        }
+        if let Some(agent) = &self.robots
+            && (agent.is_empty()
+                || agent.len() > 64
+                || !agent
+                    .chars()
+                    .all(|c| c.is_ascii_alphabetic() || c == '_' || c == '-'))
+        {
+            out.push((
+                "robots",
+                "the robots.txt agent must be 1-64 letters, '_' or '-' (a product token)".into(),
+            ));
         }
         out
     }
@@ -89,6 +111,10 @@ pub struct PolitenessStats {
     pub request_wait_ms: u64,
     /// `Retry-After` answers honoured.
     pub retry_afters: u64,
+    /// robots.txt files fetched.
+    pub robots_fetches: u64,
+    /// Documents refused by a robots.txt.
+    pub robots_refusals: u64,
 }
 
 /// Every domain's state, shared by the pool's leases and its browsers' gates.
@@ -100,6 +126,9 @@ pub(crate) struct Domains {
     request_waits: AtomicU64,
     request_wait_ms: AtomicU64,
     retry_afters: AtomicU64,
+    robots: Option<robots::RobotsCache>,
+    robots_fetches: AtomicU64,
+    robots_refusals: AtomicU64,
 }
 
 /// A domain's session slot, held for as long as the session lives.
@@ -123,14 +152,45 @@ pub fn domain_of(url: &str) -> Option<String> {
 impl Domains {
     pub(crate) fn new(cfg: Politeness) -> Domains {
         Domains {
-            cfg,
             map: Mutex::default(),
             context_waits: AtomicU64::new(0),
             context_wait_ms: AtomicU64::new(0),
             request_waits: AtomicU64::new(0),
             request_wait_ms: AtomicU64::new(0),
             retry_afters: AtomicU64::new(0),
+            robots: cfg.robots.as_deref().map(robots::RobotsCache::new),
+            robots_fetches: AtomicU64::new(0),
+            robots_refusals: AtomicU64::new(0),
+            cfg,
         }
+    }
+
+    /// Whether documents are checked against robots.txt.
+    pub(crate) fn checks_robots(&self) -> bool {
+        self.robots.is_some()
+    }
+
+    /// `Err(why)` when `url`'s robots.txt forbids it; `fetch` reads a robots.txt URL
+    /// (called at most once per origin and day, however many ask at once).
+    pub(crate) async fn robots_allow<F, Fut>(&self, url: &str, fetch: F) -> Result<(), String>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = robots::Fetched>,
+    {
+        let (Some(cache), Some((origin, path))) = (&self.robots, robots::split(url)) else {
+            return Ok(());
+        };
+        let (rules, fetched) = cache
+            .rules(&origin, fetch(format!("{origin}/robots.txt")))
+            .await;
+        if fetched {
+            self.robots_fetches.fetch_add(1, Ordering::Relaxed);
+        }
+        let verdict = rules.check(&path);
+        if verdict.is_err() {
+            self.robots_refusals.fetch_add(1, Ordering::Relaxed);
+        }
+        verdict
     }
 
     pub(crate) fn config(&self) -> &Politeness {
@@ -230,6 +290,8 @@ impl Domains {
             request_waits: self.request_waits.load(Ordering::Relaxed),
             request_wait_ms: self.request_wait_ms.load(Ordering::Relaxed),
             retry_afters: self.retry_afters.load(Ordering::Relaxed),
+            robots_fetches: self.robots_fetches.load(Ordering::Relaxed),
+            robots_refusals: self.robots_refusals.load(Ordering::Relaxed),
         }
     }
 }

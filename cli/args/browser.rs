@@ -76,6 +76,14 @@ pub struct BrowserArgs {
     /// Politeness: requests a domain may get at once before --per-domain-rps applies.
     #[arg(long, default_value_t = 4, global = true)]
     pub per_domain_burst: u32,
+    /// Politeness: check every document a page loads against its site's robots.txt (as the
+    /// robot named by --robots-agent); a disallowed one is refused before it is requested.
+    /// Each site's file is read once a day through the browser.
+    #[arg(long, global = true)]
+    pub robots_txt: bool,
+    /// The product token robots.txt groups are matched against (with --robots-txt).
+    #[arg(long, default_value = "surfgym", global = true)]
+    pub robots_agent: String,
     /// Every request and response passes the browsers' gate, so that campaigns can record
     /// their traffic or replay a recording (`run --record`, `run --replay` turn it on).
     #[arg(long, global = true)]
@@ -127,6 +135,7 @@ impl BrowserArgs {
         cfg.politeness.contexts_per_domain = self.per_domain_sessions;
         cfg.politeness.requests_per_sec = self.per_domain_rps;
         cfg.politeness.burst = self.per_domain_burst;
+        cfg.politeness.robots = self.robots_txt.then(|| self.robots_agent.clone());
         cfg.user_agent = self.user_agent.clone();
         cfg.capture_traffic = self.capture_traffic;
         if let Err(e) = cfg.validate() {

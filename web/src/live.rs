@@ -63,7 +63,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             [p.context_waits, p.request_waits],
             [p.context_wait_ms, p.request_wait_ms],
             p.retry_afters,
-        );
+        ) + &robots_text(p.robots_fetches, p.robots_refusals);
     }
     (
         [(
@@ -99,6 +99,18 @@ fn politeness_text(waits: [u64; 2], wait_ms: [u64; 2], retry_afters: u64) -> Str
         wait_ms[0] as f64 / 1000.0,
         wait_ms[1] as f64 / 1000.0,
         retry_afters
+    )
+}
+
+/// What the robots.txt check did (`--robots-txt`).
+fn robots_text(fetches: u64, refusals: u64) -> String {
+    format!(
+        "# HELP surfgym_politeness_robots_fetches_total robots.txt files read (once per site and day).\n\
+         # TYPE surfgym_politeness_robots_fetches_total counter\n\
+         surfgym_politeness_robots_fetches_total {fetches}\n\
+         # HELP surfgym_politeness_robots_refusals_total Documents a robots.txt disallowed, refused before they were requested.\n\
+         # TYPE surfgym_politeness_robots_refusals_total counter\n\
+         surfgym_politeness_robots_refusals_total {refusals}\n"
     )
 }
 

@@ -30,6 +30,7 @@ use crate::traffic::{Answer, Traffic};
 use crate::url_policy::UrlPolicy;
 
 mod exchange;
+mod robots;
 
 /// Whether a frame or tab id belongs to a session.
 pub(crate) type Owns = Box<dyn Fn(&str) -> bool + Send + Sync>;
@@ -233,12 +234,23 @@ async fn at_request(
     } else {
         Ok(())
     };
+    let document = ev.resource_type == ResourceType::Document;
+    let session = match document && (gate.restricts() || rules.domains.checks_robots()) {
+        true => tab_owner(live, gate, ev.frame_id.inner()).await,
+        false => None,
+    };
     if checked.is_ok()
-        && ev.resource_type == ResourceType::Document
         && gate.restricts()
-        && let Some(o) = tab_owner(live, gate, ev.frame_id.inner()).await
+        && let Some(o) = &session
     {
-        checked = allowed(&o, &ev.request.url);
+        checked = allowed(o, &ev.request.url);
+    }
+    // A session's documents only: the gate's own robots.txt tab has none.
+    if checked.is_ok() && session.is_some() {
+        checked = rules
+            .domains
+            .robots_allow(&ev.request.url, |url| robots::fetch(live, url))
+            .await;
     }
     if let Err(reason) = checked {
         // Recorded before the page learns of it, so the observation that follows the

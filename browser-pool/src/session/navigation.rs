@@ -100,6 +100,12 @@ impl Session {
         let unanswered = matches!(outcome, Err(PoolError::Timeout { .. }));
         let report = match outcome {
             Ok(ret) => Ok(match ret.error_text {
+                // Refused at the browser's gate (robots.txt, allowed domains): it says why.
+                Some(e) if e.contains("ERR_BLOCKED_BY_CLIENT") => match self.events.refusal_of(url)
+                {
+                    Some(why) => ActReport::failed(format!("goto refused {url:?}: {why}")),
+                    None => ActReport::failed(format!("could not open {url}: {e}")),
+                },
                 Some(e) if !e.is_empty() => ActReport::failed(format!("could not open {url}: {e}")),
                 _ => ActReport::default(),
             }),

@@ -1,7 +1,8 @@
 //! Politeness per domain, measured from the site's own log: under 32 sessions leased at
 //! once on one domain, no more than the cap are ever active together and no second
 //! carries more requests than the rate and burst allow; a 429 with `Retry-After` holds
-//! the domain's next request until it has passed.
+//! the domain's next request until it has passed; robots.txt, read once per site through
+//! the browser, refuses what it disallows for our agent before it is requested.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,6 +11,9 @@ use std::time::{Duration, Instant};
 use browser_pool::{Action, BrowserPool, Politeness, PoolConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+/// The site's robots.txt: surfgym may go anywhere but `/secret`; any other robot nowhere.
+const ROBOTS: &str = "User-agent: *\nDisallow: /\n\nUser-agent: surfgym\nDisallow: /secret\n";
 
 /// When the site was asked for what (path and query).
 type Log = Arc<Mutex<Vec<(Instant, String)>>>;
@@ -61,6 +65,8 @@ async fn site() -> (String, Log) {
                         "<p>slow down</p>".into(),
                     ),
                     "/busy" => ("200 OK", "", "text/html", "<p>welcome</p>".into()),
+                    "/robots.txt" => ("200 OK", "", "text/plain", ROBOTS.into()),
+                    "/secret" => ("200 OK", "", "text/html", "<p>secret</p>".into()),
                     _ => ("404 Not Found", "", "text/html", String::new()),
                 };
                 let resp = format!(
@@ -216,5 +222,65 @@ async fn a_retry_after_holds_the_domains_next_request_until_it_has_passed() {
     assert_eq!(pool.stats().politeness.retry_afters, 1);
     session.close().await;
     other.close().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn robots_txt_refuses_what_it_disallows_for_our_agent_and_is_read_once() {
+    let (base, log) = site().await;
+    let robots = |agent: &str| {
+        config(Politeness {
+            robots: Some(agent.into()),
+            ..Politeness::none()
+        })
+    };
+    let pool = BrowserPool::launch(robots("surfgym")).await.unwrap();
+    let visit = |pool: BrowserPool, url: String| async move {
+        let mut s = pool.lease_for(&url, None).await.unwrap();
+        let r = s.act(&Action::Goto(url)).await.unwrap();
+        let events = s.observe().await.unwrap().events;
+        s.close().await;
+        (r.error, events)
+    };
+    // Several sessions at once on the site: one robots.txt read between them.
+    let pages = (0..4).map(|s| visit(pool.clone(), format!("{base}/page?s={s}")));
+    for (error, _) in futures::future::join_all(pages).await {
+        assert!(error.is_none(), "{error:?}");
+    }
+    let (error, events) = visit(pool.clone(), format!("{base}/secret")).await;
+    let error = error.expect("refused");
+    assert!(
+        error.contains("robots.txt") && error.contains("/secret"),
+        "{error}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            browser_pool::PageEvent::Blocked { url, reason } if url.ends_with("/secret") && reason.contains("robots.txt")
+        )),
+        "{events:?}"
+    );
+    let asked: Vec<String> = log.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
+    assert_eq!(
+        asked.iter().filter(|t| *t == "/robots.txt").count(),
+        1,
+        "{asked:?}"
+    );
+    assert!(!asked.iter().any(|t| t == "/secret"), "never requested");
+    let stats = pool.stats().politeness;
+    assert_eq!((stats.robots_fetches, stats.robots_refusals), (1, 1));
+    pool.shutdown().await;
+
+    // Another robot falls under `*`: nothing is allowed.
+    let pool = BrowserPool::launch(robots("otherbot")).await.unwrap();
+    let (error, _) = visit(pool.clone(), format!("{base}/page?s=9")).await;
+    assert!(error.is_some_and(|e| e.contains("Disallow: /")));
+    pool.shutdown().await;
+    // Without the check, the disallowed page loads.
+    let pool = BrowserPool::launch(config(Politeness::none()))
+        .await
+        .unwrap();
+    let (error, _) = visit(pool.clone(), format!("{base}/secret")).await;
+    assert!(error.is_none(), "{error:?}");
     pool.shutdown().await;
 }
