@@ -21,6 +21,9 @@ pub const WEIGHTS: &str = "weights.safetensors";
 pub const LINEAGE: &str = "train.json";
 /// The optimiser state file.
 pub const OPTIMIZER: &str = "optimizer.safetensors";
+/// A LoRA version's adapter (its `weights.safetensors` holds the merged tensors that ONNX
+/// Runtime runs; the trainer goes on from the adapter).
+pub const ADAPTER: &str = "adapter.safetensors";
 /// The decoder, relative to a model directory.
 pub const DECODER: &str = "onnx/decoder_model_merged.onnx";
 
@@ -46,6 +49,22 @@ pub struct Lineage {
     /// the base's. None: every trainable tensor is stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensors: Option<Vec<String>>,
+    /// A LoRA version: its adapter's shape (the adapter is in [`ADAPTER`], over the base's
+    /// own weights; `tensors` are the base's plus the adapter, merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<AdapterMeta>,
+}
+
+/// A LoRA adapter's shape: `W + (alpha / rank) · A·B` on each target matrix, `A` of
+/// `[in, rank]` and `B` of `[rank, out]` in the ONNX layout (`*.weight_t`, `[in, out]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdapterMeta {
+    /// The rank r.
+    pub rank: usize,
+    /// The scale's numerator (PEFT's `lora_alpha`).
+    pub alpha: f32,
+    /// The adapted matrices' ONNX initializer names.
+    pub targets: Vec<String>,
 }
 
 /// Why a version cannot be used.

@@ -93,20 +93,37 @@ pub struct Decoder {
     /// Parameters set over the base's values (a version's tensors): a version published
     /// from here stores them, whether or not they learn now.
     overridden: std::collections::BTreeSet<String>,
+    /// A LoRA adapter: then only it learns, and every parameter above is frozen.
+    lora: Option<crate::lora::Adapter>,
 }
 
-/// One layer's parameters: the norms' weights as they are, the matrices in the compute
-/// dtype.
-pub(crate) struct LayerWeights<'a> {
-    ln1: &'a Var,
-    ln2: &'a Var,
-    wq: Tensor,
-    wk: Tensor,
-    wv: Tensor,
-    wo: Tensor,
-    wg: Tensor,
-    wu: Tensor,
-    wd: Tensor,
+/// One layer's parameters: the norms' weights, the projections in the compute dtype.
+pub(crate) struct LayerWeights {
+    ln1: Tensor,
+    ln2: Tensor,
+    wq: Proj,
+    wk: Proj,
+    wv: Proj,
+    wo: Proj,
+    wg: Proj,
+    wu: Proj,
+    wd: Proj,
+}
+
+/// A projection: its matrix, and a LoRA adapter's `A`, `B` and scale beside it.
+pub(crate) struct Proj {
+    w: Tensor,
+    lora: Option<(Tensor, Tensor, f64)>,
+}
+
+impl Proj {
+    fn apply(&self, x: &Tensor) -> Result<Tensor, TrainError> {
+        let y = linear(x, &self.w)?;
+        match &self.lora {
+            None => Ok(y),
+            Some((a, b, scale)) => Ok((y + (linear(&linear(x, a)?, b)? * *scale)?)?),
+        }
+    }
 }
 
 fn layer_names(i: usize) -> [String; 9] {
@@ -204,6 +221,7 @@ impl Decoder {
             compute: DType::F32,
             frozen_below: 0,
             overridden: Default::default(),
+            lora: None,
         })
     }
 
@@ -306,7 +324,48 @@ impl Decoder {
     /// Whether a parameter may differ from the base's: it learns, or a version set it.
     /// What a published version must store; the rest it leaves to the base.
     pub fn may_differ_from_base(&self, name: &str) -> bool {
-        self.is_trainable(name) || self.overridden.contains(name)
+        match &self.lora {
+            Some(l) => l.pair(name).is_some() || self.overridden.contains(name),
+            None => self.is_trainable(name) || self.overridden.contains(name),
+        }
+    }
+
+    /// What the optimiser steps: the adapter's tensors under LoRA, else the parameters
+    /// that learn (see [`Decoder::set_trainable_top`]).
+    pub fn trainable(&self) -> BTreeMap<String, Var> {
+        match &self.lora {
+            Some(l) => l.vars(),
+            None => self
+                .params
+                .iter()
+                .filter(|(n, _)| self.is_trainable(n))
+                .map(|(n, v)| (n.clone(), v.clone()))
+                .collect(),
+        }
+    }
+
+    /// The `[in, out]` shapes of the matrices `cfg` adapts, in the layers that learn.
+    pub fn adapter_shapes(
+        &self,
+        cfg: &crate::lora::LoraConfig,
+    ) -> BTreeMap<String, (usize, usize)> {
+        (self.frozen_below..self.cfg.layers)
+            .flat_map(|i| cfg.targets.iter().map(move |p| p.initializer(i)))
+            .filter_map(|name| {
+                let d = self.params.get(&name)?.dims().to_vec();
+                Some((name, (d[0], d[1])))
+            })
+            .collect()
+    }
+
+    /// Puts a LoRA adapter on (None takes it off): then only it learns.
+    pub fn set_adapter(&mut self, adapter: Option<crate::lora::Adapter>) {
+        self.lora = adapter;
+    }
+
+    /// The LoRA adapter, when one is on.
+    pub fn adapter(&self) -> Option<&crate::lora::Adapter> {
+        self.lora.as_ref()
     }
 
     /// Logits `[batch, seq, vocab]` for input embeddings `[batch, seq, hidden]`, an attention
@@ -323,7 +382,7 @@ impl Decoder {
     /// The language-model head over final hidden states `[.., hidden]` (a trainer applies it
     /// only to the rows it scores: the vocabulary is the widest tensor of a step).
     pub fn head(&self, hidden: &Tensor) -> Result<Tensor, TrainError> {
-        let w = self.weight(&self.params["lm_head.weight_t"])?;
+        let w = self.weight(&self.base(&self.params["lm_head.weight_t"]))?;
         Ok(linear(&hidden.to_dtype(self.compute)?, &w)?.to_dtype(DType::F32)?)
     }
 
@@ -379,20 +438,44 @@ impl Decoder {
     }
 
     /// Layer `i`'s weights, the matrices in the compute dtype.
-    fn layer(&self, i: usize) -> Result<LayerWeights<'_>, TrainError> {
-        let [ln1, wq, wk, wv, wo, ln2, wg, wu, wd] = layer_names(i).map(|n| &self.params[&n]);
-        let w = |t: &Var| self.weight(t);
+    fn layer(&self, i: usize) -> Result<LayerWeights, TrainError> {
+        let names = layer_names(i);
+        let proj = |k: usize| -> Result<Proj, TrainError> {
+            let w = self.weight(&self.base(&self.params[&names[k]]))?;
+            let lora = match self
+                .lora
+                .as_ref()
+                .and_then(|l| Some((l, l.pair(&names[k])?)))
+            {
+                None => None,
+                Some((l, (a, b))) => Some((
+                    a.as_tensor().to_dtype(self.compute)?,
+                    b.as_tensor().to_dtype(self.compute)?,
+                    l.scale(),
+                )),
+            };
+            Ok(Proj { w, lora })
+        };
         Ok(LayerWeights {
-            ln1,
-            ln2,
-            wq: w(wq)?,
-            wk: w(wk)?,
-            wv: w(wv)?,
-            wo: w(wo)?,
-            wg: w(wg)?,
-            wu: w(wu)?,
-            wd: w(wd)?,
+            ln1: self.base(&self.params[&names[0]]),
+            wq: proj(1)?,
+            wk: proj(2)?,
+            wv: proj(3)?,
+            wo: proj(4)?,
+            ln2: self.base(&self.params[&names[5]]),
+            wg: proj(6)?,
+            wu: proj(7)?,
+            wd: proj(8)?,
         })
+    }
+
+    /// A parameter as the forward pass takes it: cut from the graph under LoRA (the base
+    /// is frozen, so no gradient is computed for it).
+    fn base(&self, v: &Var) -> Tensor {
+        match self.lora {
+            Some(_) => v.as_tensor().detach(),
+            None => v.as_tensor().clone(),
+        }
     }
 
     /// Queries, keys and values `[B, heads, S, D]` of the residual stream `x: [B, S, hidden]`,
@@ -401,20 +484,21 @@ impl Decoder {
     pub(crate) fn qkv(
         &self,
         x: &Tensor,
-        w: &LayerWeights<'_>,
+        w: &LayerWeights,
         (cos, sin): (&Tensor, &Tensor),
     ) -> Result<(Tensor, Tensor, Tensor), TrainError> {
         let (b, s, _) = x.dims3()?;
         let c = &self.cfg;
         let (d, kv, g) = (c.head_dim, c.kv_heads, c.heads / c.kv_heads.max(1));
-        let y = self.rms_norm(x, w.ln1)?.to_dtype(self.compute)?;
+        let y = self.rms_norm(x, &w.ln1)?.to_dtype(self.compute)?;
         // Heads h = kv * G + g, as the export's [B, S, KV, G, D] reshape numbers them;
         // each key/value head is repeated for its G query heads (transformers' repeat_kv).
-        let q = linear(&y, &w.wq)?
-            .reshape((b, s, c.heads, d))?
-            .transpose(1, 2)?;
-        let k = linear(&y, &w.wk)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
-        let v = linear(&y, &w.wv)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+        let q =
+            w.wq.apply(&y)?
+                .reshape((b, s, c.heads, d))?
+                .transpose(1, 2)?;
+        let k = w.wk.apply(&y)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
+        let v = w.wv.apply(&y)?.reshape((b, s, kv, d))?.transpose(1, 2)?;
         let q = (q.broadcast_mul(cos)? + rotate_half(&q, d)?.broadcast_mul(sin)?)?;
         let k = (k.broadcast_mul(cos)? + rotate_half(&k, d)?.broadcast_mul(sin)?)?;
         Ok((q, repeat_kv(&k, g)?, repeat_kv(&v, g)?))
@@ -426,19 +510,19 @@ impl Decoder {
         &self,
         x: &Tensor,
         attn: &Tensor,
-        w: &LayerWeights<'_>,
+        w: &LayerWeights,
     ) -> Result<Tensor, TrainError> {
-        let x = (x + linear(attn, &w.wo)?.to_dtype(DType::F32)?)?;
-        let y = self.rms_norm(&x, w.ln2)?.to_dtype(self.compute)?;
-        let gate = linear(&y, &w.wg)?;
+        let x = (x + w.wo.apply(attn)?.to_dtype(DType::F32)?)?;
+        let y = self.rms_norm(&x, &w.ln2)?.to_dtype(self.compute)?;
+        let gate = w.wg.apply(&y)?;
         let act = (&gate * candle_nn::ops::sigmoid(&gate)?)?;
-        let up = linear(&y, &w.wu)?;
-        Ok((&x + linear(&(act * up)?, &w.wd)?.to_dtype(DType::F32)?)?)
+        let up = w.wu.apply(&y)?;
+        Ok((&x + w.wd.apply(&(act * up)?)?.to_dtype(DType::F32)?)?)
     }
 
     /// The final norm over the residual stream.
     pub(crate) fn final_norm(&self, x: &Tensor) -> Result<Tensor, TrainError> {
-        self.rms_norm(x, &self.params["model.norm.weight"])
+        self.rms_norm(x, &self.base(&self.params["model.norm.weight"]))
     }
 
     /// cos and sin `[B, 1, S, D]` in the compute dtype, for `positions` of a `b` x `s` batch.

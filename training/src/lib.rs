@@ -16,6 +16,7 @@ pub mod bench;
 pub mod decoder;
 pub mod device;
 pub mod guard;
+pub mod lora;
 pub mod objective;
 mod ops;
 pub mod optim;

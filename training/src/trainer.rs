@@ -60,6 +60,9 @@ pub struct TrainConfig {
     /// gradients are the per-sample computation's up to rounding.
     #[serde(default = "yes")]
     pub share_prompts: bool,
+    /// Train a LoRA adapter on the frozen base instead of the parameters themselves.
+    #[serde(default)]
+    pub lora: Option<crate::lora::LoraConfig>,
 }
 
 fn yes() -> bool {
@@ -82,6 +85,7 @@ impl Default for TrainConfig {
             guard: None,
             top_layers: None,
             share_prompts: true,
+            lora: None,
         }
     }
 }
@@ -94,6 +98,9 @@ impl TrainConfig {
         self.regularization.validate()?;
         if let Some(g) = &self.guard {
             g.validate()?;
+        }
+        if let Some(l) = &self.lora {
+            l.validate()?;
         }
         if self.micro_batch == 0 {
             return bad("micro_batch", "must be at least 1");
@@ -180,10 +187,17 @@ impl Trainer {
         let mut decoder = Decoder::load(&base, device)?;
         decoder.set_compute_dtype(cfg.precision.compute_dtype(device))?;
         decoder.set_trainable_top(cfg.top_layers)?;
-        let lineage = version::apply(dir, &mut decoder)?;
+        let lineage = match &cfg.lora {
+            Some(lora) => attach_adapter(dir, lora, cfg.seed, &mut decoder)?,
+            None => version::apply(dir, &mut decoder)?,
+        };
         let opt_file = dir.join(version::OPTIMIZER);
+        // Moments of the other kind of training (LoRA's of full's) are no start.
+        let same_kind = lineage
+            .as_ref()
+            .is_some_and(|l| l.adapter.is_some() == cfg.lora.is_some());
         let optimizer = match lineage {
-            Some(l) if opt_file.exists() => {
+            Some(l) if opt_file.exists() && same_kind => {
                 AdamW::load(cfg.optimizer.clone(), l.optimizer_steps, &opt_file, device)?
             }
             _ => AdamW::new(cfg.optimizer.clone())?,
@@ -230,6 +244,11 @@ impl Trainer {
     /// part of its state): load the version again for that.
     pub fn reconfigure(&mut self, cfg: TrainConfig) -> Result<(), TrainError> {
         cfg.validate()?;
+        if cfg.lora != self.cfg.lora {
+            return Err(TrainError::Input(
+                "lora: other settings than the loaded trainer's (load the version again)".into(),
+            ));
+        }
         if cfg.optimizer != self.cfg.optimizer {
             return Err(TrainError::Input(
                 "optimizer: other settings than the loaded trainer's (load the version again)"
@@ -355,14 +374,14 @@ impl Trainer {
     fn weights(&self) -> Result<Vec<Tensor>, TrainError> {
         Ok(self
             .decoder
-            .params()
+            .trainable()
             .values()
             .map(|v| v.as_tensor().copy())
             .collect::<Result<_, _>>()?)
     }
 
     fn set_weights(&self, saved: &[Tensor]) -> Result<(), TrainError> {
-        for (var, t) in self.decoder.params().values().zip(saved) {
+        for (var, t) in self.decoder.trainable().values().zip(saved) {
             var.set(t)?;
         }
         Ok(())
@@ -484,6 +503,7 @@ impl Trainer {
         };
         let mut acc = Accumulator::default();
         let mut seen_tokens = 0usize;
+        let trainable = self.decoder.trainable();
         for epoch in 0..self.cfg.epochs {
             let order = self.grouped_order(samples, Some(&mut rng));
             let mut epoch_loss = 0.0;
@@ -518,9 +538,9 @@ impl Trainer {
                         )));
                     }
                     step_loss += value / micro.len() as f64;
-                    acc.add(self.decoder.params(), &loss.backward()?)?;
+                    acc.add(&trainable, &loss.backward()?)?;
                 }
-                let stats = self.optimizer.step(self.decoder.params(), &mut acc)?;
+                let stats = self.optimizer.step(&trainable, &mut acc)?;
                 report.optimizer.push(stats);
                 report.losses.push(step_loss);
                 report.steps += 1;
@@ -554,6 +574,50 @@ impl Trainer {
         self.source = out.to_path_buf();
         Ok(lineage)
     }
+}
+
+/// Puts the LoRA adapter on `decoder`: the version's own when `dir` is a LoRA version of
+/// the same shape (its base weights untouched), a fresh one over the base model. A version
+/// of full-parameter updates is no base for an adapter (its PEFT export would be wrong).
+fn attach_adapter(
+    dir: &Path,
+    lora: &crate::lora::LoraConfig,
+    seed: u64,
+    decoder: &mut Decoder,
+) -> Result<Option<Lineage>, TrainError> {
+    let shapes = decoder.adapter_shapes(lora);
+    let lineage = version::read_lineage(dir)?;
+    let adapter = match lineage.as_ref().map(|l| &l.adapter) {
+        None => crate::lora::Adapter::new(lora, &shapes, seed, decoder.device())?,
+        Some(Some(meta)) => {
+            let targets: Vec<&String> = shapes.keys().collect();
+            if meta.rank != lora.rank || meta.targets.iter().collect::<Vec<_>>() != targets {
+                return Err(TrainError::Input(format!(
+                    "lora: {} has a rank-{} adapter on {} matrices, these settings want rank {} on {} \
+                     (train on with its settings, or from the base model)",
+                    dir.display(),
+                    meta.rank,
+                    meta.targets.len(),
+                    lora.rank,
+                    targets.len()
+                )));
+            }
+            crate::lora::Adapter::load(
+                &dir.join(version::ADAPTER),
+                meta,
+                &shapes,
+                decoder.device(),
+            )?
+        }
+        Some(None) => {
+            return Err(TrainError::Input(format!(
+                "lora: {} holds full-parameter updates; an adapter starts from the base model or a LoRA version",
+                dir.display()
+            )));
+        }
+    };
+    decoder.set_adapter(Some(adapter));
+    Ok(lineage)
 }
 
 /// Rates over the whole update (every try): `tokens_per_s` holds the tokens seen until

@@ -7,6 +7,7 @@
 //!   weights.safetensors                       the trained tensors, keyed by ONNX initializer name
 //!   train.json                                lineage: base, parent, data, objective, settings, losses
 //!   optimizer.safetensors                     AdamW moments (a run goes on from here)
+//!   adapter.safetensors                       a LoRA version's A and B (weights hold them merged)
 //! ```
 //!
 //! The base is always the original export (a version trained from a version links the
@@ -21,8 +22,8 @@ use std::path::Path;
 
 use candle_core::Tensor;
 pub use inference::version::{
-    DECODER, FORMAT, LINEAGE, Lineage, OPTIMIZER, WEIGHTS, base_of, file_sha256, load_overrides,
-    read_lineage,
+    ADAPTER, DECODER, FORMAT, LINEAGE, Lineage, OPTIMIZER, WEIGHTS, base_of, file_sha256,
+    load_overrides, read_lineage,
 };
 
 use crate::TrainError;
@@ -66,7 +67,10 @@ pub fn publish(out: &Path, decoder: &Decoder, p: Publish<'_>) -> Result<Lineage,
     for entry in std::fs::read_dir(&base).map_err(io(&base))? {
         let entry = entry.map_err(io(&base))?;
         let file = entry.file_name();
-        if [WEIGHTS, LINEAGE, OPTIMIZER].iter().any(|n| file == *n) {
+        if [WEIGHTS, LINEAGE, OPTIMIZER, ADAPTER]
+            .iter()
+            .any(|n| file == *n)
+        {
             continue;
         }
         let link = tmp.join(&file);
@@ -74,13 +78,22 @@ pub fn publish(out: &Path, decoder: &Decoder, p: Publish<'_>) -> Result<Lineage,
     }
     // Only what may have moved: under `top_layers` from the base, the frozen layers are
     // the base's and are left to it.
-    let tensors: HashMap<String, Tensor> = decoder
-        .params()
-        .iter()
-        .filter(|(k, _)| decoder.may_differ_from_base(k))
-        .map(|(k, v)| (k.clone(), v.as_tensor().clone()))
-        .collect();
+    // Under LoRA the adapted matrices go merged (ONNX Runtime runs them as any version's),
+    // and the adapter beside them (what training goes on from, and exports).
+    let mut tensors: HashMap<String, Tensor> = HashMap::new();
+    for (k, v) in decoder.params() {
+        if decoder.may_differ_from_base(k) {
+            let t = match decoder.adapter() {
+                Some(a) => a.merged(k, v.as_tensor())?,
+                None => v.as_tensor().clone(),
+            };
+            tensors.insert(k.clone(), t);
+        }
+    }
     let subset = tensors.len() < decoder.params().len();
+    if let Some(a) = decoder.adapter() {
+        a.save(&tmp.join(ADAPTER))?;
+    }
     candle_core::safetensors::save(&tensors, tmp.join(WEIGHTS))?;
     let steps = match p.optimizer {
         Some(opt) => {
@@ -101,6 +114,7 @@ pub fn publish(out: &Path, decoder: &Decoder, p: Publish<'_>) -> Result<Lineage,
         created: chrono::Utc::now().to_rfc3339(),
         optimizer_steps: steps,
         training: p.training,
+        adapter: decoder.adapter().map(|a| a.meta().clone()),
         tensors: subset.then(|| {
             let mut names: Vec<String> = tensors.keys().cloned().collect();
             names.sort();

@@ -1,8 +1,9 @@
-//! The trainer's integration tests, one binary: parity with ONNX Runtime, precision, shared prompts,
-//! published versions, the update's regularization and guard.
+//! The trainer's integration tests, one binary: parity with ONNX Runtime, precision, shared
+//! prompts, LoRA adapters, published versions, the update's regularization and guard.
 
 mod common;
 
+mod lora;
 mod parity;
 mod precision;
 mod regularize;
