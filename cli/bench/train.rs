@@ -58,6 +58,10 @@ pub struct TrainArgs {
     /// samples, with the ratio.
     #[arg(long, value_delimiter = ',', default_value = "shared")]
     sharing: Vec<Sharing>,
+    /// What learns, comma-separated: `full` (every weight) and/or `lora:R` (a rank-R
+    /// adapter on every projection, the weights frozen). Several are timed side by side.
+    #[arg(long, value_delimiter = ',', default_value = "full")]
+    adapters: Vec<String>,
     /// Print JSON lines instead of a table.
     #[arg(long = "json-lines")]
     json: bool,
@@ -101,6 +105,20 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
             n => match n.parse::<usize>() {
                 Ok(n) if n > 0 => Ok(Some(n)),
                 _ => bail!("--top-layers: {n:?} is neither `all` nor a number of layers above 0"),
+            },
+        })
+        .collect::<anyhow::Result<Vec<Option<usize>>>>()?;
+    let adapter_choices = a
+        .adapters
+        .iter()
+        .map(|v| match v.as_str() {
+            "full" => Ok(None),
+            other => match other
+                .strip_prefix("lora:")
+                .and_then(|r| r.parse::<usize>().ok())
+            {
+                Some(r) if (1..=256).contains(&r) => Ok(Some(r)),
+                _ => bail!("--adapters: {other:?} is neither `full` nor `lora:R` with R in 1-256"),
             },
         })
         .collect::<anyhow::Result<Vec<Option<usize>>>>()?;
@@ -162,13 +180,15 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
         let mut sharing = a.sharing.clone();
         sharing.sort_by_key(|s| *s == Sharing::Shared);
         sharing.dedup();
-        let sharing = &sharing;
+        let (sharing, adapters) = (&sharing, &adapter_choices);
         let runs = a.objectives.iter().flat_map(|o| {
-            layer_choices
-                .iter()
-                .flat_map(move |l| sharing.iter().map(move |s| (o, l, s)))
+            layer_choices.iter().flat_map(move |l| {
+                adapters
+                    .iter()
+                    .flat_map(move |ad| sharing.iter().map(move |s| (o, l, ad, s)))
+            })
         });
-        for (&objective, &top_layers, &share) in runs {
+        for (&objective, &top_layers, &lora, &share) in runs {
             let shape = BenchShape {
                 batch,
                 prompt: a.prompt_tokens,
@@ -178,6 +198,7 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 top_layers,
                 group: a.group,
                 share_prompts: share == Sharing::Shared,
+                lora,
             };
             let (m, d) = (model.clone(), device.clone());
             let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d, precision))
@@ -208,7 +229,12 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                     "{:<28} {:>9} {:>7} {:>10} {:>12} {:>6} {:>12.0} {:>10.2} {:>10.3} {:>8}",
                     name,
                     objective.to_string(),
-                    top_layers.map_or_else(|| "all".to_string(), |n| format!("top {n}")),
+                    match (top_layers, lora) {
+                        (None, None) => "all".to_string(),
+                        (Some(n), None) => format!("top {n}"),
+                        (None, Some(r)) => format!("lora {r}"),
+                        (Some(n), Some(r)) => format!("top{n} l{r}"),
+                    },
                     match share {
                         Sharing::Shared => "shared",
                         Sharing::PerSample => "per-sample",

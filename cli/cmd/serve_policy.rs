@@ -33,7 +33,8 @@ pub struct ServePolicyArgs {
     /// Lets clients load model directories inside DIR under new names at run time
     /// (`POST /v1/load_lora_adapter` with `lora_name` and `lora_path`, as vLLM's; `POST
     /// /v1/unload_lora_adapter`): how an external trainer hands a training run its next
-    /// version. Off without it.
+    /// version. A PEFT LoRA directory (`adapter_config.json`) is merged over the served
+    /// model's base. Off without it.
     #[arg(long, value_name = "DIR")]
     pub load_root: Option<PathBuf>,
 }
@@ -67,9 +68,15 @@ pub async fn serve_policy(common: &Common, args: ServePolicyArgs) -> anyhow::Res
     let mut server = inference::server::PolicyServer::start(backend.model(), args.name, batching)?;
     if let Some(root) = &args.load_root {
         let o = opts.clone();
+        // A PEFT LoRA directory goes over the served model's base.
+        let base = inference::version::base_of(&opts.model_dir)
+            .with_context(|| format!("--model {}: its base model", opts.model_dir.display()))?;
         let load: inference::server::ModelLoader = std::sync::Arc::new(move |dir| {
-            let mut m = inference::Model::load(dir, &o.dylib, o.device, o.threads)
-                .map_err(|e| e.to_string())?;
+            let mut m = match dir.join(inference::peft::CONFIG).is_file() {
+                true => inference::Model::load_peft(&base, dir, &o.dylib, o.device, o.threads),
+                false => inference::Model::load(dir, &o.dylib, o.device, o.threads),
+            }
+            .map_err(|e| e.to_string())?;
             m.set_prefix_cache(o.prefix_cache_bytes);
             Ok(m)
         });

@@ -16,6 +16,7 @@ pub mod grammar;
 pub mod image;
 pub mod model;
 pub mod onnx_file;
+pub mod peft;
 pub mod qwen2vl;
 pub mod server;
 pub mod template;

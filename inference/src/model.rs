@@ -205,6 +205,36 @@ impl Model {
         device: Device,
         threads: usize,
     ) -> Result<Model, OnnxError> {
+        // A trained policy version: its tensors go over the base decoder's initializers.
+        let overrides =
+            crate::version::load_overrides(dir).map_err(|e| OnnxError::Model(e.to_string()))?;
+        let trained_steps = overrides.as_ref().map(|o| o.lineage.optimizer_steps);
+        let tensors = overrides.map(|o| o.tensors).unwrap_or_default();
+        Model::load_over(dir, tensors, trained_steps, dylib, device, threads)
+    }
+
+    /// Loads the base model at `base` with the PEFT LoRA adapter at `peft` merged into its
+    /// decoder's initializers (see [`crate::peft`]).
+    pub fn load_peft(
+        base: &Path,
+        peft: &Path,
+        dylib: &Path,
+        device: Device,
+        threads: usize,
+    ) -> Result<Model, OnnxError> {
+        let tensors = crate::peft::merged_overrides(base, peft)
+            .map_err(|e| OnnxError::Model(e.to_string()))?;
+        Model::load_over(base, tensors, None, dylib, device, threads)
+    }
+
+    fn load_over(
+        dir: &Path,
+        tensors: Vec<crate::version::Override>,
+        trained_steps: Option<usize>,
+        dylib: &Path,
+        device: Device,
+        threads: usize,
+    ) -> Result<Model, OnnxError> {
         let cfg = ModelConfig::load(dir)?;
         let tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| OnnxError::Model(format!("tokenizer.json: {e}")))?;
@@ -216,14 +246,8 @@ impl Model {
         if let Some(why) = &fallback {
             tracing::warn!(reason = %why, "CUDA execution provider unavailable; falling back to CPU");
         }
-        // A trained policy version: its tensors go over the base decoder's initializers.
         // Made into runtime values once; the session builder shares them.
-        let overrides =
-            crate::version::load_overrides(dir).map_err(|e| OnnxError::Model(e.to_string()))?;
-        let trained_steps = overrides.as_ref().map(|o| o.lineage.optimizer_steps);
-        let initializers: Vec<(String, std::sync::Arc<DynValue>)> = overrides
-            .map(|o| o.tensors)
-            .unwrap_or_default()
+        let initializers: Vec<(String, std::sync::Arc<DynValue>)> = tensors
             .into_iter()
             .map(|t| {
                 let v = Tensor::from_array((t.dims, t.data)).map_err(rt)?;

@@ -5,7 +5,8 @@
 //! steps as the requests carried them, loads its update into the server under a new name
 //! (`POST /v1/load_lora_adapter`) and returns the name; the run's next episodes ask for
 //! that name, and the server answers them with the loaded model. What a trainer or a
-//! config gets wrong is refused before anything is published or run.
+//! config gets wrong is refused before anything is published or run. The server also
+//! loads a PEFT LoRA directory over its base, and refuses a broken one by tensor.
 
 use crate::common;
 
@@ -349,6 +350,49 @@ async fn a_served_run_is_refused_before_it_starts_when_its_server_does_not_serve
             .unwrap()
             .is_empty()
     );
+
+    // A PEFT LoRA directory (as `train export-peft` writes it) goes over the served base.
+    let peft = load_root.path().join("peft");
+    let name = "model.layers.0.self_attn.v_proj.weight_t";
+    let inits =
+        inference::onnx_file::read_initializers(&model().join("onnx/decoder_model_merged.onnx"))
+            .unwrap();
+    let dims = &inits.iter().find(|i| i.name == name).unwrap().dims;
+    let (inner, outer, r) = (dims[0], dims[1], 2);
+    let adapter = inference::peft::LoraTensors {
+        meta: inference::version::AdapterMeta {
+            rank: r,
+            alpha: 4.0,
+            targets: vec![name.into()],
+        },
+        pairs: [(
+            name.to_string(),
+            (vec![0.1; inner * r], vec![0.05; r * outer]),
+        )]
+        .into(),
+    };
+    inference::peft::export(&adapter, &model(), &peft).unwrap();
+    let (status, body) = load(serde_json::json!({"lora_name": "lora1", "lora_path": peft})).await;
+    assert_eq!(status, 200, "{body}");
+    let r = client
+        .post(format!("{}/v1/chat/completions", server.url))
+        .json(&serde_json::json!({"model": "lora1", "max_tokens": 4,
+            "messages": [{"role": "user", "content": "Click the red button"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    // One whose tensor names no projection of the base is refused by name.
+    let broken = load_root.path().join("broken");
+    let mut wrong = adapter;
+    let (_, pair) = wrong.pairs.pop_first().unwrap();
+    let other = name.replace("v_proj", "w_proj");
+    wrong.pairs.insert(other.clone(), pair);
+    wrong.meta.targets = vec![other];
+    inference::peft::export(&wrong, &model(), &broken).unwrap();
+    let (status, body) = load(serde_json::json!({"lora_name": "lora2", "lora_path": broken})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("w_proj"), "{body}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -65,6 +65,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         top_layers: None,
         group: num("--group", 1)?,
         share_prompts: true,
+        lora: None,
     };
     let name = model
         .file_name()

@@ -40,6 +40,9 @@ pub struct BenchShape {
     /// Whether a prompt's samples share its computation (else each runs its own).
     #[serde(default)]
     pub share_prompts: bool,
+    /// A LoRA adapter of this rank on every projection instead of full-parameter training.
+    #[serde(default)]
+    pub lora: Option<usize>,
 }
 
 fn one() -> usize {
@@ -127,18 +130,14 @@ pub fn run(
         precision,
         top_layers: shape.top_layers,
         share_prompts: shape.share_prompts,
+        lora: shape.lora.map(crate::lora::LoraConfig::rank),
         ..TrainConfig::default()
     };
     let mut trainer = Trainer::load(model, cfg, device)?;
     let hidden = trainer.decoder().config().hidden;
     let vocab = trainer.decoder().vocab();
     let decoder = trainer.decoder();
-    let parameters = decoder
-        .params()
-        .iter()
-        .filter(|(name, _)| decoder.is_trainable(name))
-        .map(|(_, v)| v.elem_count())
-        .sum();
+    let parameters = decoder.trainable().values().map(|v| v.elem_count()).sum();
     let samples = synthetic_samples(hidden, vocab, shape, 0);
     trainer.update(&samples, &mut |_, _, _| {})?;
     device.synchronize()?;

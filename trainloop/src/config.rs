@@ -130,6 +130,11 @@ pub struct RunConfig {
     /// backward pass runs below them. Absent: every layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_layers: Option<u32>,
+    /// Train a LoRA adapter on the frozen model instead of its weights (`{"rank": 8}`,
+    /// with `alpha` and `targets`); each version stores the adapter, `train export-peft`
+    /// writes it for PEFT. Absent: full-parameter training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<training::lora::LoraConfig>,
     /// Passes over an iteration's samples.
     #[serde(default = "one")]
     pub epochs: u32,
@@ -374,6 +379,9 @@ impl RunConfig {
         }
         if self.top_layers == Some(0) {
             return Err("top_layers: must be at least 1 (absent: every layer)".into());
+        }
+        if let Some(l) = &self.lora {
+            l.validate().map_err(|e| e.to_string())?;
         }
         if let training::Schedule::Cosine { min_ratio, .. } = self.lr_schedule
             && !(0.0..=1.0).contains(&min_ratio)

@@ -1,7 +1,9 @@
 //! `surfgym train`: turning judged episodes into new policy weights. `step` is one update
 //! (filtered behaviour cloning or GRPO) from stored campaigns or an export, published as a
-//! policy version the ONNX policy loads like any model directory.
+//! policy version the ONNX policy loads like any model directory; `export-peft` writes a LoRA
+//! version's adapter in PEFT's layout.
 
+mod peft;
 pub(crate) mod run;
 pub(crate) mod step;
 
@@ -26,6 +28,9 @@ pub enum TrainCommand {
     List,
     /// One training run's iterations.
     Show(run::ShowArgs),
+    /// A LoRA version's adapter as a PEFT directory (vLLM, SGLang, transformers,
+    /// `serve-policy --load-root`).
+    ExportPeft(peft::ExportPeftArgs),
 }
 
 /// Runs a `train` subcommand.
@@ -36,5 +41,6 @@ pub async fn run(common: &Common, c: TrainCommand) -> anyhow::Result<ExitCode> {
         TrainCommand::Resume(a) => run::resume(common, a).await,
         TrainCommand::List => run::list(common).await,
         TrainCommand::Show(a) => run::show(common, a).await,
+        TrainCommand::ExportPeft(a) => peft::export_peft(a),
     }
 }

@@ -74,6 +74,10 @@ pub struct StepArgs {
     /// Micro-batches per optimiser step.
     #[arg(long, default_value_t = 1)]
     accumulation: usize,
+    /// Train a rank-R LoRA adapter on every projection, the weights frozen (the version
+    /// stores the adapter; `train export-peft` writes it for PEFT).
+    #[arg(long, value_name = "R")]
+    lora_rank: Option<usize>,
     /// Behaviour cloning: draw at most this many steps (recency and inverse website
     /// frequency, TTI's sampler); all kept steps without it.
     #[arg(long)]
@@ -149,6 +153,7 @@ pub async fn step(common: &Common, a: StepArgs) -> anyhow::Result<ExitCode> {
         epochs: a.epochs,
         seed: a.seed,
         precision: a.precision,
+        lora: a.lora_rank.map(training::lora::LoraConfig::rank),
         ..TrainConfig::default()
     };
     cfg.validate()

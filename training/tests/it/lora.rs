@@ -165,3 +165,124 @@ fn an_adapter_on_the_top_layers_only_adapts_them() {
     );
     assert!(bad.err().unwrap().to_string().contains("lora.rank"));
 }
+
+/// A matrix of the ONNX file, `[in, out]` row-major.
+fn onnx_matrix(dir: &Path, name: &str) -> (Vec<f32>, usize, usize) {
+    let inits =
+        inference::onnx_file::read_initializers(&dir.join("onnx/decoder_model_merged.onnx"))
+            .unwrap();
+    let i = inits.iter().find(|i| i.name == name).unwrap();
+    (i.to_f32().unwrap(), i.dims[0], i.dims[1])
+}
+
+fn version_matrix(version: &Path, name: &str) -> Vec<f32> {
+    let t =
+        candle_core::safetensors::load(version.join("weights.safetensors"), &Device::Cpu).unwrap();
+    t[name].flatten_all().unwrap().to_vec1::<f32>().unwrap()
+}
+
+#[test]
+fn a_lora_version_exports_as_peft_and_loads_back_merged_as_it_ran() {
+    let root = tempfile::tempdir().unwrap();
+    let base = common::model("tiny-text");
+    let mut m = model(&base);
+    let s = samples(&mut m);
+    let mut t = Trainer::load(&base, cfg(Some(LoraConfig::rank(4))), &Device::Cpu).unwrap();
+    t.update(&s, &mut |_, _, _| {}).unwrap();
+    let v1 = root.path().join("v1");
+    t.publish(&v1, serde_json::json!({})).unwrap();
+    let peft = root.path().join("peft");
+    let adapter = inference::peft::version_adapter(&v1).unwrap();
+    inference::peft::export(&adapter, &base, &peft).unwrap();
+
+    // PEFT's own config, as transformers and vLLM read it.
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(peft.join("adapter_config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["peft_type"], "LORA");
+    assert_eq!(
+        (config["r"].as_u64(), config["lora_alpha"].as_f64()),
+        (Some(4), Some(8.0))
+    );
+    assert_eq!(config["target_modules"].as_array().unwrap().len(), 7);
+
+    // PEFT's merge, W + (alpha / r) · B·A in PyTorch's [out, in] layout, gives the matrices
+    // the version ran, once the export's folded 1/√head_dim is taken out of q_proj.
+    let tensors =
+        candle_core::safetensors::load(peft.join("adapter_model.safetensors"), &Device::Cpu)
+            .unwrap();
+    let head_dim = t.decoder().config().head_dim as f32;
+    for (module, folded) in [
+        ("self_attn.q_proj", 1.0 / head_dim.sqrt()),
+        ("mlp.up_proj", 1.0),
+    ] {
+        let name = format!("model.layers.0.{module}.weight_t");
+        let (w, inner, outer) = onnx_matrix(&base, &name);
+        let key = |ab: &str| format!("base_model.model.model.layers.0.{module}.lora_{ab}.weight");
+        let a = &tensors[&key("A")];
+        let b = &tensors[&key("B")];
+        assert_eq!((a.dims(), b.dims()), (&[4, inner][..], &[outer, 4][..]));
+        let delta = (b.matmul(a).unwrap() * 2.0).unwrap(); // alpha / r = 8 / 4
+        let delta = delta.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let ran = version_matrix(&v1, &name);
+        let mut worst = 0f32;
+        for i in 0..inner {
+            for o in 0..outer {
+                let torch_merged = w[i * outer + o] / folded + delta[o * inner + i];
+                worst = worst.max((torch_merged * folded - ran[i * outer + o]).abs());
+            }
+        }
+        assert!(worst <= 1e-5, "{module}: {worst}");
+    }
+
+    // Read back over the base, it runs as the version does.
+    let p = Prompt::text_only(PROMPT);
+    let ids = m.encode("click(12)").unwrap();
+    let from_peft = Model::load_peft(
+        &base,
+        &peft,
+        &common::ort_dylib(),
+        inference::Device::Cpu,
+        1,
+    )
+    .unwrap()
+    .score(&p, &ids)
+    .unwrap();
+    let from_version = model(&v1).score(&p, &ids).unwrap();
+    assert!(max_diff(&from_peft, &from_version) <= 1e-5);
+
+    // A tensor of no projection, or of the wrong shape: refused by name.
+    let mut bad = tensors.clone();
+    let k = "base_model.model.model.layers.0.mlp.up_proj.lora_B.weight";
+    let v = bad.remove(k).unwrap();
+    bad.insert(
+        "base_model.model.model.layers.0.mlp.sideways.lora_B.weight".into(),
+        v.clone(),
+    );
+    candle_core::safetensors::save(&bad, peft.join("adapter_model.safetensors")).unwrap();
+    let e = Model::load_peft(
+        &base,
+        &peft,
+        &common::ort_dylib(),
+        inference::Device::Cpu,
+        1,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("mlp.sideways"), "{e}");
+    bad.remove("base_model.model.model.layers.0.mlp.sideways.lora_B.weight");
+    bad.insert(k.into(), v.narrow(0, 0, 3).unwrap());
+    candle_core::safetensors::save(&bad, peft.join("adapter_model.safetensors")).unwrap();
+    let e = Model::load_peft(
+        &base,
+        &peft,
+        &common::ort_dylib(),
+        inference::Device::Cpu,
+        1,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains(k) && e.contains("[3, 4]"), "{e}");
+}

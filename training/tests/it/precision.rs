@@ -25,6 +25,7 @@ const SHAPE: BenchShape = BenchShape {
     top_layers: None,
     group: 1,
     share_prompts: false,
+    lora: None,
 };
 
 /// f32 agrees with the reference to rounding (exactly, on the same CPU).

@@ -307,3 +307,18 @@ fn a_runs_web_settings_reach_its_campaigns_and_bad_ones_are_refused_by_field() {
     let e = RunConfig::parse(&v.to_string()).unwrap_err();
     assert!(e.contains("recrod"), "{e}");
 }
+
+#[test]
+fn a_lora_config_parses_and_bad_settings_name_their_field() {
+    let mut v = good();
+    v["lora"] = serde_json::json!({"rank": 8, "targets": ["q_proj", "v_proj"]});
+    let c = RunConfig::parse(&v.to_string()).unwrap();
+    let l = c.lora.unwrap();
+    assert_eq!((l.rank, l.alpha(), l.targets.len()), (8, 16.0, 2));
+    v["lora"] = serde_json::json!({"rank": 0});
+    let e = RunConfig::parse(&v.to_string()).unwrap_err();
+    assert!(e.starts_with("lora.rank:"), "{e}");
+    v["lora"] = serde_json::json!({"rank": 4, "targets": ["x_proj"]});
+    let e = RunConfig::parse(&v.to_string()).unwrap_err();
+    assert!(e.contains("x_proj"), "{e}");
+}

@@ -207,6 +207,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 regularization: ctx.cfg.regularization,
                 guard: ctx.cfg.guard,
                 top_layers: ctx.cfg.top_layers.map(|n| n as usize),
+                lora: ctx.cfg.lora.clone(),
                 ..TrainConfig::default()
             };
             let n = samples.len();
