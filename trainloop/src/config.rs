@@ -135,6 +135,10 @@ pub struct RunConfig {
     /// writes it for PEFT. Absent: full-parameter training.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<training::lora::LoraConfig>,
+    /// Samples that share a prompt (a group's) share its computation in the trainer
+    /// (default true; false: the per-sample computation, for comparison).
+    #[serde(default = "yes")]
+    pub share_prompts: bool,
     /// Passes over an iteration's samples.
     #[serde(default = "one")]
     pub epochs: u32,
@@ -213,6 +217,10 @@ pub struct PolicySettings {
     /// absent.
     #[serde(default, skip_serializing_if = "ActionSet::is_all")]
     pub actions: ActionSet,
+    /// The policy keeps prompts' key/value caches for later requests that start alike
+    /// (default true; false: every prompt prefilled from scratch, for comparison).
+    #[serde(default = "yes")]
+    pub prefix_cache: bool,
 }
 
 impl Default for PolicySettings {
@@ -222,6 +230,7 @@ impl Default for PolicySettings {
             max_new_tokens: max_new_tokens(),
             answer_prefix: String::new(),
             actions: ActionSet::all(),
+            prefix_cache: true,
         }
     }
 }
@@ -558,3 +567,7 @@ fn filter_is_empty(f: &TaskFilter) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+fn yes() -> bool {
+    true
+}

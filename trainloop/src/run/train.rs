@@ -208,6 +208,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 guard: ctx.cfg.guard,
                 top_layers: ctx.cfg.top_layers.map(|n| n as usize),
                 lora: ctx.cfg.lora.clone(),
+                share_prompts: ctx.cfg.share_prompts,
                 ..TrainConfig::default()
             };
             let n = samples.len();
