@@ -36,6 +36,9 @@ pub struct TrainArgs {
     /// log-probabilities).
     #[arg(long, value_delimiter = ',', default_values_t = [Objective::Fbc, Objective::Grpo])]
     objectives: Vec<Objective>,
+    /// Untimed updates before the timed ones (0 for a big model whose step takes minutes).
+    #[arg(long, default_value_t = 1)]
+    warm_up: usize,
     /// Timed optimiser steps per model and objective.
     #[arg(long, default_value_t = 3)]
     steps: usize,
@@ -199,6 +202,7 @@ pub async fn run(common: &Common, a: TrainArgs) -> anyhow::Result<ExitCode> {
                 group: a.group,
                 share_prompts: share == Sharing::Shared,
                 lora,
+                warm_up: a.warm_up,
             };
             let (m, d) = (model.clone(), device.clone());
             let r = tokio::task::spawn_blocking(move || bench(&m, shape, objective, &d, precision))

@@ -66,6 +66,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         group: num("--group", 1)?,
         share_prompts: true,
         lora: None,
+        warm_up: 1,
     };
     let name = model
         .file_name()

@@ -43,6 +43,10 @@ pub struct BenchShape {
     /// A LoRA adapter of this rank on every projection instead of full-parameter training.
     #[serde(default)]
     pub lora: Option<usize>,
+    /// Untimed updates before the timed ones (default 1; 0 for a big model whose one step
+    /// takes minutes).
+    #[serde(default = "one")]
+    pub warm_up: usize,
 }
 
 fn one() -> usize {
@@ -139,7 +143,9 @@ pub fn run(
     let decoder = trainer.decoder();
     let parameters = decoder.trainable().values().map(|v| v.elem_count()).sum();
     let samples = synthetic_samples(hidden, vocab, shape, 0);
-    trainer.update(&samples, &mut |_, _, _| {})?;
+    for _ in 0..shape.warm_up {
+        trainer.update(&samples, &mut |_, _, _| {})?;
+    }
     device.synchronize()?;
     let mut times = Vec::with_capacity(shape.steps);
     for _ in 0..shape.steps.max(1) {

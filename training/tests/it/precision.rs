@@ -26,6 +26,7 @@ const SHAPE: BenchShape = BenchShape {
     group: 1,
     share_prompts: false,
     lora: None,
+    warm_up: 1,
 };
 
 /// f32 agrees with the reference to rounding (exactly, on the same CPU).
