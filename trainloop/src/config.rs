@@ -142,6 +142,10 @@ pub struct RunConfig {
     /// Passes over an iteration's samples.
     #[serde(default = "one")]
     pub epochs: u32,
+    /// Micro-batches per optimiser step (their gradients accumulate): a step takes
+    /// `micro_batch` x `accumulation` samples.
+    #[serde(default = "one")]
+    pub accumulation: u32,
     /// Samples per forward pass.
     #[serde(default = "micro_batch")]
     pub micro_batch: u32,
@@ -450,6 +454,9 @@ impl RunConfig {
         }
         if self.micro_batch == 0 {
             return Err("micro_batch: must be at least 1".into());
+        }
+        if self.accumulation == 0 {
+            return Err("accumulation: must be at least 1".into());
         }
         if !(self.flat_task_weight > 0.0 && self.flat_task_weight <= 1.0) {
             return Err("flat_task_weight: must be in (0, 1]".into());

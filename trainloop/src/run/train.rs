@@ -201,6 +201,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     ..AdamWConfig::default()
                 },
                 micro_batch: ctx.cfg.micro_batch as usize,
+                accumulation: ctx.cfg.accumulation as usize,
                 epochs: ctx.cfg.epochs as usize,
                 seed: ctx.cfg.seed ^ u64::from(idx),
                 precision: devices.precision,
