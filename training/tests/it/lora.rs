@@ -13,30 +13,14 @@ use training::{Sample, TrainConfig, Trainer};
 
 use crate::common;
 
-const PROMPT: &str = "<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n";
+const PROMPT: &str = common::CLICK_RED;
 
 fn model(dir: &Path) -> Model {
     Model::load(dir, &common::ort_dylib(), inference::Device::Cpu, 1).unwrap()
 }
 
 fn samples(m: &mut Model) -> Vec<Sample> {
-    let p = Prompt::text_only(PROMPT);
-    ["click(3)", "click(12)"]
-        .iter()
-        .map(|c| {
-            let ids = m.encode(c).unwrap();
-            let t = m.teacher_inputs(&p, &ids).unwrap();
-            Sample {
-                embeds: t.embeds,
-                positions: t.positions,
-                prompt_len: t.prompt_len,
-                response: ids,
-                behaviour_logprobs: Vec::new(),
-                allowed: t.allowed,
-                advantage: 1.0,
-            }
-        })
-        .collect()
+    common::bc_samples(m, PROMPT, &["click(3)", "click(12)"])
 }
 
 fn cfg(lora: Option<LoraConfig>) -> TrainConfig {
@@ -124,19 +108,18 @@ fn an_adapter_learns_alone_and_its_version_runs_in_onnx_runtime_as_trained() {
     let mut tensors = candle_core::safetensors::load(&adapter, &Device::Cpu).unwrap();
     let name = "model.layers.0.mlp.up_proj.weight_t.lora_b";
     let kept = tensors.remove(name).unwrap();
-    candle_core::safetensors::save(&tensors, &adapter).unwrap();
-    let e = Trainer::load(&v1, cfg(Some(LoraConfig::rank(4))), &Device::Cpu)
-        .err()
-        .unwrap()
-        .to_string();
+    let refusal = |tensors: &std::collections::HashMap<String, candle_core::Tensor>| {
+        candle_core::safetensors::save(tensors, &adapter).unwrap();
+        Trainer::load(&v1, cfg(Some(LoraConfig::rank(4))), &Device::Cpu)
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = refusal(&tensors);
     assert!(e.contains(name), "{e}");
     let nan = (kept.ones_like().unwrap() * f64::NAN).unwrap();
     tensors.insert(name.to_string(), nan);
-    candle_core::safetensors::save(&tensors, &adapter).unwrap();
-    let e = Trainer::load(&v1, cfg(Some(LoraConfig::rank(4))), &Device::Cpu)
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(&tensors);
     assert!(e.contains(name) && e.contains("NaN"), "{e}");
 }
 
@@ -259,30 +242,23 @@ fn a_lora_version_exports_as_peft_and_loads_back_merged_as_it_ran() {
         "base_model.model.model.layers.0.mlp.sideways.lora_B.weight".into(),
         v.clone(),
     );
-    candle_core::safetensors::save(&bad, peft.join("adapter_model.safetensors")).unwrap();
-    let e = Model::load_peft(
-        &base,
-        &peft,
-        &common::ort_dylib(),
-        inference::Device::Cpu,
-        1,
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let refusal = |bad: &std::collections::HashMap<String, candle_core::Tensor>| {
+        candle_core::safetensors::save(bad, peft.join("adapter_model.safetensors")).unwrap();
+        Model::load_peft(
+            &base,
+            &peft,
+            &common::ort_dylib(),
+            inference::Device::Cpu,
+            1,
+        )
+        .err()
+        .unwrap()
+        .to_string()
+    };
+    let e = refusal(&bad);
     assert!(e.contains("mlp.sideways"), "{e}");
     bad.remove("base_model.model.model.layers.0.mlp.sideways.lora_B.weight");
     bad.insert(k.into(), v.narrow(0, 0, 3).unwrap());
-    candle_core::safetensors::save(&bad, peft.join("adapter_model.safetensors")).unwrap();
-    let e = Model::load_peft(
-        &base,
-        &peft,
-        &common::ort_dylib(),
-        inference::Device::Cpu,
-        1,
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let e = refusal(&bad);
     assert!(e.contains(k) && e.contains("[3, 4]"), "{e}");
 }

@@ -4,35 +4,23 @@
 //! training the top layers moves them as full training would and nothing below.
 
 use candle_core::Device;
-use inference::{Model, Prompt};
+use inference::Model;
 use training::{Guard, Regularization, Sample, TrainConfig, Trainer, UpdateReport};
 
 use crate::common;
 
-const PROMPT: &str = "<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n";
+const PROMPT: &str = common::CLICK_RED;
 
 /// Behaviour-cloning samples of a few actions under one prompt, built by the policy's
 /// own model.
 fn samples() -> Vec<Sample> {
     let dir = common::model("tiny-text");
     let mut m = Model::load(&dir, &common::ort_dylib(), inference::Device::Cpu, 1).unwrap();
-    let p = Prompt::text_only(PROMPT);
-    ["click(3)", "click(12)", "answer(\"red\")"]
-        .iter()
-        .map(|c| {
-            let ids = m.encode(c).unwrap();
-            let t = m.teacher_inputs(&p, &ids).unwrap();
-            Sample {
-                embeds: t.embeds,
-                positions: t.positions,
-                prompt_len: t.prompt_len,
-                response: ids,
-                behaviour_logprobs: Vec::new(),
-                allowed: t.allowed,
-                advantage: 1.0,
-            }
-        })
-        .collect()
+    common::bc_samples(
+        &mut m,
+        PROMPT,
+        &["click(3)", "click(12)", "answer(\"red\")"],
+    )
 }
 
 /// A fast behaviour-cloning config: the moves are big enough to measure in one update.

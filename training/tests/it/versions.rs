@@ -15,9 +15,6 @@ fn load(dir: &Path) -> Result<Model, inference::OnnxError> {
     Model::load(dir, &common::ort_dylib(), inference::Device::Cpu, 1)
 }
 
-/// The chat-templated request both round trips score.
-const CLICK_RED: &str = "<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n";
-
 /// The trainer's sample for `prompt` + `continuation`, built by the policy's own model.
 fn sample(m: &mut Model, p: &Prompt, continuation: &[u32]) -> Sample {
     let t = m.teacher_inputs(p, continuation).unwrap();
@@ -62,7 +59,7 @@ fn a_published_version_runs_in_onnx_runtime_as_trained_and_leaves_the_base_alone
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut base = load(&base_dir).unwrap();
-    let p = Prompt::text_only(CLICK_RED);
+    let p = Prompt::text_only(common::CLICK_RED);
     let continuation = base.encode("click(3)").unwrap();
     let base_before = base.score(&p, &continuation).unwrap();
 
@@ -205,7 +202,7 @@ fn a_trainer_kept_in_memory_after_publishing_goes_on_exactly_as_its_version_load
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut m = load(&base_dir).unwrap();
-    let p = Prompt::text_only(CLICK_RED);
+    let p = Prompt::text_only(common::CLICK_RED);
     let samples: Vec<Sample> = ["click(3)", "click(12)", "answer(\"red\")"]
         .iter()
         .map(|c| {
@@ -258,7 +255,7 @@ fn a_top_layers_version_stores_only_what_moved_and_runs_as_trained() {
     let root = tempfile::tempdir().unwrap();
     let base_dir = common::model("tiny-text");
     let mut m = load(&base_dir).unwrap();
-    let p = Prompt::text_only(CLICK_RED);
+    let p = Prompt::text_only(common::CLICK_RED);
     let ids = m.encode("click(3)").unwrap();
     let samples = vec![sample(&mut m, &p, &ids)];
     let base_score = m.score(&p, &ids).unwrap();

@@ -58,3 +58,25 @@ pub fn weights(t: &training::Trainer) -> Vec<(String, Vec<f32>)> {
         })
         .collect()
 }
+
+/// The chat-templated request the trainer's tests score.
+pub const CLICK_RED: &str =
+    "<|im_start|>user\nClick the red button<|im_end|>\n<|im_start|>assistant\n";
+
+/// Behaviour-cloning samples of `actions` after `prompt`, built by the policy's own
+/// model `m`.
+pub fn bc_samples(
+    m: &mut inference::Model,
+    prompt: &str,
+    actions: &[&str],
+) -> Vec<training::Sample> {
+    let p = inference::Prompt::text_only(prompt);
+    actions
+        .iter()
+        .map(|c| {
+            let ids = m.encode(c).unwrap();
+            let t = m.teacher_inputs(&p, &ids).unwrap();
+            training::Sample::from_teacher(t, ids, Vec::new(), 1.0)
+        })
+        .collect()
+}
