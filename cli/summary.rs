@@ -138,3 +138,22 @@ pub fn judge_line(view: &store::CampaignView) -> Option<String> {
         )
     })
 }
+
+/// What the ONNX policy of this process did with its prompts: tokens prefilled, taken from
+/// the prefix cache (and how often a lookup hit), and shared by a batch's repeated rows.
+/// None when no ONNX policy generated here.
+pub fn policy_prompts_line() -> Option<String> {
+    let m = &metrics::METRICS;
+    let prefilled = m.prefill_tokens.get();
+    let (cached, shared) = (m.prefill_tokens_cached.get(), m.prefill_tokens_saved.get());
+    if prefilled + cached + shared == 0 {
+        return None;
+    }
+    let (hits, lookups) = (m.prefix_cache_hits.get(), m.prefix_cache_lookups.get());
+    let all = (prefilled + cached + shared) as f64;
+    Some(format!(
+        "policy prompts: {prefilled} tokens prefilled, {cached} from the prefix cache ({hits} of {lookups} lookups hit), \
+         {shared} shared within batches: {:.0}% not computed again",
+        100.0 * (cached + shared) as f64 / all
+    ))
+}

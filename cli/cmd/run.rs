@@ -104,6 +104,9 @@ pub async fn run(common: &Common, args: RunArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let id = run_here(&env, spec).await?;
+    if let Some(line) = crate::summary::policy_prompts_line() {
+        println!("{line}");
+    }
     println!("campaign {id}");
     finish(env).await?;
     Ok(ExitCode::SUCCESS)

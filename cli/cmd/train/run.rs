@@ -154,6 +154,9 @@ async fn go(common: &Common, env: crate::setup::Env, id: Uuid) -> anyhow::Result
     let view = result?;
     println!("training run {id}: {}", view.state);
     print_table(&store, id).await?;
+    if let Some(line) = crate::summary::policy_prompts_line() {
+        println!("{line}");
+    }
     Ok(if view.state == store::Status::Completed {
         ExitCode::SUCCESS
     } else {
