@@ -58,8 +58,7 @@ impl Live {
         let mut episode = match Episode::open(pool, run).await {
             Ok(e) => e,
             Err(e) => {
-                give_up(&store, episode_id, &owner, &e).await;
-                return Err(SessionError::Infra(e.to_string()));
+                return Err(give_up(&store, episode_id, &owner, &e).await);
             }
         };
         episode.set_observation_extras(request.observe.set_of_marks, request.observe.ax_tree);
@@ -67,8 +66,7 @@ impl Live {
             Ok(i) => i,
             Err(e) => {
                 episode.abandon().await;
-                give_up(&store, episode_id, &owner, &e).await;
-                return Err(SessionError::Infra(e.to_string()));
+                return Err(give_up(&store, episode_id, &owner, &e).await);
             }
         };
         let mut live = Live {
@@ -214,8 +212,7 @@ impl Live {
         let finished = match episode.finish().await {
             Ok(f) => f,
             Err(e) => {
-                give_up(&self.store, self.episode_id, &self.owner, &e).await;
-                return Err(SessionError::Infra(e.to_string()));
+                return Err(give_up(&self.store, self.episode_id, &self.owner, &e).await);
             }
         };
         let (record, failed) =
@@ -266,8 +263,7 @@ impl Live {
         if let Some(episode) = self.episode.take() {
             episode.abandon().await;
         }
-        give_up(&self.store, self.episode_id, &self.owner, &e).await;
-        SessionError::Infra(e.to_string())
+        give_up(&self.store, self.episode_id, &self.owner, &e).await
     }
 
     /// After a step overran its limit: the episode is failed and its browser context
@@ -289,14 +285,14 @@ impl Live {
     }
 }
 
-/// Records an episode whose session could not go on as failed.
-async fn give_up(store: &Store, episode: Uuid, owner: &str, e: &InfraError) {
-    if let Err(err) = store
-        .release_episode(episode, owner, &format!("{}: {e}", e.kind()), true)
-        .await
-    {
+/// Records an episode whose session could not go on as failed; the client is told the
+/// reason as stored (`blocked: captcha at ...`, `watchdog: ...`).
+async fn give_up(store: &Store, episode: Uuid, owner: &str, e: &InfraError) -> SessionError {
+    let reason = format!("{}: {e}", e.kind());
+    if let Err(err) = store.release_episode(episode, owner, &reason, true).await {
         tracing::error!(episode = %episode, error = %err, "recording a failed session failed");
     }
+    SessionError::Infra(reason)
 }
 
 /// The client's text as actions of surfgym's grammar.

@@ -259,6 +259,24 @@ async fn walls_end_as_blocked_with_their_reason_and_ordinary_failures_stay_failu
             .starts_with("blocked: captcha")
     );
 
+    // An environment session opened on a wall fails as the episode's stored reason says.
+    let e = engine
+        .open_session(
+            &engine::sessions::Client::local(),
+            engine::sessions::OpenRequest {
+                task: engine::sessions::TaskChoice::Registered("captcha".into()),
+                seed: 0,
+                max_steps: None,
+                dialect: Default::default(),
+                observe: Default::default(),
+            },
+        )
+        .await
+        .err()
+        .expect("a session on a CAPTCHA page does not open")
+        .to_string();
+    assert!(e.contains("blocked: captcha at"), "{e}");
+
     // With detection off, every wall is scored as the agent's failure.
     let eps = run(&engine, false).await;
     for (task, (success, error, _)) in &eps {
