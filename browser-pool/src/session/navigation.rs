@@ -16,7 +16,22 @@ use crate::error::PoolError;
 use crate::events::PageEvent;
 
 impl Session {
+    /// Opens `url`. A document the browser's gate refused (robots.txt, a campaign's
+    /// allowed domains) fails with the gate's reason, whichever way the navigation ended.
     pub(super) async fn goto(&self, url: &str) -> Result<ActReport, PoolError> {
+        let mut report = self.navigate_to(url).await?;
+        if report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("ERR_BLOCKED_BY_CLIENT"))
+            && let Some(why) = self.events.refusal_of(url)
+        {
+            report.error = Some(format!("goto refused {url:?}: {why}"));
+        }
+        Ok(report)
+    }
+
+    async fn navigate_to(&self, url: &str) -> Result<ActReport, PoolError> {
         if let Err(reason) = self.cfg.urls.check(url) {
             self.events.push(PageEvent::Blocked {
                 url: url.to_string(),
@@ -100,12 +115,6 @@ impl Session {
         let unanswered = matches!(outcome, Err(PoolError::Timeout { .. }));
         let report = match outcome {
             Ok(ret) => Ok(match ret.error_text {
-                // Refused at the browser's gate (robots.txt, allowed domains): it says why.
-                Some(e) if e.contains("ERR_BLOCKED_BY_CLIENT") => match self.events.refusal_of(url)
-                {
-                    Some(why) => ActReport::failed(format!("goto refused {url:?}: {why}")),
-                    None => ActReport::failed(format!("could not open {url}: {e}")),
-                },
                 Some(e) if !e.is_empty() => ActReport::failed(format!("could not open {url}: {e}")),
                 _ => ActReport::default(),
             }),

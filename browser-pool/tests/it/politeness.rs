@@ -274,7 +274,11 @@ async fn robots_txt_refuses_what_it_disallows_for_our_agent_and_is_read_once() {
     // Another robot falls under `*`: nothing is allowed.
     let pool = BrowserPool::launch(robots("otherbot")).await.unwrap();
     let (error, _) = visit(pool.clone(), format!("{base}/page?s=9")).await;
-    assert!(error.is_some_and(|e| e.contains("Disallow: /")));
+    assert!(
+        error.as_deref().is_some_and(|e| e.contains("Disallow: /")),
+        "{error:?}"
+    );
+    assert!(!log.lock().unwrap().iter().any(|(_, t)| t == "/page?s=9"));
     pool.shutdown().await;
     // Without the check, the disallowed page loads.
     let pool = BrowserPool::launch(config(Politeness::none()))

@@ -14,7 +14,7 @@ use super::super::launch::Chromium;
 use crate::politeness::robots::Fetched;
 
 /// The most time one robots.txt may take, load and read together.
-const LIMIT: Duration = Duration::from_secs(10);
+const LIMIT: Duration = Duration::from_secs(20);
 
 /// What `url` (an origin's `/robots.txt`) answers.
 pub(crate) async fn fetch(live: &Chromium, url: String) -> Fetched {
