@@ -223,6 +223,12 @@ impl Traffic {
         matches!(*self.lock(), Mode::Record(_))
     }
 
+    /// Whether requests are answered from a recording (the web as it was: no robots.txt
+    /// is asked of the network then).
+    pub(crate) fn replaying(&self) -> bool {
+        matches!(*self.lock(), Mode::Replay { .. })
+    }
+
     /// The exchanges recorded so far, taken (recording goes on).
     pub(crate) fn take(&self) -> Vec<Exchange> {
         match &mut *self.lock() {

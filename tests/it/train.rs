@@ -254,7 +254,9 @@ async fn train_step_turns_a_judged_campaign_into_a_version_the_policy_runs(pool:
         .register_miniwob(&dir, &sites.bases()["miniwob"])
         .await
         .unwrap();
-    let id = campaign(&engine, "onnx", 4).await;
+    // Eight rollouts a task: GRPO's groups are a task's rollouts here, and with four each
+    // every task's could end alike (CI saw all three groups flat once).
+    let id = campaign(&engine, "onnx", 8).await;
     let (eps, _) = engine
         .store()
         .list_episodes(&store::EpisodeFilter::campaign(id), 100, 0)

@@ -245,8 +245,9 @@ async fn at_request(
     {
         checked = allowed(o, &ev.request.url);
     }
-    // A session's documents only: the gate's own robots.txt tab has none.
-    if checked.is_ok() && session.is_some() {
+    // A session's documents only: the gate's own robots.txt tab has none. A replay answers
+    // from its recording, offline: the network's robots.txt is not its web.
+    if checked.is_ok() && session.as_ref().is_some_and(|o| !o.traffic.replaying()) {
         checked = rules
             .domains
             .robots_allow(&ev.request.url, |url| robots::fetch(live, url))

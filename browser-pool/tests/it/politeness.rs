@@ -2,7 +2,8 @@
 //! once on one domain, no more than the cap are ever active together and no second
 //! carries more requests than the rate and burst allow; a 429 with `Retry-After` holds
 //! the domain's next request until it has passed; robots.txt, read once per site through
-//! the browser, refuses what it disallows for our agent before it is requested.
+//! the browser, refuses what it disallows for our agent before it is requested (a replay
+//! asks it nothing).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -280,11 +281,34 @@ async fn robots_txt_refuses_what_it_disallows_for_our_agent_and_is_read_once() {
     );
     assert!(!log.lock().unwrap().iter().any(|(_, t)| t == "/page?s=9"));
     pool.shutdown().await;
-    // Without the check, the disallowed page loads.
-    let pool = BrowserPool::launch(config(Politeness::none()))
+    // Without the check, the disallowed page loads; recorded, it replays in a pool that
+    // checks: a replay is the web as it was, and asks no robots.txt of the network.
+    let mut capture = config(Politeness::none());
+    capture.capture_traffic = true;
+    let pool = BrowserPool::launch(capture).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.record_traffic().unwrap();
+    let r = s
+        .act(&Action::Goto(format!("{base}/secret")))
         .await
         .unwrap();
-    let (error, _) = visit(pool.clone(), format!("{base}/secret")).await;
-    assert!(error.is_none(), "{error:?}");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let recording = std::sync::Arc::new(browser_pool::Recording::new(s.take_traffic()));
+    s.close().await;
+    pool.shutdown().await;
+    let mut checking = robots("otherbot");
+    checking.capture_traffic = true;
+    let pool = BrowserPool::launch(checking).await.unwrap();
+    let mut s = pool.lease().await.unwrap();
+    s.replay_traffic(recording, browser_pool::Unmatched::Fail)
+        .unwrap();
+    let r = s
+        .act(&Action::Goto(format!("{base}/secret")))
+        .await
+        .unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert!(s.page_text().await.unwrap().contains("secret"));
+    s.close().await;
+    assert_eq!(pool.stats().politeness.robots_fetches, 0);
     pool.shutdown().await;
 }
