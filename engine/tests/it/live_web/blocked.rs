@@ -114,7 +114,7 @@ async fn run(
         })
         .await
         .unwrap();
-    let eps = run_to_end(&engine, id).await;
+    let eps = run_to_end(engine, id).await;
     let triage = engine.store().triage(Some(id)).await.unwrap();
     if detect_blocks {
         let mut kinds: Vec<(String, i64, i64)> = triage
