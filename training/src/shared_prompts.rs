@@ -164,3 +164,93 @@ pub(crate) fn response_hidden(
     let n = rows.len();
     Ok(all.index_select(&Tensor::from_vec(rows, n, dev)?, 0)?)
 }
+
+/// The order an epoch's optimiser steps take the samples, `per_step` at a time, given
+/// their prompt `groups`, so that samples of one prompt meet in a step without biasing
+/// what a step sees.
+///
+/// With `whole_groups` (GRPO, whose advantages are relative within a group: TRL keeps a
+/// group's generations in one batch too) a prompt's samples stay together, cut into runs
+/// of at most `per_step` and the runs shuffled. Otherwise (behaviour cloning) every step is
+/// a uniform draw of the samples, and only within a step are a prompt's samples put side
+/// by side: a page that is the same whatever the seed gives one prompt to dozens of
+/// samples, and steps of one prompt each would pull the policy from one instruction to the
+/// next instead of learning to tell them apart.
+pub(crate) fn training_order(
+    groups: &[Vec<usize>],
+    per_step: usize,
+    whole_groups: bool,
+    rng: &mut impl rand::Rng,
+) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    let per_step = per_step.max(1);
+    if whole_groups {
+        let mut runs: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(per_step)).collect();
+        runs.shuffle(rng);
+        return runs.concat();
+    }
+    let mut group_of = HashMap::new();
+    for (g, members) in groups.iter().enumerate() {
+        for i in members {
+            group_of.insert(*i, g);
+        }
+    }
+    let mut order: Vec<usize> = groups.concat();
+    order.shuffle(rng);
+    for step in order.chunks_mut(per_step) {
+        step.sort_by_key(|i| group_of[i]);
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::training_order;
+    use rand::SeedableRng;
+    use std::collections::BTreeSet;
+
+    /// Two prompts of 40 samples each: steps of 8.
+    fn groups() -> Vec<Vec<usize>> {
+        vec![(0..40).collect(), (40..80).collect()]
+    }
+
+    #[test]
+    fn behaviour_cloning_steps_draw_across_prompts_with_each_prompt_side_by_side() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let order = training_order(&groups(), 8, false, &mut rng);
+        assert_eq!(order.iter().copied().collect::<BTreeSet<_>>().len(), 80);
+        let mixed = order
+            .chunks(8)
+            .filter(|s| s.iter().any(|i| *i < 40) && s.iter().any(|i| *i >= 40))
+            .count();
+        // A uniform draw mixes both prompts in almost every step of 8 (all eight from one
+        // prompt has probability about 2 * 0.5^8 per step).
+        assert!(mixed >= 7, "{mixed} of 10 steps mixed: {order:?}");
+        for step in order.chunks(8) {
+            let firsts: Vec<bool> = step.iter().map(|i| *i < 40).collect();
+            assert!(
+                firsts.windows(2).all(|w| w[0] >= w[1]),
+                "a prompt's samples side by side within the step: {step:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn grpo_keeps_a_prompts_samples_together_in_runs_of_a_step() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let groups = vec![(0..8).collect(), (8..12).collect(), (12..32).collect()];
+        let order = training_order(&groups, 8, true, &mut rng);
+        assert_eq!(order.iter().copied().collect::<BTreeSet<_>>().len(), 32);
+        let mut runs: Vec<Vec<usize>> = Vec::new();
+        for i in order {
+            let g = |i: usize| usize::from(i >= 8) + usize::from(i >= 12);
+            match runs.last_mut() {
+                Some(r) if g(r[0]) == g(i) && r.len() < 8 => r.push(i),
+                _ => runs.push(vec![i]),
+            }
+        }
+        let mut sizes: Vec<usize> = runs.iter().map(Vec::len).collect();
+        sizes.sort();
+        assert_eq!(sizes, vec![4, 4, 8, 8, 8], "{runs:?}");
+    }
+}

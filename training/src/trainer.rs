@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use candle_core::{Device, Tensor};
 use rand::SeedableRng;
-use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
@@ -19,7 +18,7 @@ use crate::objective::{
 };
 use crate::optim::{Accumulator, AdamW, AdamWConfig, StepStats};
 use crate::sample::Sample;
-use crate::shared_prompts::{PromptSharing, prompt_groups};
+use crate::shared_prompts::{PromptSharing, prompt_groups, training_order};
 use crate::version::{self, Lineage, Publish};
 
 /// Settings of an update.
@@ -54,10 +53,11 @@ pub struct TrainConfig {
     /// below them. None: every layer.
     #[serde(default)]
     pub top_layers: Option<usize>,
-    /// Samples that share a prompt share its computation: the shuffle keeps them together
-    /// and a micro-batch holds up to `micro_batch` distinct prompts with their samples
-    /// (an optimiser step still takes `micro_batch` x `accumulation` samples). The
-    /// gradients are the per-sample computation's up to rounding.
+    /// Samples that share a prompt share its computation: the shuffle puts them side by
+    /// side within a step (GRPO keeps a group's samples in one step) and a micro-batch
+    /// holds up to `micro_batch` distinct prompts with their samples (an optimiser step
+    /// still takes `micro_batch` x `accumulation` samples). The gradients are the
+    /// per-sample computation's up to rounding.
     #[serde(default = "yes")]
     pub share_prompts: bool,
     /// Train a LoRA adapter on the frozen base instead of the parameters themselves.
@@ -312,21 +312,27 @@ impl Trainer {
         token_logprobs_with(decoder, batch, self.cfg.temperature, sharing)
     }
 
-    /// The samples' indices in the order passes take them: shuffled by `rng` when given;
-    /// with shared prompts, each prompt's samples side by side (groups shuffled).
+    /// The samples' indices in the order passes take them: for a measurement each prompt's
+    /// samples side by side; for an update, shuffled by `rng` into steps as
+    /// [`training_order`] says.
     fn grouped_order(
         &self,
         samples: &[Sample],
         rng: Option<&mut rand::rngs::StdRng>,
     ) -> Vec<usize> {
-        let mut units: Vec<Vec<usize>> = match self.cfg.share_prompts {
+        let units: Vec<Vec<usize>> = match self.cfg.share_prompts {
             true => prompt_groups(samples),
             false => (0..samples.len()).map(|i| vec![i]).collect(),
         };
-        if let Some(rng) = rng {
-            units.shuffle(rng);
+        match rng {
+            None => units.concat(),
+            Some(rng) => training_order(
+                &units,
+                self.cfg.micro_batch * self.cfg.accumulation,
+                self.cfg.objective == Objective::Grpo,
+                rng,
+            ),
         }
-        units.concat()
     }
 
     /// `order` cut into forward passes: `micro_batch` samples each, or with shared prompts

@@ -39,7 +39,8 @@ impl Outlasted {
 
 /// What [`Session::stop_scripts`] found.
 pub(super) enum Rescue {
-    /// The page answered at once: the call was slow, not the page stuck.
+    /// The page answered (at once, or late on a starved machine): the call was slow, not
+    /// the page stuck.
     Responsive,
     /// A runaway script was terminated.
     Stopped,
@@ -316,7 +317,16 @@ impl Session {
                 });
                 Rescue::Stopped
             }
-            _ => Rescue::Failed,
+            // A renderer starved of CPU while it opens windows (the popup storm on a loaded
+            // two-core machine) can miss both short limits without being hung: one ping
+            // with the page's whole limit tells the two apart.
+            _ => {
+                let ping = self.page.execute(EvaluateParams::new("1"));
+                match tokio::time::timeout(self.page_limit(), ping).await {
+                    Ok(Ok(_)) => Rescue::Responsive,
+                    _ => Rescue::Failed,
+                }
+            }
         }
     }
 
