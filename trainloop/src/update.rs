@@ -103,6 +103,7 @@ pub async fn replay(
         progress,
     )
     .await;
+    release_freed_memory();
     Ok((
         samples,
         Frozen {
@@ -214,8 +215,25 @@ pub async fn train(
     while let Some((done, total, loss)) = rx.recv().await {
         progress(done, total, loss);
     }
-    work.await
-        .map_err(|e| RunError::Config(format!("training thread: {e}")))?
+    let trained = work
+        .await
+        .map_err(|e| RunError::Config(format!("training thread: {e}")))?;
+    release_freed_memory();
+    trained
+}
+
+/// Gives the pages the update freed back to the system. An update allocates gigabytes of
+/// activations on a blocking thread, often a new one, and glibc keeps what a thread's arena
+/// freed for that arena: without this a run's resident memory grew by about an update's
+/// peak at every update (SmolLM2-135M: 7.4 GB after the first, 11.4 after the second, and
+/// the OOM killer at the seventh on a 24 GB machine).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only hands free pages of the heap back to the kernel; it touches
+    // no allocation in use.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// An update from recorded episodes, start to published version.
