@@ -209,20 +209,16 @@ pub fn build(
     text.push_str(
         "You are a web agent. Complete the task by acting in the browser, one action per turn.\n",
     );
+    // What is the same for every step of a run comes first, then the episode's task and
+    // its earlier steps (append-only: a step's line says what the next page was), the page
+    // last: a prefix cache (ours, vLLM's, SGLang's) then serves the head to every step and
+    // all but the page to the next step of an episode.
+    text.push_str(&action_help(
+        effective_grounding(cfg.grounding, vision),
+        cfg.actions,
+    ));
+    text.push('\n');
     text.push_str(&format!("Task: {}\n", input.instruction));
-    text.push_str(&format!("Current page: {:?} ({})\n", obs.title, obs.url));
-    if cfg.grounding == Grounding::Marks || !vision {
-        text.push_str("Interactive elements");
-        text.push_str(if vision {
-            " (their numbers are drawn on the screenshot):\n"
-        } else {
-            ":\n"
-        });
-        for line in obs.element_lines().into_iter().take(cfg.max_elements) {
-            text.push_str(&line);
-            text.push('\n');
-        }
-    }
     let steps = input.history.len();
     if steps > 0 {
         text.push_str("Earlier steps:\n");
@@ -233,6 +229,19 @@ pub fn build(
                 .get(i + 1)
                 .map_or(current_shot.as_str(), |n| n.screenshot.as_str());
             text.push_str(&history_line(i, step, next));
+            text.push('\n');
+        }
+    }
+    text.push_str(&format!("Current page: {:?} ({})\n", obs.title, obs.url));
+    if cfg.grounding == Grounding::Marks || !vision {
+        text.push_str("Interactive elements");
+        text.push_str(if vision {
+            " (their numbers are drawn on the screenshot):\n"
+        } else {
+            ":\n"
+        });
+        for line in obs.element_lines().into_iter().take(cfg.max_elements) {
+            text.push_str(&line);
             text.push('\n');
         }
     }
@@ -257,18 +266,16 @@ pub fn build(
     if let Some(tabs) = obs.tabs_line() {
         text.push_str(&format!("Open tabs: {tabs}\n"));
     }
-    text.push_str(&action_help(
-        effective_grounding(cfg.grounding, vision),
-        cfg.actions,
-    ));
     if obs.tabs.len() > 1 {
-        for name in ["switch_tab", "close_tab"] {
-            if cfg.actions.allows(name) {
-                text.push_str(&format!(", {name}(N)"));
-            }
+        let tab_actions: Vec<String> = ["switch_tab", "close_tab"]
+            .into_iter()
+            .filter(|name| cfg.actions.allows(name))
+            .map(|name| format!("{name}(N)"))
+            .collect();
+        if !tab_actions.is_empty() {
+            text.push_str(&format!("Tab actions: {}\n", tab_actions.join(", ")));
         }
     }
-    text.push('\n');
     if cfg.style == PromptStyle::Structured {
         let memory = memory(&input.history);
         text.push_str(&format!(
@@ -404,6 +411,46 @@ mod tests {
         assert!(
             text.contains("Accessibility tree ([N] is element N):\n[3] button \"Buy\""),
             "{text}"
+        );
+    }
+
+    /// The prefix cache's premise: the head every step shares (the system line and the
+    /// action help) comes first, then the task and the earlier steps, the page last; so
+    /// each step's prompt starts with everything before the previous step's page.
+    #[test]
+    fn each_steps_prompt_starts_with_all_but_the_page_of_the_step_before() {
+        let cfg = PromptConfig::default();
+        let page = |title: &str| {
+            let mut o = screenshot_observation();
+            o.url = format!("http://x/{title}");
+            o.title = title.into();
+            o.elements[0].label = format!("{title} button");
+            o
+        };
+        let shot = hash(&screenshot_observation().screenshot.bytes);
+        let first = build(&step_input(page("Cart"), vec![]), &cfg, false, None).text;
+        let second_steps = vec![past("Cart", "click(1)", &shot, None)];
+        let second = build(
+            &step_input(page("Address"), second_steps.clone()),
+            &cfg,
+            false,
+            None,
+        )
+        .text;
+        let mut third_steps = second_steps;
+        third_steps.push(past("Address", "click(1)", &shot, None));
+        let third = build(&step_input(page("Receipt"), third_steps), &cfg, false, None).text;
+        let at = |t: &str, what: &str| t.find(what).unwrap_or_else(|| panic!("{what}: {t}"));
+        assert!(at(&first, "Actions (") < at(&first, "Task: "), "{first}");
+        assert!(at(&first, "Task: ") < at(&first, "Current page"), "{first}");
+        for (before, after) in [(&first, &second), (&second, &third)] {
+            let head = &before[..at(before, "Current page")];
+            assert!(after.starts_with(head), "{before}\n---\n{after}");
+            assert!(after.len() > head.len() + 100, "{after}");
+        }
+        assert!(
+            at(&third, "step 2 on \"Address\"") < at(&third, "Current page"),
+            "{third}"
         );
     }
 
