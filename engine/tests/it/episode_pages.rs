@@ -154,16 +154,7 @@ async fn run_scripted(engine: &Engine, filter: TaskFilter) -> Vec<EpisodeSummary
         })
         .await
         .unwrap();
-    assert_eq!(
-        engine.run_campaign(id).await.unwrap(),
-        store::Status::Completed
-    );
-    engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
-        .await
-        .unwrap()
-        .0
+    common::run_to_end(engine, id).await
 }
 
 /// The steps of an episode whose browsers read the accessibility tree (`--ax-tree`) store

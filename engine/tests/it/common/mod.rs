@@ -16,7 +16,7 @@ use inference::Model;
 use inference::Prompt;
 use policy::{Policy, PolicyRegistry};
 use sqlx::PgPool;
-use store::{Store, TaskFilter};
+use store::{EpisodeFilter, Store, TaskFilter};
 
 /// The first step of a task with `instruction` (its rubric never consulted) on
 /// `observation`.
@@ -191,4 +191,18 @@ pub fn gradient_screenshot(width: u32, height: u32, shade: u8) -> browser_pool::
         height,
         scale: 1.0,
     }
+}
+
+/// Runs campaign `id` to completion and lists its episodes.
+pub async fn run_to_end(engine: &Engine, id: uuid::Uuid) -> Vec<store::EpisodeSummary> {
+    assert_eq!(
+        engine.run_campaign(id).await.unwrap(),
+        store::Status::Completed
+    );
+    engine
+        .store()
+        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
+        .await
+        .unwrap()
+        .0
 }

@@ -10,7 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use engine::{CampaignSpec, Engine};
 use sqlx::PgPool;
-use store::{EpisodeFilter, TaskFilter};
+use store::TaskFilter;
 
 use super::task;
 
@@ -114,7 +114,7 @@ async fn run(
         })
         .await
         .unwrap();
-    let eps = run_to_end(engine, id).await;
+    let eps = common::run_to_end(engine, id).await;
     let triage = engine.store().triage(Some(id)).await.unwrap();
     if detect_blocks {
         let mut kinds: Vec<(String, i64, i64)> = triage
@@ -368,7 +368,7 @@ async fn the_model_judge_confirms_blocks_or_takes_them_back(pool: PgPool) {
         None,
     )));
     let id = engine.create_campaign(spec()).await.unwrap();
-    let eps = run_to_end(&engine, id).await;
+    let eps = common::run_to_end(&engine, id).await;
     let by_task: BTreeMap<String, (Option<bool>, Option<String>)> = eps
         .into_iter()
         .map(|e| (e.task_id, (e.success, e.last_error)))
@@ -392,18 +392,4 @@ async fn the_model_judge_confirms_blocks_or_takes_them_back(pool: PgPool) {
     );
     assert!(asked.iter().any(|q| q.contains("access_denied (HTTP 403)")));
     engine.shutdown().await;
-}
-
-/// Runs campaign `id` to completion and lists its episodes.
-async fn run_to_end(engine: &Engine, id: uuid::Uuid) -> Vec<store::EpisodeSummary> {
-    assert_eq!(
-        engine.run_campaign(id).await.unwrap(),
-        store::Status::Completed
-    );
-    engine
-        .store()
-        .list_episodes(&EpisodeFilter::campaign(id), 100, 0)
-        .await
-        .unwrap()
-        .0
 }
