@@ -189,16 +189,16 @@ pub(crate) fn training_order(
         runs.shuffle(rng);
         return runs.concat();
     }
-    let mut group_of = HashMap::new();
+    let mut order: Vec<usize> = groups.concat();
+    let mut group_of = vec![0; order.iter().max().map_or(0, |m| m + 1)];
     for (g, members) in groups.iter().enumerate() {
         for i in members {
-            group_of.insert(*i, g);
+            group_of[*i] = g;
         }
     }
-    let mut order: Vec<usize> = groups.concat();
     order.shuffle(rng);
     for step in order.chunks_mut(per_step) {
-        step.sort_by_key(|i| group_of[i]);
+        step.sort_by_key(|i| group_of[*i]);
     }
     order
 }
