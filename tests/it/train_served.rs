@@ -232,7 +232,7 @@ async fn a_served_policy_is_trained_through_its_server_and_the_run_follows_the_n
             trainer: &t,
             run: run.id,
             iteration,
-            objective: "grpo".into(),
+            objective: training::Objective::Grpo,
             episodes: &episodes,
             at: &collected.at,
             kept: &kept,

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -176,6 +176,7 @@ async fn a_run_with_a_demonstrator_beats_the_untrained_model_on_held_out_seeds(p
         "held_out": "seeds",
         "iterations": 1,
         "rollouts_per_task": 8,
+        "group_size": 4,
         "curriculum": {"kind": "fixed", "horizon": 1},
         "eval_horizon": 1,
         "eval_rollouts": 12,
@@ -201,6 +202,16 @@ async fn a_run_with_a_demonstrator_beats_the_untrained_model_on_held_out_seeds(p
         v.successes >= 14,
         "the solver demonstrates ({} of 16)",
         v.successes
+    );
+    let (eps, _) = store
+        .list_episodes(&EpisodeFilter::campaign(demo[0]), 1000, 0)
+        .await
+        .unwrap();
+    let seeds: BTreeSet<(String, i64)> = eps.iter().map(|e| (e.task_id.clone(), e.seed)).collect();
+    assert_eq!(
+        seeds.len(),
+        eps.len(),
+        "a deterministic demonstrator spends group_size's samples on seeds, not copies"
     );
     assert_eq!(
         its[1].samples,

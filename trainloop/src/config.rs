@@ -65,9 +65,9 @@ pub struct RunConfig {
     /// (TTI's re-check), so a version can be evaluated with and without it.
     #[serde(default = "one")]
     pub eval_answer_checks: u32,
-    /// `fbc` or `grpo`.
+    /// `fbc` or `grpo` (the default).
     #[serde(default = "grpo")]
-    pub objective: String,
+    pub objective: training::Objective,
     /// Also evaluate the best constant action per task on the held-out episodes, once
     /// (beside the untrained model and the random policy): each first action the untrained
     /// model and the random policy took on a task runs as a constant policy on that task's
@@ -91,7 +91,9 @@ pub struct RunConfig {
     /// A warm start from demonstrations: the first `fbc_iterations` iterations roll out
     /// this built-in teacher (`miniwob-solver`, or `scripted`: the reference solutions)
     /// instead of the model, each step recorded as the model would have written the
-    /// teacher's action (`policy::Demonstrated`), so their FBC updates clone it.
+    /// teacher's action (`policy::Demonstrated`), so their FBC updates clone it. A
+    /// teacher is deterministic, so those iterations roll out one sample per seed
+    /// (`rollouts_per_task` seeds), whatever `group_size` says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demonstrator: Option<String>,
     /// GRPO: advantages are divided by this constant (AsyncWebRL: 10, for long
@@ -248,8 +250,8 @@ fn rollouts() -> u32 {
 fn one() -> u32 {
     1
 }
-fn grpo() -> String {
-    "grpo".into()
+fn grpo() -> training::Objective {
+    training::Objective::Grpo
 }
 /// How GRPO shares an episode's advantage among its steps ([`RunConfig::weighting`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -423,12 +425,6 @@ impl RunConfig {
                 engine::MAX_ANSWER_CHECKS
             ));
         }
-        if !matches!(self.objective.as_str(), "fbc" | "grpo") {
-            return Err(format!(
-                "objective: unknown {:?} (expected fbc or grpo)",
-                self.objective
-            ));
-        }
         if let Some(d) = &self.demonstrator {
             if !DEMONSTRATORS.contains(&d.as_str()) {
                 return Err(format!(
@@ -546,7 +542,7 @@ impl RunConfig {
 
     /// The objective of iteration `i` (from 1).
     pub fn objective_at(&self, i: u32) -> training::Objective {
-        if i <= self.fbc_iterations || self.objective == "fbc" {
+        if i <= self.fbc_iterations || self.objective == training::Objective::Fbc {
             training::Objective::Fbc
         } else {
             training::Objective::Grpo

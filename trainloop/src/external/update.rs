@@ -33,8 +33,8 @@ pub struct Job<'a> {
     pub run: Uuid,
     /// The iteration.
     pub iteration: u32,
-    /// The objective the selection followed (`fbc` or `grpo`), for the command.
-    pub objective: String,
+    /// The objective the selection followed, for the command.
+    pub objective: training::Objective,
     /// The episodes the selection read.
     pub episodes: &'a [TraceEpisode],
     /// `(episode, step)` of each selectable step.
@@ -175,7 +175,7 @@ pub async fn update(
     let mut env: Vec<(String, String)> = [
         ("SURFGYM_RUN", job.run.to_string()),
         ("SURFGYM_ITERATION", job.iteration.to_string()),
-        ("SURFGYM_OBJECTIVE", job.objective.clone()),
+        ("SURFGYM_OBJECTIVE", job.objective.to_string()),
         ("SURFGYM_SAMPLES", records.len().to_string()),
         ("SURFGYM_RETURNS", returns.to_string()),
     ]

@@ -58,11 +58,17 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         }
         // A warm start's iterations roll out the demonstrator (its steps in the model's
         // tokens), the others the model.
-        let (policy, what) = match &ctx.cfg.demonstrator {
+        // A demonstrator is deterministic: k samples of one seed would be one
+        // demonstration weighed k times, so its iterations spend them on k seeds instead.
+        let (policy, what, samples) = match &ctx.cfg.demonstrator {
             Some(d) if ctx.cfg.demonstrates(idx) => {
-                (demo_name(ctx.run), format!("demonstrations by {d}"))
+                (demo_name(ctx.run), format!("demonstrations by {d}"), 1)
             }
-            _ => (policy_names(ctx.run).0, "rollouts".to_string()),
+            _ => (
+                policy_names(ctx.run).0,
+                "rollouts".to_string(),
+                ctx.cfg.group(),
+            ),
         };
         for (h, ids) in by_horizon {
             let mut spec = CampaignSpec {
@@ -76,7 +82,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                     ..Default::default()
                 }),
                 rollouts_per_task: Some(ctx.cfg.rollouts_per_task),
-                samples_per_seed: Some(ctx.cfg.group()),
+                samples_per_seed: Some(samples),
                 max_steps: Some(h),
                 seed: Some(
                     ctx.cfg.seed.wrapping_mul(1_000_003) ^ (u64::from(idx) << 20) ^ u64::from(h),

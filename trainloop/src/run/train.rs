@@ -131,7 +131,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
                 trainer,
                 run: ctx.run,
                 iteration: idx,
-                objective: objective.to_string(),
+                objective,
                 episodes: &episodes,
                 at: &collected.at,
                 kept: &selection.kept,
