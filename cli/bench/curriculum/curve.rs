@@ -22,12 +22,47 @@ pub struct Point {
     pub held_out_success: Option<f64>,
 }
 
+/// How a variant ended; written to the curves' JSON as one string, the run's state or
+/// `failed: WHY` / `not run: WHY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// Its run ended in this state.
+    Ran(store::Status),
+    /// Its run could not be made or run to its end.
+    Failed(String),
+    /// It was left out (a warm start whose update selected nothing), and why.
+    NotRun(String),
+}
+
+impl Ending {
+    /// Whether the variant failed: its run could not run, or ran and failed.
+    pub fn failed(&self) -> bool {
+        matches!(self, Ending::Failed(_) | Ending::Ran(store::Status::Failed))
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Ran(state) => write!(f, "{state}"),
+            Ending::Failed(why) => write!(f, "failed: {why}"),
+            Ending::NotRun(why) => write!(f, "not run: {why}"),
+        }
+    }
+}
+
+impl Serialize for Ending {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One variant's outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct Curve {
     pub variant: String,
     pub run: Option<uuid::Uuid>,
-    pub state: String,
+    pub state: Ending,
     pub warm_env_steps: u64,
     pub env_steps: u64,
     pub wall_s: f64,
@@ -113,7 +148,7 @@ pub async fn one_run(
     Ok(Curve {
         variant: name.into(),
         run: Some(id),
-        state: view.state.to_string(),
+        state: Ending::Ran(view.state),
         warm_env_steps: offset,
         env_steps: spent,
         wall_s: started.elapsed().as_secs_f64(),
@@ -162,5 +197,27 @@ pub fn print_summary(curves: &[Curve], budget: u64, held: &str) {
             c.env_steps,
             c.wall_s
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ending;
+    use store::Status;
+
+    #[test]
+    fn a_variant_failed_when_its_run_could_not_run_or_failed() {
+        assert!(Ending::Failed("no model".into()).failed());
+        assert!(Ending::Ran(Status::Failed).failed());
+        assert!(!Ending::Ran(Status::Completed).failed());
+        assert!(!Ending::NotRun("nothing selected".into()).failed());
+    }
+
+    #[test]
+    fn the_curves_json_keeps_one_string_per_ending() {
+        let json = |e: Ending| serde_json::to_value(e).unwrap();
+        assert_eq!(json(Ending::Ran(Status::Completed)), "completed");
+        assert_eq!(json(Ending::Failed("x".into())), "failed: x");
+        assert_eq!(json(Ending::NotRun("y".into())), "not run: y");
     }
 }

@@ -263,10 +263,7 @@ pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitC
             .with_context(|| format!("--out {}", out.display()))?;
         println!("curves written to {}", out.display());
     }
-    let failures = curves
-        .iter()
-        .filter(|c| c.state.starts_with("failed"))
-        .count();
+    let failures = curves.iter().filter(|c| c.state.failed()).count();
     if failures > 0 {
         eprintln!("{failures} of {} variants failed (see above)", curves.len());
         return Ok(ExitCode::FAILURE);
@@ -280,7 +277,7 @@ fn failed(name: &str, e: &anyhow::Error, started: Instant) -> Curve {
     Curve {
         variant: name.into(),
         run: None,
-        state: format!("failed: {e:#}"),
+        state: curve::Ending::Failed(format!("{e:#}")),
         warm_env_steps: 0,
         env_steps: 0,
         wall_s: started.elapsed().as_secs_f64(),

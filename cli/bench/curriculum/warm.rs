@@ -90,7 +90,7 @@ pub async fn run(
         return Ok(Curve {
             variant: name.into(),
             run: None,
-            state: format!("not run: {e:#}"),
+            state: super::curve::Ending::NotRun(format!("{e:#}")),
             warm_env_steps: warm_steps,
             env_steps: warm_steps,
             wall_s: started.elapsed().as_secs_f64(),
