@@ -57,9 +57,8 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             by_horizon.entry(*h).or_default().push(task.clone());
         }
         // A warm start's iterations roll out the demonstrator (its steps in the model's
-        // tokens), the others the model.
-        // A demonstrator is deterministic: k samples of one seed would be one
-        // demonstration weighed k times, so its iterations spend them on k seeds instead.
+        // tokens), the others the model. A demonstrator is deterministic: k samples of one
+        // seed would be one demonstration weighed k times, so it gets one per seed.
         let (policy, what, samples) = match &ctx.cfg.demonstrator {
             Some(d) if ctx.cfg.demonstrates(idx) => {
                 (demo_name(ctx.run), format!("demonstrations by {d}"), 1)
