@@ -90,8 +90,8 @@ root=$!
 crates_ok=0
 # Every crate's binary runs even when one fails, so one run shows every failure. Then, on
 # a full run only, the offline bundle (scripts/bundle.sh), which runs from its own copies
-# in a mount namespace of its own: the crates are done long before the root binary, and
-# the bundle test, mostly copying and starting, fits in that time.
+# in a mount namespace of its own, and the root binary's late modules: the crates alone
+# end some ten minutes before the rest of the root binary.
 {
   run_group crates "$@" || crates_ok=$?
   if [ $# -eq 0 ]; then
