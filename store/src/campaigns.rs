@@ -6,7 +6,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{PolicyCard, Store, StoreError};
-use crate::state::Status;
+use crate::state::{EpisodeStatus, Status};
 
 /// Episodes of a campaign by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -197,16 +197,17 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
-            "INSERT INTO campaigns (id, name, status, policy, config, total_episodes) VALUES ($1, $2, 'queued', $3, $4, $5)",
+            "INSERT INTO campaigns (id, name, status, policy, config, total_episodes) VALUES ($1, $2, $6, $3, $4, $5)",
         )
         .bind(id)
         .bind(name)
         .bind(policy)
         .bind(config)
         .bind(i32::try_from(episodes.len()).map_err(|_| StoreError::Conflict("too many episodes".into()))?)
+        .bind(Status::Queued)
         .execute(&mut *tx)
         .await?;
-        // Postgres takes at most 65535 binds per statement: 5 per row.
+        // Postgres takes at most 65535 binds per statement: 6 per row.
         for chunk in episodes.chunks(10_000) {
             let mut q = QueryBuilder::new(
                 "INSERT INTO episodes (id, campaign_id, task_id, rollout, seed, status) ",
@@ -217,7 +218,7 @@ impl Store {
                     .push_bind(&e.task_id)
                     .push_bind(e.rollout)
                     .push_bind(e.seed)
-                    .push("'pending'");
+                    .push_bind(EpisodeStatus::Pending);
             });
             q.build().execute(&mut *tx).await?;
         }
@@ -287,13 +288,15 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE campaigns SET status = $2, error = coalesce($3, error),
-                started_at = CASE WHEN $2 = 'running' THEN coalesce(started_at, now()) ELSE started_at END,
-                finished_at = CASE WHEN $2 IN ('completed', 'cancelled', 'failed') THEN now() ELSE NULL END
+                started_at = CASE WHEN $2 = $4 THEN coalesce(started_at, now()) ELSE started_at END,
+                finished_at = CASE WHEN $2 = ANY($5) THEN now() ELSE NULL END
              WHERE id = $1",
         )
         .bind(id)
         .bind(status)
         .bind(error)
+        .bind(Status::Running)
+        .bind(Status::ENDED)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -303,10 +306,12 @@ impl Store {
     /// cancelled or paused it meanwhile: that word stands, never overwritten).
     pub async fn complete_campaign(&self, id: Uuid) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE campaigns SET status = 'completed', finished_at = now()
-             WHERE id = $1 AND status = 'running'",
+            "UPDATE campaigns SET status = $2, finished_at = now()
+             WHERE id = $1 AND status = $3",
         )
         .bind(id)
+        .bind(Status::Completed)
+        .bind(Status::Running)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -361,10 +366,11 @@ impl Store {
             "SELECT t.site, t.difficulty, count(*) AS episodes, count(*) FILTER (WHERE e.success) AS successes,
                 coalesce(avg(e.score), 0)::float8 AS mean_score, coalesce(avg(e.steps), 0)::float8 AS mean_steps
              FROM episodes e JOIN tasks t ON t.id = e.task_id
-             WHERE e.campaign_id = $1 AND e.status = 'finished'
+             WHERE e.campaign_id = $1 AND e.status = $2
              GROUP BY t.site, t.difficulty ORDER BY t.site, t.difficulty",
         )
         .bind(id)
+        .bind(EpisodeStatus::Finished)
         .fetch_all(&self.pool)
         .await?)
     }

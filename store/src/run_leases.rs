@@ -9,7 +9,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::{RunView, Store, StoreError};
-use crate::state::Status;
+use crate::state::{Stage, Status};
 
 const RUN: &str =
     "SELECT id, name, config, state, version, error, created_at, updated_at FROM training_runs";
@@ -43,11 +43,12 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO training_runs (id, name, config, state, managed)
-             VALUES ($1, $2, $3, 'queued', true)",
+             VALUES ($1, $2, $3, $4, true)",
         )
         .bind(id)
         .bind(name)
         .bind(config)
+        .bind(Status::Queued)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -113,13 +114,14 @@ impl Store {
                 lease_until = now() + make_interval(secs => $2), updated_at = now()
              WHERE id = (
                 SELECT id FROM training_runs
-                WHERE managed AND state IN ('queued', 'running')
+                WHERE managed AND state = ANY($3)
                   AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
                 ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
              RETURNING id",
         )
         .bind(owner)
         .bind(lease.as_secs_f64())
+        .bind(&[Status::Queued, Status::Running][..])
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(|r| r.0))
@@ -183,17 +185,18 @@ impl Store {
     pub async fn run_figures(&self) -> Result<Vec<RunFigures>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT r.id, r.name, r.state,
-                count(i.idx) FILTER (WHERE i.phase = 'done') AS iterations_done,
+                count(i.idx) FILTER (WHERE i.phase = $1) AS iterations_done,
                 (SELECT train_success FROM training_iterations l
-                  WHERE l.run_id = r.id AND l.phase = 'done' AND l.train_success IS NOT NULL
+                  WHERE l.run_id = r.id AND l.phase = $1 AND l.train_success IS NOT NULL
                   ORDER BY l.idx DESC LIMIT 1) AS last_train_success,
                 (SELECT eval_success FROM training_iterations l
-                  WHERE l.run_id = r.id AND l.phase = 'done' AND l.eval_success IS NOT NULL
+                  WHERE l.run_id = r.id AND l.phase = $1 AND l.eval_success IS NOT NULL
                   ORDER BY l.idx DESC LIMIT 1) AS last_eval_success,
                 COALESCE(sum(i.train_ms), 0)::double precision / 1000.0 AS update_seconds
              FROM training_runs r LEFT JOIN training_iterations i ON i.run_id = r.id
              GROUP BY r.id ORDER BY r.created_at DESC LIMIT 100",
         )
+        .bind(Stage::Done)
         .fetch_all(&self.pool)
         .await?)
     }

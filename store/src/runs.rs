@@ -8,7 +8,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use crate::state::{Stage, Status};
+use crate::state::{EpisodeStatus, Stage, Status};
 
 /// A training run.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -187,9 +187,10 @@ impl Store {
     pub async fn judge_ms(&self, campaigns: &[Uuid]) -> Result<i64, StoreError> {
         let (ms,): (i64,) = sqlx::query_as(
             "SELECT coalesce(sum(judge_ms), 0)::bigint FROM episodes
-             WHERE campaign_id = ANY($1) AND status = 'finished'",
+             WHERE campaign_id = ANY($1) AND status = $2",
         )
         .bind(campaigns)
+        .bind(EpisodeStatus::Finished)
         .fetch_one(&self.pool)
         .await?;
         Ok(ms)

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::state::{EpisodeStatus, Status};
 use crate::{Store, StoreError};
 
 /// Why an episode whose session's server stopped is failed.
@@ -27,13 +28,14 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO campaigns (id, name, status, policy, config, total_episodes, interactive, started_at)
-             VALUES ($1, $2, 'running', $3, $4, 0, true, now())
+             VALUES ($1, $2, $5, $3, $4, 0, true, now())
              ON CONFLICT (id) DO NOTHING",
         )
         .bind(id)
         .bind(name)
         .bind(policy)
         .bind(config)
+        .bind(Status::Running)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -73,7 +75,7 @@ impl Store {
         sqlx::query(
             "INSERT INTO episodes (id, campaign_id, task_id, rollout, seed, status, lease_owner,
                 lease_expires_at, attempts, started_at)
-             VALUES ($1, $2, $3, $4, $5, 'running', $6, now() + make_interval(secs => $7), 1, now())",
+             VALUES ($1, $2, $3, $4, $5, $8, $6, now() + make_interval(secs => $7), 1, now())",
         )
         .bind(id)
         .bind(campaign)
@@ -82,6 +84,7 @@ impl Store {
         .bind(seed)
         .bind(owner)
         .bind(lease.as_secs_f64())
+        .bind(EpisodeStatus::Running)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -92,12 +95,14 @@ impl Store {
     /// lease expired): nobody can run them again. Returns how many.
     pub async fn fail_lost_sessions(&self) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "UPDATE episodes SET status = 'failed', last_error = $1, finished_at = now(),
+            "UPDATE episodes SET status = $2, last_error = $1, finished_at = now(),
                 lease_owner = NULL, lease_expires_at = NULL
-             WHERE status = 'running' AND lease_expires_at < now()
+             WHERE status = $3 AND lease_expires_at < now()
                AND campaign_id IN (SELECT id FROM campaigns WHERE interactive)",
         )
         .bind(LOST_SESSION)
+        .bind(EpisodeStatus::Failed)
+        .bind(EpisodeStatus::Running)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())

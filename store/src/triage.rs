@@ -9,6 +9,7 @@ use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::state::EpisodeStatus;
 
 /// Example episodes kept per group (failures first, newest first).
 pub const TRIAGE_EXAMPLES: i64 = 3;
@@ -145,13 +146,21 @@ impl Store {
     pub async fn triage(&self, campaign: Option<Uuid>) -> Result<Triage, StoreError> {
         let mut q = QueryBuilder::new(
             "SELECT count(*) AS episodes,
-                count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                count(*) FILTER (WHERE e.status = ",
+        );
+        q.push_bind(EpisodeStatus::Finished)
+            .push(
+                ") AS finished,
                 count(*) FILTER (WHERE e.success) AS successes,
-                count(*) FILTER (WHERE e.status = 'failed') AS failed,
+                count(*) FILTER (WHERE e.status = ",
+            )
+            .push_bind(EpisodeStatus::Failed)
+            .push(
+                ") AS failed,
                 count(*) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
                 count(*) FILTER (WHERE e.last_error IS NOT NULL) AS infra_errors
              FROM episodes e WHERE true",
-        );
+            );
         scope(&mut q, campaign);
         let totals = q.build_query_as().fetch_one(&self.pool).await?;
 
@@ -162,10 +171,13 @@ impl Store {
                 count(*) FILTER (WHERE e.judge_error IS NOT NULL) AS judge_errors,
                 (array_agg(e.id ORDER BY e.success IS TRUE, e.finished_at DESC NULLS LAST))[1:",
         );
-        q.push(TRIAGE_EXAMPLES.to_string()).push(
-            "] AS examples
-             FROM episodes e WHERE e.status = 'finished' AND e.end_reason IS NOT NULL",
-        );
+        q.push(TRIAGE_EXAMPLES.to_string())
+            .push(
+                "] AS examples
+             FROM episodes e WHERE e.status = ",
+            )
+            .push_bind(EpisodeStatus::Finished)
+            .push(" AND e.end_reason IS NOT NULL");
         scope(&mut q, campaign);
         q.push(" GROUP BY e.end_reason ORDER BY count(*) DESC, e.end_reason LIMIT ")
             .push_bind(TRIAGE_GROUPS);
@@ -262,12 +274,20 @@ impl Store {
     ) -> Result<Vec<ErrorGroup>, StoreError> {
         let mut q = QueryBuilder::new(format!(
             "SELECT {key} AS kind, count(*) AS episodes,
-                count(*) FILTER (WHERE e.status = 'failed') AS gave_up,
-                count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                count(*) FILTER (WHERE e.status = "
+        ));
+        q.push_bind(EpisodeStatus::Failed)
+            .push(
+                ") AS gave_up,
+                count(*) FILTER (WHERE e.status = ",
+            )
+            .push_bind(EpisodeStatus::Finished)
+            .push(format!(
+                ") AS finished,
                 (array_agg({column} ORDER BY e.finished_at DESC NULLS LAST))[1] AS sample,
                 (array_agg(e.id ORDER BY e.finished_at DESC NULLS LAST))[1:{TRIAGE_EXAMPLES}] AS examples
              FROM episodes e WHERE {column} IS NOT NULL"
-        ));
+            ));
         scope(&mut q, campaign);
         q.push(" GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ")
             .push_bind(TRIAGE_GROUPS);

@@ -10,7 +10,7 @@ use engine::CampaignSpec;
 use policy::PolicyRegistry;
 use serde_json::json;
 use sqlx::PgPool;
-use store::TaskFilter;
+use store::{EpisodeStatus, TaskFilter};
 
 #[sqlx::test(migrator = "store::MIGRATOR")]
 async fn the_dashboard_shows_judge_errors_apart(pool: PgPool) {
@@ -36,10 +36,11 @@ async fn the_dashboard_shows_judge_errors_apart(pool: PgPool) {
         .unwrap();
     // Stored as the runner stores a rubric the browser rejected.
     let (episode,): (uuid::Uuid,) = sqlx::query_as(
-        "UPDATE episodes SET status = 'finished', judge_error = 'invalid selector `a[`', \
+        "UPDATE episodes SET status = $2, judge_error = 'invalid selector `a[`', \
          started_at = now(), finished_at = now() WHERE campaign_id = $1 RETURNING id",
     )
     .bind(campaign)
+    .bind(EpisodeStatus::Finished)
     .fetch_one(&pool)
     .await
     .unwrap();

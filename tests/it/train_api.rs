@@ -15,7 +15,7 @@ use browser_pool::Action;
 use policy::PolicyRegistry;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use store::Store;
+use store::{EpisodeStatus, Store};
 
 use common::{js, serve_web};
 
@@ -572,9 +572,10 @@ async fn a_server_killed_mid_run_is_taken_over_by_the_next_which_resumes_the_run
         assert!(Instant::now() < deadline, "iteration 1 never started");
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM training_iterations i JOIN episodes e ON e.campaign_id = ANY(i.rollout_campaigns)
-             WHERE i.run_id = $1 AND i.idx = 1 AND e.status IN ('running', 'finished')",
+             WHERE i.run_id = $1 AND i.idx = 1 AND e.status = ANY($2)",
         )
         .bind(id)
+        .bind(&[EpisodeStatus::Running, EpisodeStatus::Finished][..])
         .fetch_one(&pool)
         .await
         .unwrap();

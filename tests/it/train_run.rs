@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use policy::PolicyRegistry;
 use sqlx::PgPool;
-use store::{EpisodeFilter, Store};
+use store::{EpisodeFilter, EpisodeStatus, Store};
 use trainloop::run;
 use uuid::Uuid;
 
@@ -182,8 +182,9 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
         assert!(Instant::now() < deadline, "iteration 2 never started");
         let row: Option<(Uuid,)> = sqlx::query_as(
             "SELECT i.run_id FROM training_iterations i JOIN episodes e ON e.campaign_id = ANY(i.rollout_campaigns)
-             WHERE i.idx = 2 AND e.status IN ('running', 'finished') LIMIT 1",
+             WHERE i.idx = 2 AND e.status = ANY($1) LIMIT 1",
         )
+        .bind(&[EpisodeStatus::Running, EpisodeStatus::Finished][..])
         .fetch_optional(&pool)
         .await
         .unwrap();

@@ -17,7 +17,7 @@ use engine::CampaignSpec;
 use engine::SitesServer;
 use policy::PolicyRegistry;
 use sqlx::PgPool;
-use store::{Store, TaskFilter};
+use store::{EpisodeStatus, Store, TaskFilter};
 use uuid::Uuid;
 
 /// Signals the process group a worker leads. Never through `kill(1)`: its parsing of
@@ -229,16 +229,18 @@ async fn a_worker_killed_mid_campaign_loses_and_duplicates_nothing(pool: PgPool)
     first.kill_hard();
     let at_kill = store.get_campaign(id).await.unwrap().unwrap();
     let finished_before: Vec<(Uuid, i32, Option<String>)> = sqlx::query_as(
-        "SELECT id, attempts, finished_by FROM episodes WHERE campaign_id = $1 AND status = 'finished'",
+        "SELECT id, attempts, finished_by FROM episodes WHERE campaign_id = $1 AND status = $2",
     )
     .bind(id)
+    .bind(EpisodeStatus::Finished)
     .fetch_all(store.pool())
     .await
     .unwrap();
     assert!(!finished_before.is_empty());
     let in_flight: Vec<(Uuid,)> =
-        sqlx::query_as("SELECT id FROM episodes WHERE campaign_id = $1 AND status = 'running'")
+        sqlx::query_as("SELECT id FROM episodes WHERE campaign_id = $1 AND status = $2")
             .bind(id)
+            .bind(EpisodeStatus::Running)
             .fetch_all(store.pool())
             .await
             .unwrap();
@@ -362,10 +364,11 @@ async fn sigterm_loses_no_queued_work(pool: PgPool, command: &[&str], grace: &st
     );
     assert_eq!(retried, 0, "no attempt counted twice");
     let (never_started,): (i64,) = sqlx::query_as(
-        "SELECT count(*) FROM episodes WHERE campaign_id = $1 AND status = 'pending'
+        "SELECT count(*) FROM episodes WHERE campaign_id = $1 AND status = $2
            AND attempts = 0 AND started_at IS NULL",
     )
     .bind(id)
+    .bind(EpisodeStatus::Pending)
     .fetch_one(store.pool())
     .await
     .unwrap();

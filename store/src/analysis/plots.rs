@@ -5,6 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::state::EpisodeStatus;
 use crate::{Store, StoreError};
 
 /// Edges of the latency histogram's bins, ms (log-spaced: latencies span decades); the
@@ -83,9 +84,10 @@ impl Store {
     ) -> Result<Vec<TimeBucket>, StoreError> {
         let (lo, hi): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = sqlx::query_as(
             "SELECT min(finished_at), max(finished_at) FROM episodes
-             WHERE campaign_id = $1 AND finished_at IS NOT NULL AND status = 'finished'",
+             WHERE campaign_id = $1 AND finished_at IS NOT NULL AND status = $2",
         )
         .bind(campaign)
+        .bind(EpisodeStatus::Finished)
         .fetch_one(&self.pool)
         .await?;
         let (Some(lo), Some(hi)) = (lo, hi) else {
@@ -99,12 +101,13 @@ impl Store {
         let rows: Vec<(i32, i64, i64, i64)> = sqlx::query_as(
             "SELECT floor(extract(epoch FROM (finished_at - $2)) * 1000 / $3)::int4 AS b,
                count(*), count(*) FILTER (WHERE success IS NOT NULL), count(*) FILTER (WHERE success)
-             FROM episodes WHERE campaign_id = $1 AND finished_at IS NOT NULL AND status = 'finished'
+             FROM episodes WHERE campaign_id = $1 AND finished_at IS NOT NULL AND status = $4
              GROUP BY 1 ORDER BY 1",
         )
         .bind(campaign)
         .bind(lo)
         .bind(width as f64)
+        .bind(EpisodeStatus::Finished)
         .fetch_all(&self.pool)
         .await?;
         let mut out: Vec<TimeBucket> = (0..buckets)
@@ -135,10 +138,11 @@ impl Store {
     ) -> Result<Vec<StepsBin>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT steps, count(*) AS episodes, count(*) FILTER (WHERE success) AS successes
-             FROM episodes WHERE campaign_id = $1 AND status = 'finished'
+             FROM episodes WHERE campaign_id = $1 AND status = $2
              GROUP BY steps ORDER BY steps",
         )
         .bind(campaign)
+        .bind(EpisodeStatus::Finished)
         .fetch_all(&self.pool)
         .await?)
     }

@@ -6,6 +6,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::filter::{Dimension, TaskScope, TaskSort};
+use crate::state::EpisodeStatus;
 use crate::{Store, StoreError};
 
 /// One task across its rollouts in a campaign.
@@ -88,15 +89,23 @@ impl Store {
         let mut q = QueryBuilder::new(
             "WITH g AS (
                SELECT e.task_id, e.end_reason, count(*) AS n,
-                 count(*) FILTER (WHERE e.status = 'finished') AS finished,
+                 count(*) FILTER (WHERE e.status = ",
+        );
+        q.push_bind(EpisodeStatus::Finished)
+            .push(
+                ") AS finished,
                  count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
                  count(*) FILTER (WHERE e.success) AS successes,
                  count(e.score) AS scored, sum(e.score::numeric) AS score_sum,
-                 sum(e.steps) FILTER (WHERE e.status = 'finished') AS steps_sum
+                 sum(e.steps) FILTER (WHERE e.status = ",
+            )
+            .push_bind(EpisodeStatus::Finished)
+            .push(
+                ") AS steps_sum
                FROM episodes e JOIN tasks t ON t.id = e.task_id
                WHERE e.campaign_id = ",
-        );
-        q.push_bind(campaign);
+            )
+            .push_bind(campaign);
         scope.push(&mut q);
         q.push(
             " GROUP BY e.task_id, e.end_reason),
@@ -157,12 +166,20 @@ impl Store {
                  count(*) FILTER (WHERE e.success IS NOT NULL) AS judged,
                  count(*) FILTER (WHERE e.success) AS successes,
                  count(e.score) AS scored, sum(e.score::numeric) AS score_sum,
-                 count(*) FILTER (WHERE e.status = 'finished') AS finished,
-                 sum(e.steps) FILTER (WHERE e.status = 'finished') AS steps_sum
+                 count(*) FILTER (WHERE e.status = ",
+        );
+        q.push_bind(EpisodeStatus::Finished)
+            .push(
+                ") AS finished,
+                 sum(e.steps) FILTER (WHERE e.status = ",
+            )
+            .push_bind(EpisodeStatus::Finished)
+            .push(
+                ") AS steps_sum
                FROM episodes e JOIN tasks t ON t.id = e.task_id
                WHERE e.campaign_id = ",
-        );
-        q.push_bind(campaign);
+            )
+            .push_bind(campaign);
         scope.push(&mut q);
         q.push(format!(
             " GROUP BY e.task_id)

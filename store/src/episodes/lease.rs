@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::state::{EpisodeStatus, Status};
 use crate::{Store, StoreError};
 
 /// An episode a runner has leased.
@@ -35,13 +36,13 @@ impl Store {
         lease: Duration,
     ) -> Result<Option<ClaimedEpisode>, StoreError> {
         Ok(sqlx::query_as(
-            "UPDATE episodes e SET status = 'running', lease_owner = $2,
+            "UPDATE episodes e SET status = $4, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3), attempts = e.attempts + 1,
                 started_at = now()
              WHERE e.id = (
                 SELECT p.id FROM episodes p JOIN tasks t ON t.id = p.task_id
                 WHERE p.campaign_id = $1
-                  AND (p.status = 'pending' OR (p.status = 'running' AND p.lease_expires_at < now()))
+                  AND (p.status = $5 OR (p.status = $4 AND p.lease_expires_at < now()))
                 -- Longest expected first (a task's step limit is the proxy): long episodes
                 -- started last would otherwise run alone at the end of the campaign.
                 ORDER BY coalesce((t.spec->>'max_steps')::int, 15) DESC, p.rollout, p.task_id
@@ -52,6 +53,8 @@ impl Store {
         .bind(campaign)
         .bind(owner)
         .bind(lease.as_secs_f64())
+        .bind(EpisodeStatus::Running)
+        .bind(EpisodeStatus::Pending)
         .fetch_optional(&self.pool)
         .await?)
     }
@@ -65,11 +68,12 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE episodes SET lease_expires_at = now() + make_interval(secs => $3)
-             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+             WHERE id = $1 AND lease_owner = $2 AND status = $4",
         )
         .bind(episode)
         .bind(owner)
         .bind(lease.as_secs_f64())
+        .bind(EpisodeStatus::Running)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -87,18 +91,23 @@ impl Store {
         give_up: bool,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE episodes SET status = CASE WHEN $4 THEN 'failed'
-                    WHEN c.status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
+            "UPDATE episodes SET status = CASE WHEN $4 THEN $6::text
+                    WHEN c.status = $7 THEN $8::text ELSE $9::text END,
                 last_error = $3, lease_owner = NULL, lease_expires_at = NULL,
-                finished_at = CASE WHEN $4 OR c.status = 'cancelled' THEN now() ELSE NULL END
+                finished_at = CASE WHEN $4 OR c.status = $7 THEN now() ELSE NULL END
              FROM campaigns c
-             WHERE episodes.id = $1 AND episodes.lease_owner = $2 AND episodes.status = 'running'
+             WHERE episodes.id = $1 AND episodes.lease_owner = $2 AND episodes.status = $5
                AND c.id = episodes.campaign_id",
         )
         .bind(id)
         .bind(owner)
         .bind(error)
         .bind(give_up)
+        .bind(EpisodeStatus::Running)
+        .bind(EpisodeStatus::Failed)
+        .bind(Status::Cancelled)
+        .bind(EpisodeStatus::Cancelled)
+        .bind(EpisodeStatus::Pending)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -112,15 +121,19 @@ impl Store {
     pub async fn hand_back_leases(&self, owner: &str) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "UPDATE episodes SET
-                status = CASE WHEN c.status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
+                status = CASE WHEN c.status = $3 THEN $4::text ELSE $5::text END,
                 attempts = greatest(episodes.attempts - 1, 0),
                 lease_owner = NULL, lease_expires_at = NULL, started_at = NULL,
-                finished_at = CASE WHEN c.status = 'cancelled' THEN now() ELSE NULL END
+                finished_at = CASE WHEN c.status = $3 THEN now() ELSE NULL END
              FROM campaigns c
-             WHERE episodes.lease_owner = $1 AND episodes.status = 'running'
+             WHERE episodes.lease_owner = $1 AND episodes.status = $2
                AND c.id = episodes.campaign_id AND NOT c.interactive",
         )
         .bind(owner)
+        .bind(EpisodeStatus::Running)
+        .bind(Status::Cancelled)
+        .bind(EpisodeStatus::Cancelled)
+        .bind(EpisodeStatus::Pending)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
@@ -130,11 +143,13 @@ impl Store {
     /// straggler cut-off: never started, so never scored). Returns how many.
     pub async fn fail_pending(&self, campaign: Uuid, reason: &str) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "UPDATE episodes SET status = 'failed', last_error = $2, finished_at = now()
-             WHERE campaign_id = $1 AND status = 'pending'",
+            "UPDATE episodes SET status = $3, last_error = $2, finished_at = now()
+             WHERE campaign_id = $1 AND status = $4",
         )
         .bind(campaign)
         .bind(reason)
+        .bind(EpisodeStatus::Failed)
+        .bind(EpisodeStatus::Pending)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
@@ -146,12 +161,15 @@ impl Store {
     /// Returns how many.
     pub async fn cancel_unrun(&self, campaign: Uuid) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "UPDATE episodes SET status = 'cancelled', finished_at = now(),
+            "UPDATE episodes SET status = $2, finished_at = now(),
                 lease_owner = NULL, lease_expires_at = NULL
              WHERE campaign_id = $1
-               AND (status = 'pending' OR (status = 'running' AND lease_expires_at < now()))",
+               AND (status = $3 OR (status = $4 AND lease_expires_at < now()))",
         )
         .bind(campaign)
+        .bind(EpisodeStatus::Cancelled)
+        .bind(EpisodeStatus::Pending)
+        .bind(EpisodeStatus::Running)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())

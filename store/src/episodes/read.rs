@@ -181,10 +181,14 @@ fn push_filter(q: &mut QueryBuilder<'_, sqlx::Postgres>, f: &EpisodeFilter) {
         None => {}
         // Two views of `finished`: whether the rubric could be evaluated.
         Some(StatusFilter::Judged) => {
-            q.push(" AND e.status = 'finished' AND e.judge_error IS NULL");
+            q.push(" AND e.status = ")
+                .push_bind(EpisodeStatus::Finished)
+                .push(" AND e.judge_error IS NULL");
         }
         Some(StatusFilter::JudgeError) => {
-            q.push(" AND e.status = 'finished' AND e.judge_error IS NOT NULL");
+            q.push(" AND e.status = ")
+                .push_bind(EpisodeStatus::Finished)
+                .push(" AND e.judge_error IS NOT NULL");
         }
         Some(StatusFilter::Is(s)) => {
             q.push(" AND e.status = ").push_bind(s);
@@ -372,10 +376,11 @@ impl Store {
             "SELECT extract(epoch FROM e.finished_at - first.t)::float8
              FROM episodes e,
                   (SELECT min(started_at) AS t FROM episodes WHERE campaign_id = $1) first
-             WHERE e.campaign_id = $1 AND e.status = 'finished'
+             WHERE e.campaign_id = $1 AND e.status = $2
              ORDER BY 1",
         )
         .bind(campaign)
+        .bind(EpisodeStatus::Finished)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(|(t,)| t).collect())
@@ -385,9 +390,10 @@ impl Store {
     pub async fn finished_by(&self, campaign: Uuid) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT coalesce(finished_by, ''), count(*) FROM episodes
-             WHERE campaign_id = $1 AND status = 'finished' GROUP BY 1 ORDER BY 1",
+             WHERE campaign_id = $1 AND status = $2 GROUP BY 1 ORDER BY 1",
         )
         .bind(campaign)
+        .bind(EpisodeStatus::Finished)
         .fetch_all(&self.pool)
         .await?)
     }
@@ -441,9 +447,10 @@ impl Store {
         );
         let row: Option<Row> = sqlx::query_as(
             "SELECT final_page, final_answer, visited_urls FROM episodes
-             WHERE id = $1 AND status = 'finished'",
+             WHERE id = $1 AND status = $2",
         )
         .bind(episode)
+        .bind(EpisodeStatus::Finished)
         .fetch_optional(&self.pool)
         .await?;
         let Some((Some(page), answer, visited)) = row else {

@@ -9,6 +9,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::StepCore;
+use crate::state::EpisodeStatus;
 use crate::{Blob, PolicyCard, Store, StoreError, ms, sanitize};
 
 /// How an episode ended.
@@ -166,14 +167,14 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
-            "UPDATE episodes SET status = 'finished', end_reason = $3, success = $4, score = $5,
+            "UPDATE episodes SET status = $24, end_reason = $3, success = $4, score = $5,
                 final_answer = $6, final_url = $7, final_screenshot = $8, steps = $9, duration_ms = $10,
                 finished_at = now(), finished_by = $2, lease_owner = NULL, lease_expires_at = NULL,
                 instruction = $11, judge_calls = $12, judge_facts = $13, final_page = $14,
                 score_of_verified = $15, judge_exhaustive_calls = $16, screen = $17, policy = $18,
                 visited_urls = $19, judge_error = $20, judge_ms = $21, politeness_ms = $22,
                 unmatched_requests = $23
-             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+             WHERE id = $1 AND lease_owner = $2 AND status = $25",
         )
         .bind(rec.id)
         .bind(owner)
@@ -201,6 +202,8 @@ impl Store {
             rec.unmatched_requests
                 .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
         )
+        .bind(EpisodeStatus::Finished)
+        .bind(EpisodeStatus::Running)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {

@@ -8,6 +8,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::plan::Plan;
 use super::rows::Batch;
+use crate::state::EpisodeStatus;
 use crate::{StoreError, blob_hash};
 
 /// Registers the plan's tasks (kept if already there: a second set reuses them).
@@ -96,7 +97,7 @@ async fn episodes(tx: &mut Transaction<'_, Postgres>, b: &Batch) -> Result<(), S
          SELECT id, campaign_id, task_id, rollout, seed, status, end_reason, success,
             score, final_answer, final_url, final_screenshot, steps, attempts, last_error,
             started_at, finished_at, duration_ms, judge_error, policy::jsonb, visited::text[],
-            CASE WHEN status = 'finished' THEN 'synthetic' END
+            CASE WHEN status = $22 THEN 'synthetic' END
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int8[], $6::text[],
             $7::text[], $8::bool[], $9::float8[], $10::text[], $11::text[], $12::text[],
             $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[],
@@ -126,6 +127,7 @@ async fn episodes(tx: &mut Transaction<'_, Postgres>, b: &Batch) -> Result<(), S
     .bind(&e.judge_error)
     .bind(&e.policy)
     .bind(&e.visited)
+    .bind(EpisodeStatus::Finished)
     .execute(&mut **tx)
     .await?;
     Ok(())

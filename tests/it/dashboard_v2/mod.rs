@@ -21,7 +21,7 @@ use engine::CampaignSpec;
 use policy::PolicyRegistry;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use store::TaskFilter;
+use store::{EpisodeStatus, TaskFilter};
 use uuid::Uuid;
 
 fn artifact(name: &str) -> std::path::PathBuf {
@@ -101,7 +101,7 @@ async fn blob(pool: &PgPool, shade: u8) -> String {
 /// One episode's outcome, as a runner would have stored it.
 async fn finish(pool: &PgPool, id: Uuid, end: &str, success: Option<bool>, extra: &str) {
     sqlx::query(&format!(
-        "UPDATE episodes SET status = 'finished', end_reason = $2, success = $3,
+        "UPDATE episodes SET status = $4, end_reason = $2, success = $3,
             score = CASE WHEN $3 IS NULL THEN NULL WHEN $3 THEN 1.0 ELSE 0.0 END,
             steps = 2, attempts = 1, started_at = now(), finished_at = now(), duration_ms = 1000 {extra}
          WHERE id = $1"
@@ -109,6 +109,7 @@ async fn finish(pool: &PgPool, id: Uuid, end: &str, success: Option<bool>, extra
     .bind(id)
     .bind(end)
     .bind(success)
+    .bind(EpisodeStatus::Finished)
     .execute(pool)
     .await
     .unwrap();
@@ -225,10 +226,11 @@ async fn fixture(engine: &engine::Engine, pool: &PgPool) -> Fixture {
     finish(pool, ep("t-shop", 2), "max_steps", Some(false), "").await;
     verdicts(pool, ep("t-shop", 2), Some(false), Some(false)).await;
     sqlx::query(
-        "UPDATE episodes SET status = 'failed', attempts = 3, last_error = $2, finished_at = now() WHERE id = $1",
+        "UPDATE episodes SET status = $3, attempts = 3, last_error = $2, finished_at = now() WHERE id = $1",
     )
     .bind(ep("t-wiki", 0))
     .bind(HOSTILE_INFRA)
+    .bind(EpisodeStatus::Failed)
     .execute(pool)
     .await
     .unwrap();
@@ -242,11 +244,12 @@ async fn fixture(engine: &engine::Engine, pool: &PgPool) -> Fixture {
     .await;
     verdicts(pool, ep("t-wiki", 1), Some(false), None).await;
     sqlx::query(
-        "UPDATE episodes SET status = 'finished', end_reason = 'answered', judge_error = $2,
+        "UPDATE episodes SET status = $3, end_reason = 'answered', judge_error = $2,
             steps = 1, attempts = 1, started_at = now(), finished_at = now() WHERE id = $1",
     )
     .bind(ep("t-wiki", 2))
     .bind(HOSTILE_RUBRIC)
+    .bind(EpisodeStatus::Finished)
     .execute(pool)
     .await
     .unwrap();

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use axum::extract::{Path, State};
 use axum::response::Html;
 use chrono::SecondsFormat;
+use store::EpisodeStatus;
 
 use super::api::{Plots, campaign, plots_of};
 use super::html::{frame, head, num, pct};
@@ -36,7 +37,7 @@ fn time_plots(c: uuid::Uuid, p: &Plots) -> String {
         episodes_href(
             c,
             &[
-                ("status", "finished".into()),
+                ("status", EpisodeStatus::Finished.as_str().into()),
                 ("from", b.from.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
                 ("to", b.to.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
             ],
@@ -191,7 +192,7 @@ fn outcome_plots(c: uuid::Uuid, p: &Plots) -> String {
             href: Some(episodes_href(
                 c,
                 &[
-                    ("status", "finished".into()),
+                    ("status", EpisodeStatus::Finished.as_str().into()),
                     ("steps_min", s.steps.to_string()),
                     ("steps_max", s.steps.to_string()),
                 ],

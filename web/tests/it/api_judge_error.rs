@@ -6,6 +6,7 @@ use crate::support;
 
 use axum::http::{Method, StatusCode};
 use sqlx::PgPool;
+use store::EpisodeStatus;
 
 use support::{app, call, task};
 
@@ -38,18 +39,20 @@ async fn judge_errors_are_listed_apart_and_not_exported(pool: PgPool) {
             .await
             .unwrap();
     sqlx::query(
-        "UPDATE episodes SET status = 'finished', success = false, score = 0, \
+        "UPDATE episodes SET status = $2, success = false, score = 0, \
          finished_at = now() WHERE id = $1",
     )
     .bind(ids[0].0)
+    .bind(EpisodeStatus::Finished)
     .execute(&pool)
     .await
     .unwrap();
     sqlx::query(
-        "UPDATE episodes SET status = 'finished', judge_error = 'invalid selector `a[`', \
+        "UPDATE episodes SET status = $2, judge_error = 'invalid selector `a[`', \
          finished_at = now() WHERE id = $1",
     )
     .bind(ids[1].0)
+    .bind(EpisodeStatus::Finished)
     .execute(&pool)
     .await
     .unwrap();
