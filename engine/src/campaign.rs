@@ -253,6 +253,8 @@ pub const MAX_ROLLOUTS: u32 = 256;
 pub const MAX_CONCURRENCY: u32 = 512;
 /// Most answers an episode may give (each one a step of its horizon anyway).
 pub const MAX_ANSWER_CHECKS: u32 = 16;
+/// Longest campaign name, in bytes.
+pub const MAX_CAMPAIGN_NAME_BYTES: usize = 200;
 
 fn err(field: &str, message: impl Into<String>) -> FieldError {
     FieldError {
@@ -447,8 +449,11 @@ impl CampaignSpec {
                 errors.push(err("name", "must not be empty"));
                 n
             }
-            Some(n) if n.len() > 200 => {
-                errors.push(err("name", "at most 200 bytes"));
+            Some(n) if n.len() > MAX_CAMPAIGN_NAME_BYTES => {
+                errors.push(err(
+                    "name",
+                    format!("at most {MAX_CAMPAIGN_NAME_BYTES} bytes"),
+                ));
                 n
             }
             Some(n) => n.trim().to_string(),

@@ -31,7 +31,10 @@ pub mod sessions;
 mod snapshot;
 
 pub use blocked::{Block, BlockReason};
-pub use campaign::{CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS, TrafficPlan, UnmatchedAnswer};
+pub use campaign::{
+    CampaignConfig, CampaignSpec, MAX_ANSWER_CHECKS, MAX_CAMPAIGN_NAME_BYTES, TrafficPlan,
+    UnmatchedAnswer,
+};
 pub use drain::Drained;
 pub use engine::{BUNDLED_TAG, BundledReport, Engine};
 pub use env::{SitesServer, find_miniwob, miniwob_done, miniwob_start, miniwob_task_names};

@@ -8,6 +8,16 @@ fn obj(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required})
 }
 
+/// A campaign's episodes counted by status: one integer per [`EpisodeStatus`], all required.
+fn episode_counts() -> Value {
+    let words: Vec<&str> = EpisodeStatus::ALL.iter().map(|s| s.as_str()).collect();
+    let props = words
+        .iter()
+        .map(|w| (w.to_string(), json!({"type": "integer"})))
+        .collect::<serde_json::Map<_, _>>();
+    obj(Value::Object(props), &words)
+}
+
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
@@ -253,7 +263,7 @@ pub fn document() -> Value {
             }), &[]),
             "Campaign": obj(json!({"id": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
                 "status": {"enum": Status::ALL}, "policy": {"type": "string"}, "config": {"type": "object"},
-                "total_episodes": {"type": "integer"}, "counts": obj(json!({"pending": {"type": "integer"}, "running": {"type": "integer"}, "finished": {"type": "integer"}, "failed": {"type": "integer"}, "cancelled": {"type": "integer"}}), &["pending", "running", "finished", "failed", "cancelled"]),
+                "total_episodes": {"type": "integer"}, "counts": episode_counts(),
                 "successes": {"type": "integer"}, "success_rate": {"type": ["number", "null"], "description": "over the episodes judged (finished minus judge_errors)"}, "judge_errors": {"type": "integer", "description": "finished episodes whose rubric could not be evaluated: not scored"}, "mean_score": {"type": ["number", "null"]}, "steps": {"type": "integer"},
                 "judge_calls": {"type": "integer", "description": "model-judge calls made (questions asked; cache hits and blocking pages are not calls)"},
                 "judge_facts": {"type": "integer", "description": "facts in words in the finished episodes' rubrics"},

@@ -24,7 +24,7 @@ async fn evaluate(
     purpose: &str,
 ) -> Result<(Uuid, Vec<(String, bool)>), RunError> {
     let mut spec = eval_spec(&ctx.cfg, policy, 0);
-    spec.name = Some(format!("{} · {purpose}", ctx.cfg.name));
+    spec.name = Some(super::campaign_name(&ctx.cfg.name, purpose));
     if let Some(task) = task {
         spec.tasks = Some(TaskFilter {
             ids: vec![task.to_string()],

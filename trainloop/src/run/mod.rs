@@ -521,6 +521,34 @@ pub fn campaign_id(run: Uuid, purpose: &str) -> Uuid {
     Uuid::new_v5(&run, purpose.as_bytes())
 }
 
+/// The name of one of the run's campaigns: the run's name, then what the campaign is for.
+/// The run's name is cut (at a character boundary, marked with `…`) when the whole would
+/// pass [`engine::MAX_CAMPAIGN_NAME_BYTES`], so that a long run name never stops a run at
+/// its first campaign.
+fn campaign_name(run: &str, detail: &str) -> String {
+    const MAX: usize = engine::MAX_CAMPAIGN_NAME_BYTES;
+    let full = format!("{run} · {detail}");
+    if full.len() <= MAX {
+        return full;
+    }
+    let detail = format!(" · {detail}");
+    match MAX.checked_sub(detail.len() + '…'.len_utf8()) {
+        // Room for a recognisable part of the run's name: cut the name, keep the detail.
+        Some(room) if room >= 40 => format!("{}…{detail}", prefix(run, room).trim_end()),
+        // A detail too long on its own: cut the end, rather than fail the run.
+        _ => prefix(&full, MAX).to_string(),
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// The evaluation campaign of iteration `idx` for `policy`: the same held-out episodes
 /// (tasks, seeds, horizon) in every iteration, and for any other policy compared with the
 /// run (e.g. `random`).
@@ -530,9 +558,9 @@ pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
         HeldOut::Tasks(f) => f.clone(),
     };
     let mut spec = CampaignSpec {
-        name: Some(format!(
-            "{} · iteration {idx} · held-out evaluation",
-            cfg.name
+        name: Some(campaign_name(
+            &cfg.name,
+            &format!("iteration {idx} · held-out evaluation"),
         )),
         policy: Some(policy.to_string()),
         tasks: Some(tasks),
@@ -550,3 +578,30 @@ pub fn eval_spec(cfg: &RunConfig, policy: &str, idx: u32) -> CampaignSpec {
 /// Seed of every evaluation campaign (xor the run's seed): far from the rollouts', which
 /// mix the iteration into the high bits.
 const EVAL_SEED: u64 = 0x5EED_E7A1_0000_0001;
+
+#[cfg(test)]
+mod tests {
+    use super::campaign_name;
+    use engine::MAX_CAMPAIGN_NAME_BYTES as MAX;
+
+    #[test]
+    fn a_campaign_name_fits_whatever_the_run_is_called() {
+        assert_eq!(
+            campaign_name("reading", "iteration 3 · rollouts at horizon 1"),
+            "reading · iteration 3 · rollouts at horizon 1"
+        );
+        // A run name that fits alone but not with the detail (the bug: the run failed at
+        // its first evaluation), and one in multi-byte characters cut mid-character.
+        for run in ["r".repeat(190), "é".repeat(150)] {
+            let name = campaign_name(&run, "iteration 0 · held-out evaluation");
+            assert!(name.len() <= MAX, "{} bytes", name.len());
+            assert!(
+                name.ends_with("… · iteration 0 · held-out evaluation"),
+                "{name}"
+            );
+            assert!(name.starts_with(&run[..40]));
+        }
+        let name = campaign_name("run", &"d".repeat(300));
+        assert!(name.len() <= MAX && name.starts_with("run · ddd"), "{name}");
+    }
+}

@@ -71,9 +71,9 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
         };
         for (h, ids) in by_horizon {
             let mut spec = CampaignSpec {
-                name: Some(format!(
-                    "{} · iteration {idx} · {what} at horizon {h}",
-                    ctx.cfg.name
+                name: Some(super::campaign_name(
+                    &ctx.cfg.name,
+                    &format!("iteration {idx} · {what} at horizon {h}"),
                 )),
                 policy: Some(policy.clone()),
                 tasks: Some(TaskFilter {
