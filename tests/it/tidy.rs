@@ -84,10 +84,19 @@ fn every_file_has_a_doc_and_no_leftovers() {
 fn no_query_spells_a_state() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["store", "tests", "engine", "trainloop", "web", "cli", "policy"] {
+    for dir in [
+        "store",
+        "tests",
+        "engine",
+        "trainloop",
+        "web",
+        "cli",
+        "policy",
+    ] {
         rust_files(&root.join(dir), &mut files);
     }
-    let words: Vec<String> = (store::Status::ALL.iter().map(|s| s.as_str()))
+    // A set: campaigns and episodes share some words.
+    let words: std::collections::BTreeSet<String> = (store::Status::ALL.iter().map(|s| s.as_str()))
         .chain(store::EpisodeStatus::ALL.iter().map(|s| s.as_str()))
         .chain(store::Stage::ALL.iter().map(|s| s.as_str()))
         .map(|w| format!("'{w}'"))
