@@ -237,6 +237,15 @@ async fn a_run_killed_mid_iteration_resumes_without_applying_an_update_twice(poo
         .as_u64()
         .unwrap();
     assert_eq!(steps(&v2), steps(&v1) + v2_steps, "v2 = v1 plus one update");
+    // Only the newest version keeps its AdamW moments: the next update starts there.
+    assert!(
+        !v1.join("optimizer.safetensors").exists(),
+        "v1's moments kept"
+    );
+    assert!(
+        v2.join("optimizer.safetensors").is_file(),
+        "v2's moments gone"
+    );
 
     // What scripts read: the same run and figures as one JSON object.
     let out = Command::new(env!("CARGO_BIN_EXE_surfgym"))
