@@ -28,7 +28,6 @@ pub mod version;
 
 pub use device::{DeviceError, Precision, TrainDevice, device_name, dtype_name, parse_device};
 pub use guard::{Guard, GuardReport, Health};
-pub use inference::TokenSet;
 pub use objective::{GrpoConfig, Objective, Regularization};
 pub use optim::{AdamWConfig, Schedule};
 pub use sample::Sample;
