@@ -6,7 +6,8 @@
 //!   config.json, tokenizer.json, ..., onnx/   symlinks to the base model's files
 //!   weights.safetensors                       the trained tensors, keyed by ONNX initializer name
 //!   train.json                                lineage: base, parent, data, objective, settings, losses
-//!   optimizer.safetensors                     AdamW moments (a run goes on from here)
+//!   optimizer.safetensors                     AdamW moments (a run goes on from here; a
+//!                                             run keeps its newest version's only)
 //!   adapter.safetensors                       a LoRA version's A and B (weights hold them merged)
 //! ```
 //!
