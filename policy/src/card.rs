@@ -16,7 +16,7 @@ const CHUNK: u64 = 64 << 10;
 /// (the directory and its `onnx/`), and its bytes: whole for files up to 16 MiB, else 64
 /// chunks of 64 KiB spread over the file. Reading 4 MiB per large file keeps loading a
 /// multi-gigabyte model fast; a new checkpoint rewrites its weights throughout, so its
-/// samples differ. Hidden files are skipped.
+/// samples differ. Hidden files are skipped, and so are a version's optimiser moments.
 pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
     let mut files = Vec::new();
     for sub in [Path::new(""), Path::new("onnx")] {
@@ -28,7 +28,11 @@ pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
             let name = e.file_name().to_string_lossy().into_owned();
             // Links are followed: a policy version and a paired model link the base's
             // files, and those bytes are part of what the policy runs.
-            if !name.starts_with('.') && std::fs::metadata(e.path())?.is_file() {
+            // A version's AdamW moments change nothing the policy does, and a run removes
+            // them from superseded versions: counted, they would change a version's
+            // fingerprint after its episodes recorded it.
+            let moments = sub.as_os_str().is_empty() && name == inference::version::OPTIMIZER;
+            if !name.starts_with('.') && !moments && std::fs::metadata(e.path())?.is_file() {
                 files.push(sub.join(name));
             }
         }
@@ -125,6 +129,9 @@ mod tests {
         std::fs::write(version.join("weights.safetensors"), b"trained").unwrap();
         let v1 = fingerprint(&version).unwrap();
         assert_ne!(v1, fingerprint(&base).unwrap());
+        // The optimiser's moments are not the policy: written or removed, the same version.
+        std::fs::write(version.join(inference::version::OPTIMIZER), b"moments").unwrap();
+        assert_eq!(fingerprint(&version).unwrap(), v1);
         std::fs::write(version.join("weights.safetensors"), b"trained more").unwrap();
         assert_ne!(fingerprint(&version).unwrap(), v1);
         // The linked config counts: changing it changes the version's fingerprint.
