@@ -15,6 +15,10 @@ use crate::external::{Returns, TrainerChoice};
 use crate::live_web::RunWeb;
 use crate::served::Served;
 
+/// GRPO's default group: samples of one task instance (ARPO's `rollout.n` and TRL's
+/// `num_generations` are 8; with fewer, more groups end alike and teach nothing).
+pub const DEFAULT_GROUP: u32 = 8;
+
 /// See the module documentation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,8 +47,10 @@ pub struct RunConfig {
     /// GRPO's group: samples of one task instance (one seed: the same instruction on the
     /// same page), each drawn with its own sampling seed, so the group's baseline is that
     /// instance's and an advantage says which answer to it was better. Must divide
-    /// `rollouts_per_task`. Absent: one sample per seed, and the group is the task's
-    /// rollouts across seeds (the behaviour before groups were instances).
+    /// `rollouts_per_task`. Absent: [`DEFAULT_GROUP`] for GRPO (or the largest divisor of
+    /// `rollouts_per_task` below it), one for filtered behaviour cloning, which has no
+    /// baseline and learns more from more instances. 1: one sample per seed, and the group
+    /// is the task's rollouts across seeds (the behaviour before groups were instances).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
     /// The interaction-horizon schedule.
@@ -314,9 +320,17 @@ impl RunConfig {
         }
     }
 
-    /// Samples per task instance in rollout campaigns: `group_size`, else 1.
+    /// Samples per task instance in rollout campaigns: `group_size`, else
+    /// [`DEFAULT_GROUP`] for GRPO (the largest divisor of `rollouts_per_task` up to it, so
+    /// every instance gets as many samples) and 1 for filtered behaviour cloning.
     pub fn group(&self) -> u32 {
-        self.group_size.unwrap_or(1)
+        self.group_size.unwrap_or_else(|| match self.objective {
+            training::Objective::Grpo => (1..=DEFAULT_GROUP.min(self.rollouts_per_task))
+                .rev()
+                .find(|k| self.rollouts_per_task.is_multiple_of(*k))
+                .unwrap_or(1),
+            training::Objective::Fbc => 1,
+        })
     }
 
     /// Parses and validates a config (JSON); the error names the field.
@@ -404,10 +418,10 @@ impl RunConfig {
             return Err("lr_schedule.min_ratio: must be in [0, 1]".into());
         }
         if let Some(k) = self.group_size
-            && (k < 2 || !self.rollouts_per_task.is_multiple_of(k))
+            && (k == 0 || !self.rollouts_per_task.is_multiple_of(k))
         {
             return Err(format!(
-                "group_size: must be at least 2 and divide rollouts_per_task ({})",
+                "group_size: must be at least 1 and divide rollouts_per_task ({})",
                 self.rollouts_per_task
             ));
         }

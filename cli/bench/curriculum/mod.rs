@@ -136,6 +136,10 @@ pub struct CurriculumArgs {
     /// Rollouts per task per iteration (and the warm start's episodes per task).
     #[arg(long, default_value_t = 4)]
     rollouts_per_task: u32,
+    /// Samples of each task instance in a rollout (a run config's `group_size`; default:
+    /// the run default, 8 samples or fewer for GRPO and one for TTI's filtered cloning).
+    #[arg(long)]
+    group_size: Option<u32>,
     /// Held-out evaluation episodes per task.
     #[arg(long, default_value_t = 4)]
     eval_rollouts: u32,
@@ -186,6 +190,14 @@ impl CurriculumArgs {
         }
         if self.rollouts_per_task < 2 {
             bail!("--rollouts-per-task: must be at least 2 (a group compares rollouts)");
+        }
+        if let Some(k) = self.group_size
+            && (k == 0 || !self.rollouts_per_task.is_multiple_of(k))
+        {
+            bail!(
+                "--group-size: must be at least 1 and divide --rollouts-per-task ({})",
+                self.rollouts_per_task
+            );
         }
         if self.eval_rollouts == 0
             || self.iterations == 0
@@ -249,6 +261,7 @@ pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitC
             "held_out": held,
             "budget_steps": a.budget_steps,
             "rollouts_per_task": a.rollouts_per_task,
+            "group_size": a.group_size,
             "eval_rollouts": a.eval_rollouts,
             "short": a.short,
             "long": a.long,
@@ -389,6 +402,9 @@ async fn variants(
         }
         if let Some(lr) = a.lr {
             cfg["lr"] = serde_json::json!(lr);
+        }
+        if let Some(k) = a.group_size {
+            cfg["group_size"] = k.into();
         }
         cfg
     };

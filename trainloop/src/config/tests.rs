@@ -18,15 +18,32 @@ fn a_good_config_parses_with_defaults() {
         "enough held-out episodes to see reading"
     );
     assert_eq!(c.eval_answer_checks, 1);
-    // One sample per seed unless asked; an explicit group must divide the rollouts.
-    assert_eq!(c.group(), 1);
-    for (rollouts, group, k) in [(16, None, 1), (16, Some(8), 8), (12, Some(3), 3)] {
+    // GRPO groups 8 samples of an instance unless asked (fewer when the rollouts are
+    // fewer or 8 does not divide them), filtered behaviour cloning one per seed; an
+    // explicit group must divide the rollouts.
+    assert_eq!(c.group(), 4, "the default 4 rollouts: one instance");
+    for (rollouts, objective, group, k) in [
+        (16, "grpo", None, 8),
+        (32, "grpo", None, 8),
+        (12, "grpo", None, 6),
+        (7, "grpo", None, 7),
+        (9, "grpo", None, 3),
+        (16, "fbc", None, 1),
+        (16, "grpo", Some(1), 1),
+        (16, "fbc", Some(8), 8),
+        (12, "grpo", Some(3), 3),
+    ] {
         let mut v = good();
         v["rollouts_per_task"] = rollouts.into();
+        v["objective"] = objective.into();
         if let Some(g) = group {
             v["group_size"] = serde_json::json!(g);
         }
-        assert_eq!(RunConfig::parse(&v.to_string()).unwrap().group(), k);
+        assert_eq!(
+            RunConfig::parse(&v.to_string()).unwrap().group(),
+            k,
+            "{rollouts} {objective} {group:?}"
+        );
     }
     // GRPO shares an advantage by a constant unless told per trajectory.
     assert_eq!(
@@ -84,7 +101,7 @@ fn a_good_config_parses_with_defaults() {
         let e = RunConfig::parse(&v.to_string()).unwrap_err();
         assert!(e.contains(named), "{field}: {e}");
     }
-    for bad in [5, 1] {
+    for bad in [5, 0] {
         let mut v = good();
         v["group_size"] = serde_json::json!(bad);
         let e = RunConfig::parse(&v.to_string()).unwrap_err();
