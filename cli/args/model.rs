@@ -29,6 +29,15 @@ pub enum GroundingArg {
     Coords,
 }
 
+/// Where an element line puts the element's number.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ElementsArg {
+    /// `[4] button "Cancel"`.
+    NumberFirst,
+    /// `button "Cancel" [4]` (what a run's `policy.elements: "label_first"` trains on).
+    LabelFirst,
+}
+
 /// Prompt style.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum PromptArg {
@@ -62,6 +71,9 @@ pub struct ModelArgs {
     /// How the model names what to act on.
     #[arg(long, value_enum, default_value = "marks", global = true)]
     pub grounding: GroundingArg,
+    /// ONNX policy: where the prompt's element lines put the element's number.
+    #[arg(long, value_enum, default_value = "number-first", global = true)]
+    pub elements: ElementsArg,
     /// Prompt style.
     #[arg(long, value_enum, default_value = "plain", global = true)]
     pub prompt: PromptArg,
@@ -154,6 +166,10 @@ impl ModelArgs {
             },
             images: self.prompt_images.max(1),
             actions: self.action_set.unwrap_or_default(),
+            elements: match self.elements {
+                ElementsArg::NumberFirst => spaces::ElementFormat::NumberFirst,
+                ElementsArg::LabelFirst => spaces::ElementFormat::LabelFirst,
+            },
             ..PromptConfig::default()
         }
     }

@@ -26,6 +26,8 @@ pub use action::{Action, Direction, ParseError, Scroll, Target, parse as parse_a
 pub use action_set::{ActionSet, ActionSetError};
 pub use events::PageEvent;
 pub use keys::{KeyCombo, KeyDef, Modifiers};
-pub use observation::{Element, Observation, PageSignals, Rect, Screenshot, ScrollState, TabInfo};
+pub use observation::{
+    Element, ElementFormat, Observation, PageSignals, Rect, Screenshot, ScrollState, TabInfo,
+};
 pub use pattern::Grounding;
 pub use screen::Screen;

@@ -201,30 +201,104 @@ impl Observation {
 
     /// Elements outside the viewport are left out (an agent scrolls to see them).
     pub fn element_lines(&self) -> Vec<String> {
+        self.element_lines_as(ElementFormat::NumberFirst)
+    }
+
+    /// [`Observation::element_lines`] written in `format`.
+    pub fn element_lines_as(&self, format: ElementFormat) -> Vec<String> {
         self.elements
             .iter()
             .filter(|e| e.in_viewport)
-            .map(Element::line)
+            .map(|e| e.line_as(format))
             .collect()
+    }
+}
+
+/// Where a prompt's element line puts the element's number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementFormat {
+    /// `[12] button "Add to cart"` (BrowserGym's accessibility-tree lines).
+    #[default]
+    NumberFirst,
+    /// `button "Add to cart" [12]`: the number after what names the element. A causal
+    /// model reads a line left to right, so here the number's position has already seen
+    /// the label the instruction quotes, and one attention step from the label to the
+    /// number after it finds the answer; number first, the label comes too late for the
+    /// number's position to carry it.
+    LabelFirst,
+}
+
+impl ElementFormat {
+    /// Whether this is the default (left out of stored configs).
+    pub fn is_default(&self) -> bool {
+        *self == ElementFormat::default()
     }
 }
 
 impl Element {
     /// The element as one line of a prompt's list: `[12] button "Add to cart"`.
     pub fn line(&self) -> String {
-        let mut line = format!("[{}] {} {:?}", self.id, self.role, self.label);
+        self.line_as(ElementFormat::NumberFirst)
+    }
+
+    /// The element's line in `format`.
+    pub fn line_as(&self, format: ElementFormat) -> String {
+        let mut what = format!("{} {:?}", self.role, self.label);
         if let Some(v) = &self.value {
-            line.push_str(&format!(" value={v:?}"));
+            what.push_str(&format!(" value={v:?}"));
         }
         if let Some(c) = self.checked {
-            line.push_str(if c { " checked" } else { " unchecked" });
+            what.push_str(if c { " checked" } else { " unchecked" });
         }
         if self.disabled {
-            line.push_str(" disabled");
+            what.push_str(" disabled");
         }
         if !self.options.is_empty() {
-            line.push_str(&format!(" options={:?}", self.options));
+            what.push_str(&format!(" options={:?}", self.options));
         }
-        line
+        match format {
+            ElementFormat::NumberFirst => format!("[{}] {what}", self.id),
+            ElementFormat::LabelFirst => format!("{what} [{}]", self.id),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_element_line_puts_its_number_first_or_after_what_names_it() {
+        let e = Element {
+            id: 4,
+            role: "textbox".into(),
+            label: "Name".into(),
+            value: Some("Ada".into()),
+            disabled: true,
+            in_viewport: true,
+            ..Default::default()
+        };
+        assert_eq!(e.line(), r#"[4] textbox "Name" value="Ada" disabled"#);
+        assert_eq!(
+            e.line_as(ElementFormat::LabelFirst),
+            r#"textbox "Name" value="Ada" disabled [4]"#
+        );
+        let hidden = Element {
+            id: 5,
+            in_viewport: false,
+            ..e.clone()
+        };
+        let obs = Observation {
+            elements: vec![e, hidden],
+            ..Default::default()
+        };
+        assert_eq!(
+            obs.element_lines_as(ElementFormat::LabelFirst),
+            vec![r#"textbox "Name" value="Ada" disabled [4]"#.to_string()],
+            "off-screen elements stay out in either format"
+        );
+        let parsed: ElementFormat = serde_json::from_str("\"label_first\"").unwrap();
+        assert_eq!(parsed, ElementFormat::LabelFirst);
     }
 }

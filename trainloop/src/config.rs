@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use spaces::ActionSet;
+use spaces::{ActionSet, ElementFormat};
 use store::TaskFilter;
 
 use crate::curriculum::Curriculum;
@@ -233,6 +233,10 @@ pub struct PolicySettings {
     /// (default true; false: every prompt prefilled from scratch, for comparison).
     #[serde(default = "yes")]
     pub prefix_cache: bool,
+    /// Where the prompt's element lines put the number: `number_first` (`[4] button
+    /// "Cancel"`, the default) or `label_first` (`button "Cancel" [4]`).
+    #[serde(default, skip_serializing_if = "ElementFormat::is_default")]
+    pub elements: ElementFormat,
 }
 
 impl Default for PolicySettings {
@@ -243,6 +247,7 @@ impl Default for PolicySettings {
             answer_prefix: String::new(),
             actions: ActionSet::all(),
             prefix_cache: true,
+            elements: ElementFormat::NumberFirst,
         }
     }
 }

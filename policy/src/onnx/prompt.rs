@@ -9,7 +9,7 @@
 use image::DynamicImage;
 use inference::grammar::Constraint;
 use sha2::{Digest, Sha256};
-use spaces::ActionSet;
+use spaces::{ActionSet, ElementFormat};
 
 use crate::output::Grounding;
 use crate::{PastStep, StepInput};
@@ -36,6 +36,8 @@ pub struct PromptConfig {
     pub history_lines: usize,
     /// Elements listed, at most.
     pub max_elements: usize,
+    /// Where each element line puts the element's number.
+    pub elements: ElementFormat,
     /// The kinds of action the policy may take: the prompt lists only these, and the
     /// constrained grammar allows only these.
     pub actions: ActionSet,
@@ -49,6 +51,7 @@ impl Default for PromptConfig {
             images: 1,
             history_lines: 12,
             max_elements: 60,
+            elements: ElementFormat::NumberFirst,
             actions: ActionSet::all(),
         }
     }
@@ -78,6 +81,12 @@ impl PromptConfig {
         m.insert("images".into(), self.images.into());
         m.insert("history_lines".into(), self.history_lines.into());
         m.insert("max_elements".into(), self.max_elements.into());
+        if !self.elements.is_default() {
+            m.insert(
+                "elements".into(),
+                serde_json::to_value(self.elements).expect("names serialize"),
+            );
+        }
         // Only when narrowed: the cards of policies with every action stay as they were.
         if !self.actions.is_all() {
             m.insert(
@@ -240,7 +249,11 @@ pub fn build(
         } else {
             ":\n"
         });
-        for line in obs.element_lines().into_iter().take(cfg.max_elements) {
+        for line in obs
+            .element_lines_as(cfg.elements)
+            .into_iter()
+            .take(cfg.max_elements)
+        {
             text.push_str(&line);
             text.push('\n');
         }
@@ -514,6 +527,26 @@ mod tests {
             seed: 1,
             answered: None,
         }
+    }
+
+    #[test]
+    fn label_first_prompts_put_each_number_after_what_names_its_element() {
+        let input = step_input(screenshot_observation(), vec![]);
+        let first = build(&input, &PromptConfig::default(), false, None).text;
+        assert!(first.contains("\n[1] button \"Checkout\"\n"), "{first}");
+        let cfg = PromptConfig {
+            elements: ElementFormat::LabelFirst,
+            ..PromptConfig::default()
+        };
+        let after = build(&input, &cfg, false, None).text;
+        assert!(after.contains("\nbutton \"Checkout\" [1]\n"), "{after}");
+        assert_eq!(
+            after.replace("button \"Checkout\" [1]", "[1] button \"Checkout\""),
+            first,
+            "only the element lines differ"
+        );
+        assert_eq!(cfg.describe()["elements"], "label_first");
+        assert!(!PromptConfig::default().describe().contains_key("elements"));
     }
 
     #[test]

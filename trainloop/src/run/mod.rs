@@ -185,6 +185,7 @@ pub fn policy_options(cfg: &RunConfig, dir: &Path, dylib: &Path, temperature: f3
     o.generation.max_new_tokens = cfg.policy.max_new_tokens as usize;
     o.answer_prefix = cfg.policy.answer_prefix.clone();
     o.prompt.actions = cfg.policy.actions;
+    o.prompt.elements = cfg.policy.elements;
     if !cfg.policy.prefix_cache {
         o.prefix_cache_bytes = 0;
     }
