@@ -51,6 +51,10 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         "3",
         "--rollouts-per-task",
         "2",
+        // Groups across seeds: the untrained tiny model samples almost the same answer to
+        // one instance, so instance groups (the default) would all end alike.
+        "--group-size",
+        "1",
         "--eval-rollouts",
         "1",
         "--budget-steps",
@@ -112,6 +116,7 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
             "{name}: the devices reach every run: {cfg}"
         );
         assert_eq!(cfg["lr"], 0.002, "{name}: so does the learning rate");
+        assert_eq!(cfg["group_size"], 1, "{name}: and the group size");
         let warm = v["warm_env_steps"].as_u64().unwrap();
         assert_eq!(
             cfg["max_env_steps"].as_u64(),
@@ -188,6 +193,10 @@ fn options_it_cannot_run_are_refused_naming_the_option() {
         ),
         (vec!["--budget-steps", "0"], "--budget-steps"),
         (vec!["--budget-steps", "10", "--lr", "0"], "--lr"),
+        (
+            vec!["--budget-steps", "10", "--group-size", "3"],
+            "--group-size",
+        ),
     ] {
         let out = bench(&args, unused, data.path());
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -18,6 +18,9 @@ fn config() -> Value {
         "held_out": "seeds",
         "iterations": 5,
         "rollouts_per_task": 4,
+        // Groups across seeds: the untrained tiny model samples almost the same answer
+        // to one instance, so instance groups (the default) would all end alike.
+        "group_size": 1,
         "curriculum": {"kind": "fixed", "horizon": 1},
         "eval_horizon": 1,
         "eval_rollouts": 1,

@@ -47,9 +47,9 @@ pub struct RunConfig {
     /// GRPO's group: samples of one task instance (one seed: the same instruction on the
     /// same page), each drawn with its own sampling seed, so the group's baseline is that
     /// instance's and an advantage says which answer to it was better. Must divide
-    /// `rollouts_per_task`. Absent: [`DEFAULT_GROUP`] for GRPO (or the largest divisor of
-    /// `rollouts_per_task` below it), one for filtered behaviour cloning, which has no
-    /// baseline and learns more from more instances. 1: one sample per seed, and the group
+    /// `rollouts_per_task`. Absent: [`DEFAULT_GROUP`] in GRPO iterations (or the largest
+    /// divisor of `rollouts_per_task` below it), one in filtered-cloning ones (the
+    /// `fbc_iterations` too), which have no baseline and learn more from more instances. 1: one sample per seed, and the group
     /// is the task's rollouts across seeds (the behaviour before groups were instances).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
@@ -325,17 +325,18 @@ impl RunConfig {
         }
     }
 
-    /// Samples per task instance in rollout campaigns: `group_size`, else
-    /// [`DEFAULT_GROUP`] for GRPO (the largest divisor of `rollouts_per_task` up to it, so
-    /// every instance gets as many samples) and 1 for filtered behaviour cloning.
-    pub fn group(&self) -> u32 {
-        self.group_size.unwrap_or_else(|| match self.objective {
-            training::Objective::Grpo => (1..=DEFAULT_GROUP.min(self.rollouts_per_task))
-                .rev()
-                .find(|k| self.rollouts_per_task.is_multiple_of(*k))
-                .unwrap_or(1),
-            training::Objective::Fbc => 1,
-        })
+    /// Samples per task instance in iteration `i`'s rollouts: `group_size`, else
+    /// [`DEFAULT_GROUP`] in a GRPO iteration (the largest divisor of `rollouts_per_task` up
+    /// to it, so every instance gets as many samples) and 1 in a filtered-cloning one.
+    pub fn group_at(&self, i: u32) -> u32 {
+        self.group_size
+            .unwrap_or_else(|| match self.objective_at(i) {
+                training::Objective::Grpo => (1..=DEFAULT_GROUP.min(self.rollouts_per_task))
+                    .rev()
+                    .find(|k| self.rollouts_per_task.is_multiple_of(*k))
+                    .unwrap_or(1),
+                training::Objective::Fbc => 1,
+            })
     }
 
     /// Parses and validates a config (JSON); the error names the field.

@@ -21,7 +21,15 @@ fn a_good_config_parses_with_defaults() {
     // GRPO groups 8 samples of an instance unless asked (fewer when the rollouts are
     // fewer or 8 does not divide them), filtered behaviour cloning one per seed; an
     // explicit group must divide the rollouts.
-    assert_eq!(c.group(), 4, "the default 4 rollouts: one instance");
+    assert_eq!(c.group_at(1), 4, "the default 4 rollouts: one instance");
+    let mut v = good();
+    v["fbc_iterations"] = 1.into();
+    let warmed = RunConfig::parse(&v.to_string()).unwrap();
+    assert_eq!(
+        (warmed.group_at(1), warmed.group_at(2)),
+        (1, 4),
+        "a GRPO run's cloning warm-up draws one sample per seed"
+    );
     for (rollouts, objective, group, k) in [
         (16, "grpo", None, 8),
         (32, "grpo", None, 8),
@@ -40,7 +48,7 @@ fn a_good_config_parses_with_defaults() {
             v["group_size"] = serde_json::json!(g);
         }
         assert_eq!(
-            RunConfig::parse(&v.to_string()).unwrap().group(),
+            RunConfig::parse(&v.to_string()).unwrap().group_at(1),
             k,
             "{rollouts} {objective} {group:?}"
         );

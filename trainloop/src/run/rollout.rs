@@ -66,7 +66,7 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
             _ => (
                 policy_names(ctx.run).0,
                 "rollouts".to_string(),
-                ctx.cfg.group(),
+                ctx.cfg.group_at(idx),
             ),
         };
         for (h, ids) in by_horizon {
