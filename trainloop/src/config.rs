@@ -49,8 +49,9 @@ pub struct RunConfig {
     /// instance's and an advantage says which answer to it was better. Must divide
     /// `rollouts_per_task`. Absent: [`DEFAULT_GROUP`] in GRPO iterations (or the largest
     /// divisor of `rollouts_per_task` below it), one in filtered-cloning ones (the
-    /// `fbc_iterations` too), which have no baseline and learn more from more instances. 1: one sample per seed, and the group
-    /// is the task's rollouts across seeds (the behaviour before groups were instances).
+    /// `fbc_iterations` too), which have no baseline and learn more from more instances.
+    /// 1: one sample per seed, and the group is the task's rollouts across seeds (the
+    /// behaviour before groups were instances).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
     /// The interaction-horizon schedule.
