@@ -55,6 +55,8 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         // one instance, so instance groups (the default) would all end alike.
         "--group-size",
         "1",
+        "--settings",
+        r#"{"policy": {"max_new_tokens": 24}, "accumulation": 2}"#,
         "--eval-rollouts",
         "1",
         "--budget-steps",
@@ -117,6 +119,14 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         );
         assert_eq!(cfg["lr"], 0.002, "{name}: so does the learning rate");
         assert_eq!(cfg["group_size"], 1, "{name}: and the group size");
+        assert_eq!(
+            (
+                cfg["policy"]["max_new_tokens"].clone(),
+                cfg["accumulation"].clone()
+            ),
+            (serde_json::json!(24), serde_json::json!(2)),
+            "{name}: and the --settings: {cfg}"
+        );
         let warm = v["warm_env_steps"].as_u64().unwrap();
         assert_eq!(
             cfg["max_env_steps"].as_u64(),
@@ -196,6 +206,28 @@ fn options_it_cannot_run_are_refused_naming_the_option() {
         (
             vec!["--budget-steps", "10", "--group-size", "3"],
             "--group-size",
+        ),
+        (
+            vec![
+                "--budget-steps",
+                "10",
+                "--settings",
+                r#"{"curriculum": {}}"#,
+            ],
+            "--settings: curriculum",
+        ),
+        (
+            vec![
+                "--budget-steps",
+                "10",
+                "--settings",
+                r#"{"accumulation": 0}"#,
+            ],
+            "--settings: accumulation",
+        ),
+        (
+            vec!["--budget-steps", "10", "--settings", "[1]"],
+            "--settings",
         ),
     ] {
         let out = bench(&args, unused, data.path());

@@ -18,6 +18,7 @@ use clap::{Args, ValueEnum};
 use futures::future::{FutureExt, LocalBoxFuture, join_all};
 use policy::miniwob::SOLVED;
 use store::{Store, TaskFilter};
+use trainloop::RunConfig;
 use trainloop::devices::Devices;
 
 use crate::args::Common;
@@ -140,6 +141,16 @@ pub struct CurriculumArgs {
     /// the run default, 8 samples or fewer for GRPO and one for TTI's filtered cloning).
     #[arg(long)]
     group_size: Option<u32>,
+    /// Run-config fields every variant's run takes, as a JSON object, e.g.
+    /// '{"policy": {"actions": ["click"], "elements": "label_first"}, "regularization":
+    /// {"entropy": 0.01}, "accumulation": 12}'. The fields the benchmark sets itself (the
+    /// variants' schedules and objectives, the tasks, budget, seeds and the options above)
+    /// are refused.
+    #[arg(long, value_name = "JSON")]
+    settings: Option<String>,
+    /// `--settings`, checked.
+    #[arg(skip)]
+    settings_map: serde_json::Map<String, serde_json::Value>,
     /// Held-out evaluation episodes per task.
     #[arg(long, default_value_t = 4)]
     eval_rollouts: u32,
@@ -227,6 +238,9 @@ impl CurriculumArgs {
             seen.push(*v);
             new
         });
+        if let Some(json) = &self.settings {
+            self.settings_map = checked_settings(json)?;
+        }
         let Some(json) = &self.devices else {
             return Ok(None);
         };
@@ -237,6 +251,51 @@ impl CurriculumArgs {
         Ok(Some(d))
     }
 }
+/// Run-config fields the benchmark sets itself: what the variants differ in, and what they
+/// must share for the comparison to hold.
+const OWN_FIELDS: [&str; 18] = [
+    "name",
+    "model",
+    "train",
+    "held_out",
+    "iterations",
+    "rollouts_per_task",
+    "group_size",
+    "curriculum",
+    "eval_horizon",
+    "eval_rollouts",
+    "seed",
+    "max_env_steps",
+    "devices",
+    "lr",
+    "objective",
+    "replay_iterations",
+    "fbc_iterations",
+    "demonstrator",
+];
+
+/// `--settings` as an object of run-config fields none of [`OWN_FIELDS`], each valid as a
+/// run config takes it (checked on a small config before anything starts).
+fn checked_settings(json: &str) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let map = match serde_json::from_str(json) {
+        Ok(serde_json::Value::Object(m)) => m,
+        Ok(_) => bail!("--settings: must be a JSON object of run-config fields"),
+        Err(e) => bail!("--settings: {e} (a JSON object of run-config fields)"),
+    };
+    if let Some(k) = map.keys().find(|k| OWN_FIELDS.contains(&k.as_str())) {
+        bail!("--settings: {k} is set by the benchmark (see its own options)");
+    }
+    let mut probe = serde_json::json!({
+        "name": "settings", "model": "m", "train": {"ids": ["t"]}, "held_out": "seeds",
+        "iterations": 1, "curriculum": {"kind": "fixed", "horizon": 1}, "eval_horizon": 1
+    });
+    for (k, v) in &map {
+        probe[k] = v.clone();
+    }
+    RunConfig::parse(&probe.to_string()).map_err(|e| anyhow::anyhow!("--settings: {e}"))?;
+    Ok(map)
+}
+
 /// Runs the benchmark.
 pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitCode> {
     let devices = a.validate()?;
@@ -262,6 +321,7 @@ pub async fn run(common: &Common, mut a: CurriculumArgs) -> anyhow::Result<ExitC
             "budget_steps": a.budget_steps,
             "rollouts_per_task": a.rollouts_per_task,
             "group_size": a.group_size,
+            "settings": a.settings_map,
             "eval_rollouts": a.eval_rollouts,
             "short": a.short,
             "long": a.long,
@@ -405,6 +465,9 @@ async fn variants(
         }
         if let Some(k) = a.group_size {
             cfg["group_size"] = k.into();
+        }
+        for (k, v) in &a.settings_map {
+            cfg[k] = v.clone();
         }
         cfg
     };
