@@ -251,6 +251,7 @@ impl CurriculumArgs {
         Ok(Some(d))
     }
 }
+
 /// Run-config fields the benchmark sets itself: what the variants differ in, and what they
 /// must share for the comparison to hold.
 const OWN_FIELDS: [&str; 18] = [
