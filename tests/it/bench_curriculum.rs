@@ -2,8 +2,8 @@
 //! model): the variants it is asked for, side by side with `--parallel`, each a training
 //! run under the same budget and devices, with TTI (filtered behaviour cloning over every
 //! iteration's rollouts) on its stages scaled to the suite's horizons and a warm start
-//! followed by the schedule `--warm-then` names; options it cannot run
-//! are refused before anything starts, naming the option.
+//! followed by the variant `--warm-then` names (its schedule and algorithm); options it
+//! cannot run are refused before anything starts, naming the option.
 
 use crate::common;
 
@@ -33,6 +33,7 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
     let data = tempfile::tempdir().unwrap();
     let curves = data.path().join("curves.json");
     let model = common::data_dir().join("models/tiny-text");
+    let tiny_group = common::TINY_GROUP.to_string();
     let args = [
         "--suite",
         "miniwob",
@@ -43,7 +44,7 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         "--variants",
         "fixed-short,tti-scaled,warm",
         "--warm-then",
-        "fixed-short",
+        "tti-scaled",
         "--parallel",
         "--short",
         "1",
@@ -51,10 +52,8 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         "3",
         "--rollouts-per-task",
         "2",
-        // Groups across seeds: the untrained tiny model samples almost the same answer to
-        // one instance, so instance groups (the default) would all end alike.
         "--group-size",
-        "1",
+        &tiny_group,
         "--settings",
         r#"{"policy": {"max_new_tokens": 24}, "accumulation": 2}"#,
         "--eval-rollouts",
@@ -93,7 +92,7 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
         .iter()
         .map(|v| v["variant"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["fixed-short", "tti-scaled", "warm+fixed-short"]);
+    assert_eq!(names, ["fixed-short", "tti-scaled", "warm+tti-scaled"]);
 
     let store = Store::from_pool(pool.clone());
     let mut spans = Vec::new();
@@ -118,7 +117,15 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
             "{name}: the devices reach every run: {cfg}"
         );
         assert_eq!(cfg["lr"], 0.002, "{name}: so does the learning rate");
-        assert_eq!(cfg["group_size"], 1, "{name}: and the group size");
+        // The group size is GRPO's: TTI's cloning keeps one sample of each seed.
+        let group = match name.ends_with("tti-scaled") {
+            true => serde_json::Value::Null,
+            false => serde_json::json!(common::TINY_GROUP),
+        };
+        assert_eq!(
+            cfg["group_size"], group,
+            "{name}: and the group size: {cfg}"
+        );
         assert_eq!(
             (
                 cfg["policy"]["max_new_tokens"].clone(),
@@ -146,13 +153,15 @@ async fn parallel_variants_run_as_training_runs_under_one_budget_and_devices(poo
                 assert_eq!(cfg["objective"], "fbc", "{cfg}");
                 assert_eq!(cfg["replay_iterations"], 2, "{cfg}");
             }
-            "warm+fixed-short" => {
+            "warm+tti-scaled" => {
                 assert!(warm > 0, "the solver's warm-up steps are counted: {v}");
                 assert!(
                     cfg["model"].as_str().unwrap().contains("bench-warm-"),
-                    "RL starts from the warm-started version: {cfg}"
+                    "the run starts from the warm-started version: {cfg}"
                 );
-                assert_eq!(cfg["curriculum"]["kind"], "fixed");
+                // The variant it follows, schedule and algorithm: TTI's cloning.
+                assert_eq!(cfg["curriculum"]["kind"], "stepwise");
+                assert_eq!(cfg["objective"], "fbc", "{cfg}");
             }
             _ => {
                 assert_eq!(cfg["curriculum"]["horizon"], 1);

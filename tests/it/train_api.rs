@@ -47,9 +47,7 @@ fn config() -> Value {
     json!({
         "name": "api run", "model": tiny_text(), "train": {"tag": "bundled"},
         "held_out": "seeds", "iterations": 1, "rollouts_per_task": 2,
-        // Groups across seeds: the untrained tiny model samples almost the same answer
-        // to one instance, so instance groups (the default) would all end alike.
-        "group_size": 1,
+        "group_size": common::TINY_GROUP,
         "curriculum": {"kind": "fixed", "horizon": 2}, "eval_horizon": 2
     })
 }

@@ -52,9 +52,7 @@ fn config() -> serde_json::Value {
         // 36 rollouts: a group with both outcomes (GRPO's signal) is all but certain
         // (the untrained model succeeds in about one rollout in eight).
         "rollouts_per_task": 12,
-        // Groups across seeds: the untrained tiny model samples almost the same answer
-        // to one instance, so instance groups (the default) would all end alike.
-        "group_size": 1,
+        "group_size": common::TINY_GROUP,
         "curriculum": {"kind": "fixed", "horizon": 3},
         "eval_horizon": 3,
         "eval_rollouts": 2,

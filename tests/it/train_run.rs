@@ -37,9 +37,7 @@ fn config(iterations: u32) -> serde_json::Value {
         // 12 a task: at about one success in eight, 36 rollouts all fail under 1% of the
         // time (24 did once in CI, and iteration 1 had nothing to learn from).
         "rollouts_per_task": 12,
-        // Groups across seeds: the untrained tiny model samples almost the same answer
-        // to one instance, so instance groups (the default) would all end alike.
-        "group_size": 1,
+        "group_size": common::TINY_GROUP,
         "curriculum": {"kind": "fixed", "horizon": 3},
         "eval_horizon": 3,
         "eval_rollouts": 8,

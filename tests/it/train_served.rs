@@ -81,9 +81,7 @@ fn config(url: &str, load_root: &Path, mode: &str) -> serde_json::Value {
         "iterations": 1,
         // 24 rollouts: a group with both outcomes (GRPO's signal) is all but certain.
         "rollouts_per_task": 8,
-        // Groups across seeds: the untrained tiny model samples almost the same answer
-        // to one instance, so instance groups (the default) would all end alike.
-        "group_size": 1,
+        "group_size": common::TINY_GROUP,
         "curriculum": {"kind": "fixed", "horizon": 2},
         "eval_horizon": 2,
         "eval_rollouts": 2,

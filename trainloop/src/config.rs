@@ -19,6 +19,12 @@ use crate::served::Served;
 /// `num_generations` are 8; with fewer, more groups end alike and teach nothing).
 pub const DEFAULT_GROUP: u32 = 8;
 
+/// Whether `k` samples of each task instance fit `rollouts_per_task`: at least one, and
+/// every instance gets as many.
+pub fn group_fits(k: u32, rollouts_per_task: u32) -> bool {
+    k > 0 && rollouts_per_task.is_multiple_of(k)
+}
+
 /// See the module documentation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,8 +68,8 @@ pub struct RunConfig {
     /// one coin flip and a run's curve moves by whole tasks).
     #[serde(default = "eval_rollouts")]
     pub eval_rollouts: u32,
-    /// Evaluate every this many iterations (and always after the last one and before the
-    /// first): an evaluation costs as much as a rollout, and a run that only needs its end
+    /// Evaluate every this many iterations (and always before the first and after the
+    /// last: the last of `iterations`, or the one that spends `max_env_steps`): an evaluation costs as much as a rollout, and a run that only needs its end
     /// point (a test, a sweep) can skip the ones between. Default 1, every iteration.
     #[serde(default = "one")]
     pub eval_every: u32,
@@ -425,7 +431,7 @@ impl RunConfig {
             return Err("lr_schedule.min_ratio: must be in [0, 1]".into());
         }
         if let Some(k) = self.group_size
-            && (k == 0 || !self.rollouts_per_task.is_multiple_of(k))
+            && !group_fits(k, self.rollouts_per_task)
         {
             return Err(format!(
                 "group_size: must be at least 1 and divide rollouts_per_task ({})",

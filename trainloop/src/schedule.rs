@@ -86,6 +86,25 @@ pub fn finished(stages: &[Stage], running: &[(u32, Phase)], budget: Budget) -> b
             .all(|s| matches!(s, Stage::Done | Stage::NotStarted))
 }
 
+/// Whether iteration `idx` is evaluated: the untrained model (0), every `eval_every`-th
+/// iteration and the last one, whether `iterations` or the step budget makes it the last
+/// (`spent_through`: the steps iterations up to `idx` rolled out; once they reach the
+/// budget no later rollout starts). A run stopped by its budget thus always ends on a
+/// measured version.
+pub fn evaluates(
+    idx: u32,
+    eval_every: u32,
+    iterations: u32,
+    spent_through: u64,
+    max: Option<u64>,
+) -> bool {
+    let spent = Budget {
+        spent: spent_through,
+        max,
+    };
+    idx == 0 || idx.is_multiple_of(eval_every) || idx >= iterations || spent.exhausted()
+}
+
 /// The phases that may start now, in iteration order: `stages[i]` is iteration i's
 /// (0..=iterations), `running` the phases in flight, `max_staleness` the overlap bound
 /// (None: the synchronous loop), `budget` the environment steps spent and allowed.
@@ -137,6 +156,21 @@ mod tests {
     use super::Phase::{Eval, Rollout, Train};
     use super::Stage::{At, Done, NotStarted};
     use super::*;
+
+    #[test]
+    fn the_iteration_that_spends_the_budget_is_evaluated_whatever_eval_every_says() {
+        // Every 2nd of 20 iterations, a budget of 480 steps.
+        let at = |idx, spent| evaluates(idx, 2, 20, spent, Some(480));
+        assert!(at(0, 0), "the untrained model");
+        assert!(at(2, 192) && at(4, 384), "every 2nd");
+        assert!(!at(3, 288), "not the ones between");
+        assert!(at(5, 480) && at(5, 500), "the budget ends the run at 5");
+        assert!(evaluates(20, 3, 20, 0, None), "the last of `iterations`");
+        assert!(
+            !evaluates(7, 3, 20, 10_000, None),
+            "no budget, no early end"
+        );
+    }
 
     const SYNC: Option<u32> = None;
     const NONE: Budget = Budget {

@@ -54,7 +54,8 @@ pub enum Variant {
     GrpoTtiScaled,
     /// Per task, from `--short` to `--long` by `--adaptive-step`.
     Adaptive,
-    /// The warm start, then RL with the `--warm-then` schedule.
+    /// The warm start, then the `--warm-then` variant's run (its schedule and algorithm:
+    /// `tti` clones, `grpo-tti` runs GRPO).
     Warm,
 }
 
@@ -124,7 +125,7 @@ pub struct CurriculumArgs {
     /// The adaptive schedule's change of horizon per adjustment.
     #[arg(long, default_value_t = 10)]
     adaptive_step: u32,
-    /// The schedule of the warm start's RL run.
+    /// The variant the warm start's run follows (its schedule and algorithm).
     #[arg(long, value_enum, default_value = "tti")]
     warm_then: Variant,
     /// Passes of the warm start's behaviour-cloning update over its demonstrations.
@@ -137,8 +138,9 @@ pub struct CurriculumArgs {
     /// Rollouts per task per iteration (and the warm start's episodes per task).
     #[arg(long, default_value_t = 4)]
     rollouts_per_task: u32,
-    /// Samples of each task instance in a rollout (a run config's `group_size`; default:
-    /// the run default, 8 samples or fewer for GRPO and one for TTI's filtered cloning).
+    /// Samples of each task instance in a GRPO variant's rollout (a run config's
+    /// `group_size`; default: the run default, 8 or fewer). TTI's filtered cloning keeps
+    /// one sample of each of `--rollouts-per-task` seeds whatever this says.
     #[arg(long)]
     group_size: Option<u32>,
     /// Run-config fields every variant's run takes, as a JSON object, e.g.
@@ -203,7 +205,7 @@ impl CurriculumArgs {
             bail!("--rollouts-per-task: must be at least 2 (a group compares rollouts)");
         }
         if let Some(k) = self.group_size
-            && (k == 0 || !self.rollouts_per_task.is_multiple_of(k))
+            && !trainloop::config::group_fits(k, self.rollouts_per_task)
         {
             bail!(
                 "--group-size: must be at least 1 and divide --rollouts-per-task ({})",
@@ -444,7 +446,12 @@ async fn variants(
         train.len(),
         a.budget_steps
     );
-    let base = |name: &str, curriculum: serde_json::Value| {
+    // The run config of `schedule`'s run, named `name`: TTI's algorithm (filtered cloning
+    // over a buffer of every iteration's successes) for the TTI schedules, GRPO otherwise.
+    let base = |name: &str, schedule: Variant| -> anyhow::Result<serde_json::Value> {
+        let curriculum = schedule
+            .curriculum(a)
+            .with_context(|| format!("{name}: a warm start cannot follow a warm start"))?;
         let mut cfg = serde_json::json!({
             "name": format!("bench curriculum · {name}"),
             "model": model,
@@ -464,13 +471,20 @@ async fn variants(
         if let Some(lr) = a.lr {
             cfg["lr"] = serde_json::json!(lr);
         }
-        if let Some(k) = a.group_size {
+        if schedule.is_tti() {
+            cfg["objective"] = "fbc".into();
+            // A buffer that keeps every iteration's successes: TTI's, not WebGym's window
+            // of the last four.
+            cfg["replay_iterations"] = a.iterations.into();
+        } else if let Some(k) = a.group_size {
+            // GRPO's groups only: cloning keeps its one sample per seed (more instances
+            // rather than repeats of one).
             cfg["group_size"] = k.into();
         }
         for (k, v) in &a.settings_map {
             cfg[k] = v.clone();
         }
-        cfg
+        Ok(cfg)
     };
     let output = if a.parallel {
         Output::Lines
@@ -481,36 +495,27 @@ async fn variants(
     // with it (side by side, they may have finished).
     let mut runs: Vec<LocalBoxFuture<'_, Curve>> = Vec::new();
     for &v in &a.variants {
-        let run = match v.curriculum(a) {
-            Some(c) => {
-                let mut cfg = base(v.name(), c);
-                if v.is_tti() {
-                    cfg["objective"] = "fbc".into();
-                    // A buffer that keeps every iteration's successes: TTI's, not
-                    // WebGym's window of the last four.
-                    cfg["replay_iterations"] = a.iterations.into();
-                }
-                async move {
-                    let started = Instant::now();
-                    one_run(common, env, v.name(), cfg, 0, started, output)
-                        .await
-                        .unwrap_or_else(|e| failed(v.name(), &e, started))
-                }
-                .boxed_local()
+        let run = if v == Variant::Warm {
+            let then = a.warm_then;
+            let name = format!("warm+{}", then.name());
+            let cfg = base(&name, then).context("--warm-then")?;
+            let train = &train;
+            async move {
+                let started = Instant::now();
+                warm::run(common, env, a, train, cfg, &name, output)
+                    .await
+                    .unwrap_or_else(|e| failed(&name, &e, started))
             }
-            None => {
-                let then = a.warm_then;
-                let name = format!("warm+{}", then.name());
-                let cfg = base(&name, then.curriculum(a).context("--warm-then")?);
-                let train = &train;
-                async move {
-                    let started = Instant::now();
-                    warm::run(common, env, a, train, cfg, &name, output)
-                        .await
-                        .unwrap_or_else(|e| failed(&name, &e, started))
-                }
-                .boxed_local()
+            .boxed_local()
+        } else {
+            let cfg = base(v.name(), v)?;
+            async move {
+                let started = Instant::now();
+                one_run(common, env, v.name(), cfg, 0, started, output)
+                    .await
+                    .unwrap_or_else(|e| failed(v.name(), &e, started))
             }
+            .boxed_local()
         };
         runs.push(run);
     }

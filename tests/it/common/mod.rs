@@ -92,6 +92,11 @@ pub async fn open_dashboard(s: &mut Session, url: &str) {
     }
 }
 
+/// `group_size` for GRPO runs of the untrained tiny model: groups across seeds. It samples
+/// almost the same answer to one task instance, so instance groups (the default) would all
+/// end alike and teach nothing; grouping is not what those tests test.
+pub const TINY_GROUP: u32 = 1;
+
 /// Where `scripts/setup-python.sh` put ONNX Runtime, the generated models and MiniWoB++
 /// (`$SURFGYM_DATA_DIR`, else the package's `.surfgym`).
 pub fn data_dir() -> PathBuf {
