@@ -71,11 +71,7 @@ impl PageSnapshot {
 
 fn cap(text: &mut String) {
     if text.len() > STORED_TEXT_LIMIT {
-        let cut = (0..=STORED_TEXT_LIMIT)
-            .rev()
-            .find(|i| text.is_char_boundary(*i))
-            .unwrap_or(0);
-        text.truncate(cut);
+        text.truncate(text.floor_char_boundary(STORED_TEXT_LIMIT));
     }
 }
 

@@ -11,10 +11,7 @@ pub fn bounded(tree: &str) -> String {
     if tree.len() <= AX_TREE_LIMIT {
         return tree.to_string();
     }
-    let mut end = AX_TREE_LIMIT;
-    while !tree.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = tree.floor_char_boundary(AX_TREE_LIMIT);
     format!(
         "{}\n… [accessibility tree truncated: {} of {} bytes stored]",
         &tree[..end],

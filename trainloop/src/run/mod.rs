@@ -543,11 +543,7 @@ fn campaign_name(run: &str, detail: &str) -> String {
 
 /// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
 fn prefix(s: &str, max: usize) -> &str {
-    let mut end = max.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    &s[..s.floor_char_boundary(max)]
 }
 
 /// The evaluation campaign of iteration `idx` for `policy`: the same held-out episodes
