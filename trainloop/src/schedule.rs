@@ -91,18 +91,8 @@ pub fn finished(stages: &[Stage], running: &[(u32, Phase)], budget: Budget) -> b
 /// (`spent_through`: the steps iterations up to `idx` rolled out; once they reach the
 /// budget no later rollout starts). A run stopped by its budget thus always ends on a
 /// measured version.
-pub fn evaluates(
-    idx: u32,
-    eval_every: u32,
-    iterations: u32,
-    spent_through: u64,
-    max: Option<u64>,
-) -> bool {
-    let spent = Budget {
-        spent: spent_through,
-        max,
-    };
-    idx == 0 || idx.is_multiple_of(eval_every) || idx >= iterations || spent.exhausted()
+pub fn evaluates(idx: u32, eval_every: u32, iterations: u32, spent_through: Budget) -> bool {
+    idx == 0 || idx.is_multiple_of(eval_every) || idx >= iterations || spent_through.exhausted()
 }
 
 /// The phases that may start now, in iteration order: `stages[i]` is iteration i's
@@ -160,14 +150,18 @@ mod tests {
     #[test]
     fn the_iteration_that_spends_the_budget_is_evaluated_whatever_eval_every_says() {
         // Every 2nd of 20 iterations, a budget of 480 steps.
-        let at = |idx, spent| evaluates(idx, 2, 20, spent, Some(480));
+        let spent = |spent, max| Budget { spent, max };
+        let at = |idx, s| evaluates(idx, 2, 20, spent(s, Some(480)));
         assert!(at(0, 0), "the untrained model");
         assert!(at(2, 192) && at(4, 384), "every 2nd");
         assert!(!at(3, 288), "not the ones between");
         assert!(at(5, 480) && at(5, 500), "the budget ends the run at 5");
-        assert!(evaluates(20, 3, 20, 0, None), "the last of `iterations`");
         assert!(
-            !evaluates(7, 3, 20, 10_000, None),
+            evaluates(20, 3, 20, spent(0, None)),
+            "the last of `iterations`"
+        );
+        assert!(
+            !evaluates(7, 3, 20, spent(10_000, None)),
             "no budget, no early end"
         );
     }

@@ -27,19 +27,10 @@ pub(super) async fn run(ctx: &Ctx<'_>, idx: u32) -> Result<(), RunError> {
     };
     let before = store.run_iterations(ctx.run).await?;
     let mut report = it.report.clone().unwrap_or_else(|| serde_json::json!({}));
-    let spent_through: u64 = before
-        .iter()
-        .filter(|b| b.idx <= i)
-        .filter_map(|b| b.env_steps)
-        .map(|s| s.max(0) as u64)
-        .sum();
-    let skipped = !crate::schedule::evaluates(
-        idx,
-        ctx.cfg.eval_every,
-        ctx.cfg.iterations,
-        spent_through,
-        ctx.cfg.max_env_steps,
-    );
+    // The steps rolled out up to this iteration: once they reach the budget, no later
+    // rollout starts and this is the run's last iteration.
+    let spent = super::budget(before.iter().filter(|b| b.idx <= i), &ctx.cfg);
+    let skipped = !crate::schedule::evaluates(idx, ctx.cfg.eval_every, ctx.cfg.iterations, spent);
     // An update that published nothing leaves the version, and so its evaluation, as is:
     // the evaluation of the iteration that published it (or of the base), if it had one.
     let unchanged = (idx > 0 && it.version.is_none())

@@ -411,10 +411,13 @@ fn stages(its: &[IterationView], iterations: u32) -> Vec<Stage> {
 }
 
 /// The environment steps the run's rollouts recorded, against its budget.
-fn budget(its: &[IterationView], cfg: &RunConfig) -> schedule::Budget {
+fn budget<'a>(
+    its: impl IntoIterator<Item = &'a IterationView>,
+    cfg: &RunConfig,
+) -> schedule::Budget {
     schedule::Budget {
         spent: its
-            .iter()
+            .into_iter()
             .filter_map(|it| it.env_steps)
             .map(|s| s.max(0) as u64)
             .sum(),
